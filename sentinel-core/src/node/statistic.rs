@@ -1,0 +1,483 @@
+//! `StatisticNode`: the live statistics of one node (a resource, a context's
+//! view of a resource, an origin, the inbound total).
+//!
+//! A node keeps two windows of [`MetricBucket`]s: the second window (1 s in 2
+//! buckets by default) that rule checks read, and the minute window (60 s in 60
+//! buckets) behind totals and the per-second history the metric log writes. It
+//! also counts the calls currently inside it (concurrency).
+//!
+//! Every method takes the time (`now`, milliseconds on the instance clock)
+//! from its caller, so one entry reads the clock once and every check and
+//! count of that entry sees the same instant.
+
+use std::fmt;
+
+use crate::stat::{Adder, LeapArray, MetricBucket, MetricEvent, StatConfig};
+
+/// The statistics of one node.
+///
+/// ```
+/// use sentinel_core::node::StatisticNode;
+/// use sentinel_core::stat::StatConfig;
+///
+/// let node = StatisticNode::new(&StatConfig::default());
+/// let now = 1_700_000_000_000;
+/// node.increase_concurrency();
+/// node.add_pass(now, 1);
+/// node.add_rt_and_success(now + 12, 12, 1);
+/// node.decrease_concurrency();
+/// assert_eq!(node.pass_qps(now + 12), 1.0);
+/// assert_eq!(node.avg_rt(now + 12), 12.0);
+/// assert_eq!(node.cur_concurrency(), 0);
+/// ```
+pub struct StatisticNode {
+    second: LeapArray<MetricBucket>,
+    minute: LeapArray<MetricBucket>,
+    concurrency: Adder,
+    max_rt_ms: u64,
+}
+
+/// One completed bucket of the minute window: what happened in that second.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MetricSnapshot {
+    /// Start of the bucket, in milliseconds on the instance clock.
+    pub timestamp_ms: u64,
+    /// Requests let through.
+    pub pass: u64,
+    /// Requests refused.
+    pub block: u64,
+    /// Requests completed.
+    pub success: u64,
+    /// Completed requests that recorded an error.
+    pub exception: u64,
+    /// Sum of the response times of completed requests, in milliseconds.
+    pub rt_sum: u64,
+    /// Requests let through against a future window's quota.
+    pub occupied_pass: u64,
+    /// Smallest response time recorded, if any request completed.
+    pub min_rt: Option<u64>,
+}
+
+impl MetricSnapshot {
+    fn of(timestamp_ms: u64, bucket: &MetricBucket) -> Self {
+        MetricSnapshot {
+            timestamp_ms,
+            pass: bucket.get(MetricEvent::Pass),
+            block: bucket.get(MetricEvent::Block),
+            success: bucket.get(MetricEvent::Success),
+            exception: bucket.get(MetricEvent::Exception),
+            rt_sum: bucket.get(MetricEvent::Rt),
+            occupied_pass: bucket.get(MetricEvent::OccupiedPass),
+            min_rt: bucket.min_rt(),
+        }
+    }
+
+    /// Average response time of the completed requests (the RT sum when none
+    /// completed, as in Sentinel's metric log).
+    pub fn avg_rt(&self) -> u64 {
+        self.rt_sum.checked_div(self.success).unwrap_or(self.rt_sum)
+    }
+
+    /// Whether anything at all was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.pass == 0
+            && self.block == 0
+            && self.success == 0
+            && self.exception == 0
+            && self.rt_sum == 0
+            && self.occupied_pass == 0
+    }
+}
+
+/// Everything a node can report at one instant, read in one go.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct NodeSnapshot {
+    /// Passed requests per second over the second window.
+    pub pass_qps: f64,
+    /// Blocked requests per second over the second window.
+    pub block_qps: f64,
+    /// Completed requests per second over the second window.
+    pub success_qps: f64,
+    /// Errors per second over the second window.
+    pub exception_qps: f64,
+    /// Average response time over the second window, in milliseconds.
+    pub avg_rt: f64,
+    /// Smallest response time over the second window (the ceiling when none).
+    pub min_rt: u64,
+    /// Calls inside the node now.
+    pub concurrency: u64,
+    /// Passed requests over the minute window.
+    pub total_pass: u64,
+    /// Blocked requests over the minute window.
+    pub total_block: u64,
+    /// Completed requests over the minute window.
+    pub total_success: u64,
+    /// Errors over the minute window.
+    pub total_exception: u64,
+}
+
+impl StatisticNode {
+    /// An empty node with the windows of `config`.
+    pub fn new(config: &StatConfig) -> Self {
+        StatisticNode {
+            second: LeapArray::with_shape(config.second()),
+            minute: LeapArray::with_shape(config.minute()),
+            concurrency: Adder::new(),
+            max_rt_ms: config.max_rt(),
+        }
+    }
+
+    #[inline]
+    fn add(&self, now: u64, event: MetricEvent, n: u64) {
+        self.second.add(now, event, n);
+        self.minute.add(now, event, n);
+    }
+
+    // ---- writes (the hot path) ----
+
+    /// Records `n` passed requests.
+    #[inline]
+    pub fn add_pass(&self, now: u64, n: u64) {
+        self.add(now, MetricEvent::Pass, n);
+    }
+
+    /// Records `n` blocked requests.
+    #[inline]
+    pub fn add_block(&self, now: u64, n: u64) {
+        self.add(now, MetricEvent::Block, n);
+    }
+
+    /// Records `n` requests that completed with an error.
+    #[inline]
+    pub fn add_exception(&self, now: u64, n: u64) {
+        self.add(now, MetricEvent::Exception, n);
+    }
+
+    /// Records `n` passed requests admitted against a future window's quota.
+    #[inline]
+    pub fn add_occupied_pass(&self, now: u64, n: u64) {
+        self.add(now, MetricEvent::OccupiedPass, n);
+    }
+
+    /// Records a completion: `n` successes and one response time, capped at
+    /// the configured ceiling.
+    #[inline]
+    pub fn add_rt_and_success(&self, now: u64, rt_ms: u64, n: u64) {
+        let rt_ms = rt_ms.min(self.max_rt_ms);
+        for window in [&self.second, &self.minute] {
+            let bucket = window.current(now);
+            bucket.add(MetricEvent::Success, n);
+            bucket.add_rt(rt_ms);
+        }
+    }
+
+    /// One more call inside the node.
+    #[inline]
+    pub fn increase_concurrency(&self) {
+        self.concurrency.increment();
+    }
+
+    /// One call fewer inside the node.
+    #[inline]
+    pub fn decrease_concurrency(&self) {
+        self.concurrency.decrement();
+    }
+
+    // ---- reads over the second window ----
+
+    fn per_second(&self, now: u64, event: MetricEvent) -> f64 {
+        self.second.sum(now, event) as f64 / self.second.interval_secs()
+    }
+
+    /// Passed requests per second.
+    pub fn pass_qps(&self, now: u64) -> f64 {
+        self.per_second(now, MetricEvent::Pass)
+    }
+
+    /// Blocked requests per second.
+    pub fn block_qps(&self, now: u64) -> f64 {
+        self.per_second(now, MetricEvent::Block)
+    }
+
+    /// Passed plus blocked requests per second.
+    pub fn total_qps(&self, now: u64) -> f64 {
+        self.pass_qps(now) + self.block_qps(now)
+    }
+
+    /// Completed requests per second.
+    pub fn success_qps(&self, now: u64) -> f64 {
+        self.per_second(now, MetricEvent::Success)
+    }
+
+    /// Errors per second.
+    pub fn exception_qps(&self, now: u64) -> f64 {
+        self.per_second(now, MetricEvent::Exception)
+    }
+
+    /// Requests per second admitted against a future window's quota.
+    pub fn occupied_pass_qps(&self, now: u64) -> f64 {
+        self.per_second(now, MetricEvent::OccupiedPass)
+    }
+
+    /// Average response time of completed requests in milliseconds; 0 when
+    /// none completed.
+    pub fn avg_rt(&self, now: u64) -> f64 {
+        let success = self.second.sum(now, MetricEvent::Success);
+        if success == 0 {
+            return 0.0;
+        }
+        self.second.sum(now, MetricEvent::Rt) as f64 / success as f64
+    }
+
+    /// Smallest response time in milliseconds: the configured ceiling when no
+    /// request completed, and never below 1 (Sentinel's `minRt`).
+    pub fn min_rt(&self, now: u64) -> u64 {
+        self.second
+            .min_rt(now)
+            .unwrap_or(self.max_rt_ms)
+            .min(self.max_rt_ms)
+            .max(1)
+    }
+
+    /// The highest rate of completions seen in one bucket of the second
+    /// window, scaled to a second; at least one completion per bucket
+    /// (Sentinel's `maxSuccessQps`, used by the system rule's BBR check).
+    pub fn max_success_qps(&self, now: u64) -> f64 {
+        let max = self.second.max(now, MetricEvent::Success).max(1);
+        max as f64 * f64::from(self.second.sample_count()) / self.second.interval_secs()
+    }
+
+    /// Calls inside the node now.
+    pub fn cur_concurrency(&self) -> u64 {
+        // Negative only if a caller exited more than it entered.
+        self.concurrency.sum_signed().max(0) as u64
+    }
+
+    // ---- reads over the minute window ----
+
+    fn previous_per_second(&self, now: u64, event: MetricEvent) -> f64 {
+        let count = self.minute.previous(now).map_or(0, |b| b.get(event));
+        count as f64 * 1_000.0 / self.minute.bucket_ms() as f64
+    }
+
+    /// Passed requests per second in the previous bucket of the minute window
+    /// (the previous second by default; warm-up flow control reads it).
+    pub fn previous_pass_qps(&self, now: u64) -> f64 {
+        self.previous_per_second(now, MetricEvent::Pass)
+    }
+
+    /// Blocked requests per second in the previous bucket of the minute window.
+    pub fn previous_block_qps(&self, now: u64) -> f64 {
+        self.previous_per_second(now, MetricEvent::Block)
+    }
+
+    /// Passed requests over the minute window.
+    pub fn total_pass(&self, now: u64) -> u64 {
+        self.minute.sum(now, MetricEvent::Pass)
+    }
+
+    /// Blocked requests over the minute window.
+    pub fn total_block(&self, now: u64) -> u64 {
+        self.minute.sum(now, MetricEvent::Block)
+    }
+
+    /// Passed plus blocked requests over the minute window.
+    pub fn total_request(&self, now: u64) -> u64 {
+        self.total_pass(now) + self.total_block(now)
+    }
+
+    /// Completed requests over the minute window.
+    pub fn total_success(&self, now: u64) -> u64 {
+        self.minute.sum(now, MetricEvent::Success)
+    }
+
+    /// Errors over the minute window.
+    pub fn total_exception(&self, now: u64) -> u64 {
+        self.minute.sum(now, MetricEvent::Exception)
+    }
+
+    /// Calls `f` with every completed, non-empty bucket of the minute window
+    /// that starts at or after `from_ms`, oldest first. The bucket holding
+    /// `now` is still filling and is left out. Does not allocate.
+    pub fn for_each_metric_since(&self, from_ms: u64, now: u64, mut f: impl FnMut(MetricSnapshot)) {
+        let current = self.minute.bucket_start(now);
+        // Walk the ring by start time rather than slot order, oldest first.
+        let bucket_ms = self.minute.bucket_ms();
+        let oldest = current.saturating_sub(self.minute.interval_ms() - bucket_ms);
+        let mut start = oldest.max(from_ms.div_ceil(bucket_ms).saturating_mul(bucket_ms));
+        while start < current {
+            if let Some(bucket) = self.minute.bucket_at(start) {
+                let snapshot = MetricSnapshot::of(start, bucket);
+                if !snapshot.is_empty() {
+                    f(snapshot);
+                }
+            }
+            start += bucket_ms;
+        }
+    }
+
+    /// The completed, non-empty buckets of the minute window starting at or
+    /// after `from_ms`, oldest first (see [`for_each_metric_since`](Self::for_each_metric_since)).
+    pub fn metrics_since(&self, from_ms: u64, now: u64) -> Vec<MetricSnapshot> {
+        let mut out = Vec::new();
+        self.for_each_metric_since(from_ms, now, |m| out.push(m));
+        out
+    }
+
+    /// Every figure at once.
+    pub fn snapshot(&self, now: u64) -> NodeSnapshot {
+        NodeSnapshot {
+            pass_qps: self.pass_qps(now),
+            block_qps: self.block_qps(now),
+            success_qps: self.success_qps(now),
+            exception_qps: self.exception_qps(now),
+            avg_rt: self.avg_rt(now),
+            min_rt: self.min_rt(now),
+            concurrency: self.cur_concurrency(),
+            total_pass: self.total_pass(now),
+            total_block: self.total_block(now),
+            total_success: self.total_success(now),
+            total_exception: self.total_exception(now),
+        }
+    }
+
+    /// The second window, for rule checks that read it directly.
+    pub fn second_window(&self) -> &LeapArray<MetricBucket> {
+        &self.second
+    }
+
+    /// The minute window.
+    pub fn minute_window(&self) -> &LeapArray<MetricBucket> {
+        &self.minute
+    }
+}
+
+impl fmt::Debug for StatisticNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StatisticNode")
+            .field("second", &self.second)
+            .field("minute", &self.minute)
+            .field("concurrency", &self.cur_concurrency())
+            .field("max_rt_ms", &self.max_rt_ms)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stat::WindowShape;
+    use std::num::NonZeroU64;
+
+    const T0: u64 = 1_700_000_000_000;
+
+    fn node() -> StatisticNode {
+        StatisticNode::new(&StatConfig::default())
+    }
+
+    #[test]
+    fn qps_reads_the_second_window() {
+        let node = node();
+        node.add_pass(T0, 3);
+        node.add_pass(T0 + 600, 2);
+        node.add_block(T0 + 700, 4);
+        assert_eq!(node.pass_qps(T0 + 999), 5.0);
+        assert_eq!(node.block_qps(T0 + 999), 4.0);
+        assert_eq!(node.total_qps(T0 + 999), 9.0);
+        // The first bucket leaves the second window; the minute keeps it.
+        assert_eq!(node.pass_qps(T0 + 1_000), 2.0);
+        assert_eq!(node.total_pass(T0 + 1_000), 5);
+        assert_eq!(node.total_request(T0 + 1_000), 9);
+    }
+
+    #[test]
+    fn rates_scale_with_the_window_length() {
+        let config = StatConfig::default().second_window(WindowShape::new(2_000, 4).unwrap());
+        let node = StatisticNode::new(&config);
+        node.add_pass(T0, 10);
+        assert_eq!(node.pass_qps(T0), 5.0);
+    }
+
+    #[test]
+    fn rt_is_capped_and_min_rt_defaults_to_ceiling() {
+        let config = StatConfig::default().max_rt_ms(NonZeroU64::new(100).unwrap());
+        let node = StatisticNode::new(&config);
+        assert_eq!(node.min_rt(T0), 100);
+        assert_eq!(node.avg_rt(T0), 0.0);
+        node.add_rt_and_success(T0, 500, 1);
+        node.add_rt_and_success(T0, 0, 1);
+        assert_eq!(node.avg_rt(T0), 50.0);
+        assert_eq!(node.min_rt(T0), 1, "min RT is at least 1");
+        assert_eq!(node.total_success(T0), 2);
+    }
+
+    #[test]
+    fn max_success_qps_scales_the_busiest_bucket() {
+        let node = node();
+        assert_eq!(node.max_success_qps(T0), 2.0, "at least one per bucket");
+        node.add_rt_and_success(T0, 1, 30);
+        node.add_rt_and_success(T0 + 500, 1, 10);
+        assert_eq!(node.max_success_qps(T0 + 500), 60.0);
+    }
+
+    #[test]
+    fn previous_pass_qps_is_the_previous_second() {
+        let node = node();
+        node.add_pass(T0 + 10, 7);
+        node.add_block(T0 + 20, 2);
+        assert_eq!(node.previous_pass_qps(T0 + 500), 0.0);
+        assert_eq!(node.previous_pass_qps(T0 + 1_500), 7.0);
+        assert_eq!(node.previous_block_qps(T0 + 1_500), 2.0);
+        assert_eq!(node.previous_pass_qps(T0 + 2_000), 0.0);
+    }
+
+    #[test]
+    fn concurrency_goes_up_and_down() {
+        let node = node();
+        node.increase_concurrency();
+        node.increase_concurrency();
+        node.decrease_concurrency();
+        assert_eq!(node.cur_concurrency(), 1);
+        node.decrease_concurrency();
+        node.decrease_concurrency();
+        assert_eq!(node.cur_concurrency(), 0, "never reported negative");
+    }
+
+    #[test]
+    fn metrics_since_lists_completed_seconds_oldest_first() {
+        let node = node();
+        node.add_pass(T0 + 5, 1);
+        node.add_rt_and_success(T0 + 2_100, 40, 2);
+        node.add_exception(T0 + 2_200, 1);
+        node.add_pass(T0 + 3_000, 9); // still filling at T0 + 3 500
+        let metrics = node.metrics_since(0, T0 + 3_500);
+        assert_eq!(metrics.len(), 2);
+        assert_eq!(metrics[0].timestamp_ms, T0);
+        assert_eq!(metrics[0].pass, 1);
+        assert_eq!(metrics[1].timestamp_ms, T0 + 2_000);
+        assert_eq!(metrics[1].success, 2);
+        assert_eq!(metrics[1].exception, 1);
+        assert_eq!(metrics[1].avg_rt(), 20);
+        assert_eq!(metrics[1].min_rt, Some(40));
+        assert_eq!(node.metrics_since(T0 + 1, T0 + 3_500).len(), 1);
+        assert_eq!(node.metrics_since(T0 + 2_000, T0 + 3_500).len(), 1);
+        assert_eq!(node.metrics_since(T0 + 2_001, T0 + 3_500).len(), 0);
+        // A minute later everything has left the window.
+        assert!(node.metrics_since(0, T0 + 63_000).is_empty());
+    }
+
+    #[test]
+    fn snapshot_reads_everything_at_one_instant() {
+        let node = node();
+        node.increase_concurrency();
+        node.add_pass(T0, 2);
+        node.add_rt_and_success(T0 + 10, 10, 1);
+        let s = node.snapshot(T0 + 10);
+        assert_eq!(s.pass_qps, 2.0);
+        assert_eq!(s.success_qps, 1.0);
+        assert_eq!(s.avg_rt, 10.0);
+        assert_eq!(s.min_rt, 10);
+        assert_eq!(s.concurrency, 1);
+        assert_eq!(s.total_pass, 2);
+    }
+}

@@ -1,0 +1,13 @@
+//! The statistics engine: LongAdder-like counters, metric buckets, and the
+//! `LeapArray` sliding window that holds them.
+
+mod adder;
+mod bucket;
+mod divisor;
+mod leap_array;
+mod window;
+
+pub use adder::Adder;
+pub use bucket::{Bucket, MetricBucket, MetricEvent};
+pub use leap_array::{LeapArray, WindowError};
+pub use window::{DEFAULT_MAX_RT_MS, StatConfig, WindowShape};
