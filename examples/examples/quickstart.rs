@@ -1,9 +1,10 @@
-//! Live statistics of one node under load.
+//! Live statistics of one resource under load.
 //!
-//! Four worker threads hammer a `StatisticNode` the way entries will: each
-//! call raises concurrency, records a pass, "works" for a varying time, then
-//! records its response time and success (and, one call in fifty, an error).
-//! The main thread prints what the node reports once per second.
+//! Four worker threads call a guarded function: each call enters the
+//! resource `GET:/orders` (a `Resource` handle in a `static`), "works" for a
+//! varying time and exits; one call in fifty records an error. The main
+//! thread prints what the resource's node reports once per second. Flow
+//! rules, when they exist, will make this print blocks too.
 //!
 //! Run: `cargo run --release -p examples --example quickstart [-- SECONDS]`
 //! (default 5 seconds).
@@ -12,38 +13,44 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use sentinel_core::node::StatisticNode;
-use sentinel_core::stat::StatConfig;
-use sentinel_core::{Clock, SystemClock};
+use once_cell::sync::Lazy;
+use sentinel_core::{BlockError, Resource};
 
 const WORKERS: u64 = 4;
+
+static ORDERS: Lazy<Resource<'static>> = Lazy::new(|| Resource::new("GET:/orders"));
+
+/// The guarded call: 0-3 ms of simulated work, an error one time in fifty.
+fn list_orders(worker: u64, call: u64) -> Result<(), BlockError> {
+    let entry = ORDERS.entry()?;
+    std::thread::sleep(Duration::from_micros((call * 7 + worker * 311) % 3_000));
+    if call % 50 == 0 {
+        entry.set_error("simulated failure");
+    }
+    Ok(())
+}
 
 fn main() {
     let seconds: u64 = std::env::args()
         .nth(1)
         .and_then(|arg| arg.parse().ok())
         .unwrap_or(5);
-    let clock = SystemClock;
-    let node = Arc::new(StatisticNode::new(&StatConfig::default()));
+    let sentinel = sentinel_core::global();
+    let node = ORDERS
+        .node()
+        .expect("one resource is under the cap")
+        .stats();
     let stop = Arc::new(AtomicBool::new(false));
 
     let workers: Vec<_> = (0..WORKERS)
         .map(|worker| {
-            let (node, stop) = (Arc::clone(&node), Arc::clone(&stop));
+            let stop = Arc::clone(&stop);
             std::thread::spawn(move || {
                 let mut calls = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    let start = clock.now_ms();
-                    node.increase_concurrency();
-                    node.add_pass(start, 1);
-                    // Simulated work: 0-3 ms, a little different per worker.
-                    std::thread::sleep(Duration::from_micros((calls * 7 + worker * 311) % 3_000));
-                    let end = clock.now_ms();
-                    if calls % 50 == 0 {
-                        node.add_exception(end, 1);
+                    if let Err(blocked) = list_orders(worker, calls) {
+                        eprintln!("{blocked}");
                     }
-                    node.add_rt_and_success(end, end - start, 1);
-                    node.decrease_concurrency();
                     calls += 1;
                 }
             })
@@ -56,7 +63,7 @@ fn main() {
     );
     for second in 1..=seconds {
         std::thread::sleep(Duration::from_secs(1));
-        let s = node.snapshot(clock.now_ms());
+        let s = node.snapshot(sentinel.now_ms());
         println!(
             "{second:>4} {:>9.0} {:>9.0} {:>9.0} {:>6.2}ms {:>5}ms {:>6} {:>11}",
             s.pass_qps,
@@ -72,7 +79,7 @@ fn main() {
     for worker in workers {
         worker.join().expect("worker panicked");
     }
-    let now = clock.now_ms();
+    let now = sentinel.now_ms();
     println!(
         "done: {} passed, {} completed, {} errors in the last minute; concurrency now {}",
         node.total_pass(now),

@@ -1,31 +1,68 @@
 //! Flow control, circuit breaking and overload protection per named resource,
 //! in the model of Alibaba Sentinel.
 //!
-//! This crate holds the engine: the [`Clock`], the statistics
-//! ([`stat`]: LongAdder-like counters, metric buckets, the `LeapArray` sliding
-//! window) and the [`node`]s that keep a second and a minute window of them.
+//! A call enters a named resource and gets an [`Entry`] guard, or a
+//! [`BlockError`] when a rule refuses it. Every entry goes through the slot
+//! chain ([`slot`]) of its [`Sentinel`] instance, which keeps live statistics
+//! per resource, per context and per origin ([`node`], [`stat`]) and checks
+//! the rules.
 //!
 //! ```
-//! use sentinel_core::node::StatisticNode;
-//! use sentinel_core::stat::StatConfig;
-//! use sentinel_core::{Clock, ManualClock};
+//! use sentinel_core::{ManualClock, Sentinel};
 //!
 //! let clock = ManualClock::new(1_700_000_000_000);
-//! let node = StatisticNode::new(&StatConfig::default());
+//! let sentinel = Sentinel::builder().clock(clock.clone()).build();
 //!
 //! for _ in 0..10 {
-//!     let now = clock.now_ms();
-//!     node.add_pass(now, 1);
-//!     node.add_rt_and_success(now, 3, 1);
-//!     clock.advance_ms(50);
+//!     let entry = sentinel.entry("GET:/orders")?;
+//!     clock.advance_ms(3);
+//!     drop(entry);
+//!     clock.advance_ms(47);
 //! }
-//! let now = clock.now_ms();
-//! assert_eq!(node.pass_qps(now), 10.0);
-//! assert_eq!(node.avg_rt(now), 3.0);
+//! let node = sentinel.resource_node("GET:/orders").unwrap();
+//! let now = sentinel.now_ms();
+//! assert_eq!(node.stats().pass_qps(now), 10.0);
+//! assert_eq!(node.stats().avg_rt(now), 3.0);
+//! assert_eq!(node.stats().cur_concurrency(), 0);
+//! # Ok::<(), sentinel_core::BlockError>(())
 //! ```
+//!
+//! Services usually enter resources of the [`global`] instance with
+//! [`entry`] or a [`Resource`] handle kept in a `static`.
 
 mod clock;
+mod entry;
 pub mod node;
+mod param;
+mod rule;
+mod sentinel;
+pub mod slot;
 pub mod stat;
 
 pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
+pub use entry::{BlockError, BlockKind, Entry, EntryBuilder, EntryType, Resource};
+pub use param::ParamValue;
+pub use rule::Rule;
+pub use sentinel::{
+    DEFAULT_CONTEXT, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES, Sentinel,
+    SentinelBuilder, global,
+};
+
+/// Enters `resource` on the [`global`] instance with the default settings.
+///
+/// ```
+/// fn handle() -> Result<(), sentinel_core::BlockError> {
+///     let _entry = sentinel_core::entry("GET:/health")?;
+///     Ok(())
+/// }
+/// handle().unwrap();
+/// ```
+#[inline]
+pub fn entry(resource: &str) -> Result<Entry<'static>, BlockError> {
+    global().entry(resource)
+}
+
+/// Records `error` on `entry`, as [`Entry::set_error`].
+pub fn trace_error<E: ?Sized>(entry: &Entry<'_>, error: &E) {
+    entry.set_error(error);
+}

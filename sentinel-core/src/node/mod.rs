@@ -1,6 +1,11 @@
 //! Nodes: where statistics are kept (per resource, per context, per origin,
-//! and the inbound total).
+//! and the inbound total) and how they form the invocation tree.
 
+pub(crate) mod registry;
+mod resource;
 mod statistic;
+pub(crate) mod tree;
 
+pub use resource::{OriginNode, ResourceNode};
 pub use statistic::{MetricSnapshot, NodeSnapshot, StatisticNode};
+pub use tree::{ContextNode, Entrance};

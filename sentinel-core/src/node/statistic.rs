@@ -164,11 +164,8 @@ impl StatisticNode {
     #[inline]
     pub fn add_rt_and_success(&self, now: u64, rt_ms: u64, n: u64) {
         let rt_ms = rt_ms.min(self.max_rt_ms);
-        for window in [&self.second, &self.minute] {
-            let bucket = window.current(now);
-            bucket.add(MetricEvent::Success, n);
-            bucket.add_rt(rt_ms);
-        }
+        self.second.current(now).add_success_and_rt(n, rt_ms);
+        self.minute.current(now).add_success_and_rt(n, rt_ms);
     }
 
     /// One more call inside the node.
@@ -251,6 +248,11 @@ impl StatisticNode {
     pub fn cur_concurrency(&self) -> u64 {
         // Negative only if a caller exited more than it entered.
         self.concurrency.sum_signed().max(0) as u64
+    }
+
+    /// The concurrency as counted, which may be negative transiently.
+    pub(crate) fn concurrency_signed(&self) -> i64 {
+        self.concurrency.sum_signed()
     }
 
     // ---- reads over the minute window ----

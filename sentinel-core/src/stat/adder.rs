@@ -1,15 +1,16 @@
 //! LongAdder-like counters: one atomic while uncontended, striped over
 //! cache-padded cells once two threads collide.
 //!
-//! [`Striped<N>`] keeps `N` counters (lanes) together: the uncontended path is
-//! one compare-and-swap on the lane in the shared base; a failed swap means
-//! another thread wrote the same line, so the counter allocates its cells (once,
-//! lazily) and from then on each thread adds to the cell its probe picks. A
-//! cell holds all `N` lanes, so a thread recording pass, success and RT into
-//! one bucket touches one line of its own. [`Adder`] is the one-lane counter.
+//! [`Adder`] is one 64-bit counter. [`PackedLanes`] are the six counters of a
+//! metric bucket, packed two 32-bit lanes to a word so that a bucket stays
+//! small and a completion (success and RT) is one compare-and-swap. Either way
+//! a failed swap means another thread wrote the same line, so the counter
+//! allocates its cells (once, lazily) and from then on each thread adds to the
+//! cell its probe picks. A cell holds all lanes of the counter, so a thread
+//! recording pass, success and RT into one bucket touches one line of its own.
 //!
-//! Values wrap on overflow, so a lane can carry a signed count (concurrency)
-//! as two's complement.
+//! Values wrap on overflow, so an `Adder` can carry a signed count
+//! (concurrency) as two's complement.
 
 use std::cell::Cell;
 use std::fmt;
@@ -87,46 +88,33 @@ impl<const N: usize> Cells<N> {
     }
 }
 
-/// `N` counters that add like Java's `LongAdder`.
-pub(crate) struct Striped<const N: usize> {
-    base: [AtomicU64; N],
+/// Where contended adds go: one cache-padded cell of `N` lanes per probe value.
+struct Striped<const N: usize> {
     cells: OnceBox<Cells<N>>,
 }
 
 impl<const N: usize> Default for Striped<N> {
     fn default() -> Self {
         Striped {
-            base: std::array::from_fn(|_| AtomicU64::new(0)),
             cells: OnceBox::new(),
         }
     }
 }
 
 impl<const N: usize> Striped<N> {
-    /// Adds `x` (wrapping) to `lane`.
     #[inline]
-    pub(crate) fn add(&self, lane: usize, x: u64) {
-        if let Some(cells) = self.cells.get() {
-            return Self::add_to_cells(cells, lane, x);
-        }
-        let base = &self.base[lane];
-        let current = base.load(Relaxed);
-        if base
-            .compare_exchange(current, current.wrapping_add(x), Relaxed, Relaxed)
-            .is_err()
-        {
-            self.add_contended(lane, x);
-        }
+    fn get(&self) -> Option<&Cells<N>> {
+        self.cells.get()
     }
 
     #[cold]
-    fn add_contended(&self, lane: usize, x: u64) {
-        let cells = self.cells.get_or_init(|| Box::new(Cells::new()));
-        Self::add_to_cells(cells, lane, x);
+    fn get_or_init(&self) -> &Cells<N> {
+        self.cells.get_or_init(|| Box::new(Cells::new()))
     }
 
+    /// Adds `x` (wrapping) to `lane` of the calling thread's cell.
     #[inline]
-    fn add_to_cells(cells: &Cells<N>, lane: usize, x: u64) {
+    fn add(cells: &Cells<N>, lane: usize, x: u64) {
         let probe = probe();
         let cell = &cells.cell(probe)[lane];
         let current = cell.load(Relaxed);
@@ -140,26 +128,18 @@ impl<const N: usize> Striped<N> {
         }
     }
 
-    /// The sum of `lane` over the base and every cell (wrapping).
-    ///
-    /// Not a snapshot: adds racing with the sum may or may not be included.
+    /// The sum of `lane` over every cell (wrapping).
     #[inline]
-    pub(crate) fn sum(&self, lane: usize) -> u64 {
-        let mut sum = self.base[lane].load(Relaxed);
-        if let Some(cells) = self.cells.get() {
-            for cell in cells.cells.iter() {
-                sum = sum.wrapping_add(cell.0[lane].load(Relaxed));
-            }
-        }
-        sum
+    fn sum(&self, lane: usize) -> u64 {
+        self.get().map_or(0, |cells| {
+            cells.cells.iter().fold(0u64, |sum, cell| {
+                sum.wrapping_add(cell.0[lane].load(Relaxed))
+            })
+        })
     }
 
-    /// Zeroes every lane. Cells, once allocated, are kept.
-    pub(crate) fn reset(&self) {
-        for lane in &self.base {
-            lane.store(0, Relaxed);
-        }
-        if let Some(cells) = self.cells.get() {
+    fn reset(&self) {
+        if let Some(cells) = self.get() {
             for cell in cells.cells.iter() {
                 for lane in &cell.0 {
                     lane.store(0, Relaxed);
@@ -167,11 +147,112 @@ impl<const N: usize> Striped<N> {
             }
         }
     }
+}
 
-    /// Whether contention has been seen and the cells exist.
+/// Six 32-bit counters packed two to a word, for a metric bucket.
+///
+/// The uncontended path is one compare-and-swap on one word, which can add to
+/// both of its lanes at once (success and RT sum together). A failed swap
+/// (another thread wrote the word) or an add that would overflow a 32-bit lane
+/// moves the counters to striped 64-bit cells for good, so the sums stay exact
+/// and the packed base keeps a bucket small (48 bytes with its start time).
+pub(crate) struct PackedLanes {
+    base: [AtomicU64; PackedLanes::WORDS],
+    cells: Striped<{ PackedLanes::LANES }>,
+}
+
+impl Default for PackedLanes {
+    fn default() -> Self {
+        PackedLanes {
+            base: std::array::from_fn(|_| AtomicU64::new(0)),
+            cells: Striped::default(),
+        }
+    }
+}
+
+impl PackedLanes {
+    const WORDS: usize = 3;
+    /// Lanes `2w` and `2w + 1` live in the low and high half of word `w`.
+    pub(crate) const LANES: usize = 2 * Self::WORDS;
+
+    /// Adds `low` to lane `2 * word` and `high` to lane `2 * word + 1`.
+    #[inline]
+    pub(crate) fn add_pair(&self, word: usize, low: u64, high: u64) {
+        if let Some(cells) = self.cells.get() {
+            return Self::add_pair_to_cells(cells, word, low, high);
+        }
+        let base = &self.base[word];
+        let current = base.load(Relaxed);
+        if let Some(next) = packed_add(current, low, high) {
+            if base
+                .compare_exchange(current, next, Relaxed, Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+        self.add_pair_contended(word, low, high);
+    }
+
+    #[cold]
+    fn add_pair_contended(&self, word: usize, low: u64, high: u64) {
+        Self::add_pair_to_cells(self.cells.get_or_init(), word, low, high);
+    }
+
+    #[inline]
+    fn add_pair_to_cells(cells: &Cells<{ Self::LANES }>, word: usize, low: u64, high: u64) {
+        if low != 0 {
+            Striped::add(cells, 2 * word, low);
+        }
+        if high != 0 {
+            Striped::add(cells, 2 * word + 1, high);
+        }
+    }
+
+    /// Adds `x` to `lane`.
+    #[inline]
+    pub(crate) fn add(&self, lane: usize, x: u64) {
+        if lane % 2 == 0 {
+            self.add_pair(lane / 2, x, 0);
+        } else {
+            self.add_pair(lane / 2, 0, x);
+        }
+    }
+
+    /// The total of `lane` over the base and every cell.
+    #[inline]
+    pub(crate) fn sum(&self, lane: usize) -> u64 {
+        let word = self.base[lane / 2].load(Relaxed);
+        let base = if lane % 2 == 0 {
+            word as u32
+        } else {
+            (word >> 32) as u32
+        };
+        u64::from(base).wrapping_add(self.cells.sum(lane))
+    }
+
+    /// Zeroes every lane. Cells, once allocated, are kept.
+    pub(crate) fn reset(&self) {
+        for word in &self.base {
+            word.store(0, Relaxed);
+        }
+        self.cells.reset();
+    }
+
+    /// Whether the lanes have moved to striped cells.
+    #[cfg(test)]
     pub(crate) fn is_striped(&self) -> bool {
         self.cells.get().is_some()
     }
+}
+
+/// `word` with `low` and `high` added to its halves, or `None` if either half
+/// would overflow.
+#[inline]
+fn packed_add(word: u64, low: u64, high: u64) -> Option<u64> {
+    let low = (word as u32).checked_add(u32::try_from(low).ok()?)?;
+    let high = ((word >> 32) as u32).checked_add(u32::try_from(high).ok()?)?;
+    Some(u64::from(low) | u64::from(high) << 32)
 }
 
 /// A counter for many writers and occasional readers, like Java's `LongAdder`.
@@ -194,7 +275,8 @@ impl<const N: usize> Striped<N> {
 /// ```
 #[derive(Default)]
 pub struct Adder {
-    inner: Striped<1>,
+    base: AtomicU64,
+    cells: Striped<1>,
 }
 
 impl Adder {
@@ -206,7 +288,22 @@ impl Adder {
     /// Adds `x` (wrapping at `u64::MAX`).
     #[inline]
     pub fn add(&self, x: u64) {
-        self.inner.add(0, x);
+        if let Some(cells) = self.cells.get() {
+            return Striped::add(cells, 0, x);
+        }
+        let current = self.base.load(Relaxed);
+        if self
+            .base
+            .compare_exchange(current, current.wrapping_add(x), Relaxed, Relaxed)
+            .is_err()
+        {
+            self.add_contended(x);
+        }
+    }
+
+    #[cold]
+    fn add_contended(&self, x: u64) {
+        Striped::add(self.cells.get_or_init(), 0, x);
     }
 
     /// Adds one.
@@ -223,7 +320,7 @@ impl Adder {
 
     /// The current total.
     pub fn sum(&self) -> u64 {
-        self.inner.sum(0)
+        self.base.load(Relaxed).wrapping_add(self.cells.sum(0))
     }
 
     /// The current total read as a signed number, for counters that go down.
@@ -233,12 +330,13 @@ impl Adder {
 
     /// Sets the counter back to zero. Adds racing with the reset may survive it.
     pub fn reset(&self) {
-        self.inner.reset();
+        self.base.store(0, Relaxed);
+        self.cells.reset();
     }
 
     /// Whether contention has been seen and the counter is striped.
     pub fn is_striped(&self) -> bool {
-        self.inner.is_striped()
+        self.cells.get().is_some()
     }
 }
 
@@ -300,17 +398,32 @@ mod tests {
     }
 
     #[test]
-    fn lanes_are_independent_in_base_and_cells() {
-        let striped = Striped::<3>::default();
-        striped.add(0, 1);
-        striped.add(2, 7);
+    fn packed_lanes_are_independent_in_base_and_cells() {
+        let lanes = PackedLanes::default();
+        lanes.add(0, 1);
+        lanes.add(5, 7);
+        lanes.add_pair(1, 3, 4);
+        assert!(!lanes.is_striped());
         // Force the striped path as contention would.
-        striped.add_contended(1, 10);
-        striped.add(0, 2);
-        assert!(striped.is_striped());
-        assert_eq!([striped.sum(0), striped.sum(1), striped.sum(2)], [3, 10, 7]);
-        striped.reset();
-        assert_eq!([striped.sum(0), striped.sum(1), striped.sum(2)], [0, 0, 0]);
+        lanes.add_pair_contended(0, 0, 10);
+        lanes.add(0, 2);
+        assert!(lanes.is_striped());
+        let sums: Vec<u64> = (0..PackedLanes::LANES).map(|l| lanes.sum(l)).collect();
+        assert_eq!(sums, [3, 10, 3, 4, 0, 7]);
+        lanes.reset();
+        assert!((0..PackedLanes::LANES).all(|l| lanes.sum(l) == 0));
+    }
+
+    #[test]
+    fn packed_lane_overflow_spills_to_cells_exactly() {
+        let lanes = PackedLanes::default();
+        lanes.add(2, u64::from(u32::MAX) - 1);
+        assert!(!lanes.is_striped());
+        lanes.add(2, 5);
+        assert!(lanes.is_striped());
+        lanes.add(3, 1 << 40);
+        assert_eq!(lanes.sum(2), u64::from(u32::MAX) + 4);
+        assert_eq!(lanes.sum(3), 1 << 40);
     }
 
     #[test]

@@ -2,9 +2,9 @@
 //! minimum response time seen in the slice.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
-use super::adder::Striped;
+use super::adder::PackedLanes;
 
 /// What a bucket counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -35,11 +35,18 @@ impl MetricEvent {
         MetricEvent::OccupiedPass,
     ];
 
-    const COUNT: usize = Self::ALL.len();
-
+    /// The lane of the packed counters: success and RT share a word, so a
+    /// completion is one atomic operation.
     #[inline]
     fn lane(self) -> usize {
-        self as usize
+        match self {
+            MetricEvent::Pass => 0,
+            MetricEvent::Block => 1,
+            MetricEvent::Exception => 2,
+            MetricEvent::OccupiedPass => 3,
+            MetricEvent::Success => SUCCESS_RT_WORD * 2,
+            MetricEvent::Rt => SUCCESS_RT_WORD * 2 + 1,
+        }
     }
 }
 
@@ -54,24 +61,28 @@ pub trait Bucket: Send + Sync + 'static {
 }
 
 /// No response time recorded yet.
-const NO_RT: u64 = u64::MAX;
+const NO_RT: u32 = u32::MAX;
+
+/// The word holding the success (low) and RT sum (high) lanes.
+const SUCCESS_RT_WORD: usize = 2;
 
 /// Counters for one time slice: one LongAdder-like counter per [`MetricEvent`]
 /// plus the minimum response time.
 ///
-/// The counters are striped together, so an uncontended add is one
-/// compare-and-swap and contended adds go to per-thread cells.
+/// The counters are packed and striped together: an uncontended add is one
+/// compare-and-swap, contended adds go to per-thread cells, and the bucket
+/// takes 40 bytes until contention allocates its cells.
 pub struct MetricBucket {
-    counters: Striped<{ MetricEvent::COUNT }>,
-    min_rt: AtomicU64,
+    counters: PackedLanes,
+    min_rt: AtomicU32,
 }
 
 impl MetricBucket {
     /// An empty bucket.
     pub fn new() -> Self {
         MetricBucket {
-            counters: Striped::default(),
-            min_rt: AtomicU64::new(NO_RT),
+            counters: PackedLanes::default(),
+            min_rt: AtomicU32::new(NO_RT),
         }
     }
 
@@ -86,8 +97,23 @@ impl MetricBucket {
     #[inline]
     pub fn add_rt(&self, rt_ms: u64) {
         self.counters.add(MetricEvent::Rt.lane(), rt_ms);
-        if rt_ms < self.min_rt.load(Relaxed) {
-            self.min_rt.fetch_min(rt_ms, Relaxed);
+        self.record_min_rt(rt_ms);
+    }
+
+    /// Records `n` completions that took `rt_ms` in total: success and RT sum
+    /// in one atomic operation, and `rt_ms` as a candidate minimum.
+    #[inline]
+    pub fn add_success_and_rt(&self, n: u64, rt_ms: u64) {
+        self.counters.add_pair(SUCCESS_RT_WORD, n, rt_ms);
+        self.record_min_rt(rt_ms);
+    }
+
+    #[inline]
+    fn record_min_rt(&self, rt_ms: u64) {
+        // Times past u32::MAX - 1 ms (49 days) are kept as that.
+        let rt = u32::try_from(rt_ms).unwrap_or(NO_RT - 1).min(NO_RT - 1);
+        if rt < self.min_rt.load(Relaxed) {
+            self.min_rt.fetch_min(rt, Relaxed);
         }
     }
 
@@ -101,7 +127,7 @@ impl MetricBucket {
     pub fn min_rt(&self) -> Option<u64> {
         match self.min_rt.load(Relaxed) {
             NO_RT => None,
-            rt => Some(rt),
+            rt => Some(u64::from(rt)),
         }
     }
 
@@ -165,5 +191,22 @@ mod tests {
         bucket.reset();
         assert_eq!(bucket.min_rt(), None);
         assert_eq!(bucket.get(MetricEvent::Rt), 0);
+    }
+
+    #[test]
+    fn success_and_rt_together() {
+        let bucket = MetricBucket::new();
+        bucket.add_success_and_rt(2, 30);
+        bucket.add_success_and_rt(1, 9);
+        bucket.add(MetricEvent::Pass, 3);
+        assert_eq!(bucket.get(MetricEvent::Success), 3);
+        assert_eq!(bucket.get(MetricEvent::Rt), 39);
+        assert_eq!(bucket.get(MetricEvent::Pass), 3);
+        assert_eq!(bucket.min_rt(), Some(9));
+    }
+
+    #[test]
+    fn stays_small() {
+        assert!(std::mem::size_of::<MetricBucket>() <= 40);
     }
 }

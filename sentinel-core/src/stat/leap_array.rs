@@ -6,7 +6,9 @@
 //! The slot holds whatever slice last used it, so finding the current bucket
 //! has four cases (Sentinel's `LeapArray.currentWindow`):
 //!
-//! - the slot is empty: install a new bucket with a compare-and-swap;
+//! - the slot has never held a slice: claim it with a compare-and-swap on its
+//!   start (the ring is allocated whole, so the bucket is already there and
+//!   empty; Sentinel allocates each bucket here instead);
 //! - the slot's bucket has the same start: use it;
 //! - the slot's bucket is older: it is stale; one thread resets it under a
 //!   try-lock while the others yield and retry;
@@ -28,13 +30,21 @@ use super::bucket::Bucket;
 use super::divisor::Divisor;
 use super::window::WindowShape;
 
-/// A bucket and the start of the slice it currently holds. Aligned so that
-/// buckets of different nodes never share a cache line.
-#[repr(align(64))]
+/// A bucket and the start of the slice it currently holds ([`UNUSED`] before
+/// the first). Not padded: a minute window is 60 of these, and a bucket
+/// written by the current second shares a line only with buckets that are
+/// read, not written.
 struct Window<B> {
     start: AtomicU64,
     bucket: B,
 }
+
+/// The start of a slot that has never held a slice. No slice starts here:
+/// times are clamped to [`LAST_TIME`].
+const UNUSED: u64 = u64::MAX;
+
+/// The latest time the ring tells apart; later readings are taken as this.
+const LAST_TIME: u64 = u64::MAX - 1;
 
 /// Why a window's shape was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,14 +98,14 @@ pub struct LeapArray<B> {
     interval_ms: u64,
     bucket_len: Divisor,
     sample_count: Divisor,
-    slots: Box<[OnceBox<Window<B>>]>,
+    slots: Box<[Window<B>]>,
     resetting: AtomicBool,
     detached: OnceBox<B>,
 }
 
 impl<B: Bucket> LeapArray<B> {
-    /// A window of `interval_ms` split into `sample_count` buckets. Buckets
-    /// are allocated the first time their slot is used.
+    /// A window of `interval_ms` split into `sample_count` buckets, allocated
+    /// together now (one allocation per ring).
     pub fn new(interval_ms: u64, sample_count: u32) -> Result<Self, WindowError> {
         WindowShape::new(interval_ms, sample_count).map(Self::with_shape)
     }
@@ -106,7 +116,12 @@ impl<B: Bucket> LeapArray<B> {
             interval_ms: shape.interval_ms(),
             bucket_len: Divisor::new(shape.bucket_ms()),
             sample_count: Divisor::new(u64::from(shape.sample_count())),
-            slots: (0..shape.sample_count()).map(|_| OnceBox::new()).collect(),
+            slots: (0..shape.sample_count())
+                .map(|_| Window {
+                    start: AtomicU64::new(UNUSED),
+                    bucket: B::empty(),
+                })
+                .collect(),
             resetting: AtomicBool::new(false),
             detached: OnceBox::new(),
         }
@@ -130,26 +145,33 @@ impl<B: Bucket> LeapArray<B> {
     /// The start of the slice holding `t`.
     #[inline]
     pub fn bucket_start(&self, t: u64) -> u64 {
+        let t = t.min(LAST_TIME);
         t - self.bucket_len.rem(t)
     }
 
     /// The bucket for time `now`, making it current if its slot holds an older
-    /// slice. Never allocates except the first time a slot is used.
+    /// slice. Never allocates (except once, for times older than the ring).
     #[inline]
     pub fn current(&self, now: u64) -> &B {
-        let number = self.bucket_len.div(now);
+        let number = self.bucket_len.div(now.min(LAST_TIME));
         let start = number * self.bucket_len.get();
-        let slot = &self.slots[self.sample_count.rem(number) as usize];
+        let window = &self.slots[self.sample_count.rem(number) as usize];
         loop {
-            let window = slot.get_or_init(|| {
-                Box::new(Window {
-                    start: AtomicU64::new(start),
-                    bucket: B::empty(),
-                })
-            });
             let held = window.start.load(Ordering::Acquire);
             if held == start {
                 return &window.bucket;
+            }
+            if held == UNUSED {
+                // The bucket is empty since the ring was made: claiming the
+                // slot is one compare-and-swap, as installing a bucket is in
+                // Sentinel. A loser sees the winner's start next time round.
+                let _ = window.start.compare_exchange(
+                    UNUSED,
+                    start,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+                continue;
             }
             if held > start {
                 return self.detached();
@@ -167,7 +189,8 @@ impl<B: Bucket> LeapArray<B> {
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
         {
-            if window.start.load(Ordering::Acquire) < start {
+            let held = window.start.load(Ordering::Acquire);
+            if held < start || held == UNUSED {
                 window.bucket.reset();
                 window.start.store(start, Ordering::Release);
             }
@@ -186,8 +209,7 @@ impl<B: Bucket> LeapArray<B> {
     /// Never allocates and never writes.
     pub fn values(&self, now: u64) -> impl Iterator<Item = (u64, &B)> + '_ {
         let current_start = self.bucket_start(now);
-        self.slots.iter().filter_map(move |slot| {
-            let window = slot.get()?;
+        self.slots.iter().filter_map(move |window| {
             let start = window.start.load(Ordering::Acquire);
             let counts = start <= current_start && current_start - start < self.interval_ms;
             counts.then_some((start, &window.bucket))
@@ -202,17 +224,17 @@ impl<B: Bucket> LeapArray<B> {
     /// The bucket holding exactly the slice that contains `t`, if that slice
     /// is still in its slot.
     pub fn bucket_at(&self, t: u64) -> Option<&B> {
-        let number = self.bucket_len.div(t);
-        let window = self.slots[self.sample_count.rem(number) as usize].get()?;
+        let number = self.bucket_len.div(t.min(LAST_TIME));
+        let window = &self.slots[self.sample_count.rem(number) as usize];
         let start = window.start.load(Ordering::Acquire);
         (start == number * self.bucket_len.get()).then_some(&window.bucket)
     }
 
-    /// How many slots have a bucket allocated.
+    /// How many slots have held a time slice.
     pub fn allocated_buckets(&self) -> usize {
         self.slots
             .iter()
-            .filter(|slot| slot.get().is_some())
+            .filter(|window| window.start.load(Ordering::Relaxed) != UNUSED)
             .count()
     }
 }

@@ -1,0 +1,153 @@
+//! `EntryBuilder`: an entry with settings beyond the resource name.
+
+use crate::node::ResourceNode;
+use crate::{BlockError, Entry, ParamValue, Sentinel};
+
+/// Whether an entry is a request into this service or a call out of it.
+/// System rules and the inbound total count only inbound entries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum EntryType {
+    /// A request this service serves.
+    Inbound,
+    /// A call this service makes (the default, as in Sentinel).
+    #[default]
+    Outbound,
+}
+
+/// What one entry asks for.
+pub(crate) struct Request<'a, 's> {
+    pub(crate) name: &'a str,
+    /// `Some` when a [`Resource`](crate::Resource) handle resolved the node
+    /// (`Some(None)`: the handle was made past the resource cap).
+    pub(crate) resource: Option<Option<&'s ResourceNode>>,
+    pub(crate) entry_type: EntryType,
+    pub(crate) batch: u32,
+    pub(crate) origin: &'a str,
+    pub(crate) context: Option<&'a str>,
+    pub(crate) args: &'a [ParamValue],
+    pub(crate) parent: Option<&'a Entry<'s>>,
+}
+
+impl<'a> Request<'a, '_> {
+    #[inline]
+    pub(crate) fn new(name: &'a str) -> Self {
+        Request {
+            name,
+            resource: None,
+            entry_type: EntryType::Outbound,
+            batch: 1,
+            origin: "",
+            context: None,
+            args: &[],
+            parent: None,
+        }
+    }
+}
+
+/// An entry with settings: type, batch count, origin, context, arguments,
+/// parent.
+///
+/// ```
+/// use sentinel_core::{EntryBuilder, EntryType, ManualClock, Sentinel};
+///
+/// let sentinel = Sentinel::builder().clock(ManualClock::new(0)).build();
+/// let outer = sentinel
+///     .entry_builder("GET:/orders")
+///     .entry_type(EntryType::Inbound)
+///     .origin("checkout")
+///     .context("web")
+///     .enter()?;
+/// // A nested call: its node hangs under the outer entry's in the tree.
+/// let inner = sentinel.entry_builder("db:orders").parent(&outer).batch_count(2).enter()?;
+/// drop(inner);
+/// drop(outer);
+/// assert_eq!(sentinel.inbound_node().total_pass(sentinel.now_ms()), 1);
+/// # Ok::<(), sentinel_core::BlockError>(())
+/// ```
+#[must_use = "an entry builder does nothing until `enter` is called"]
+pub struct EntryBuilder<'a, 's> {
+    sentinel: &'s Sentinel,
+    request: Request<'a, 's>,
+}
+
+impl<'a> EntryBuilder<'a, 'static> {
+    /// An entry of `resource` on the [`global`](crate::global) instance.
+    pub fn new(resource: &'a str) -> Self {
+        EntryBuilder::on(crate::global(), resource)
+    }
+}
+
+impl<'a, 's> EntryBuilder<'a, 's> {
+    pub(crate) fn on(sentinel: &'s Sentinel, resource: &'a str) -> Self {
+        EntryBuilder {
+            sentinel,
+            request: Request::new(resource),
+        }
+    }
+
+    pub(crate) fn resolved(mut self, node: Option<&'s ResourceNode>) -> Self {
+        self.request.resource = Some(node);
+        self
+    }
+
+    /// Inbound or outbound (default outbound).
+    pub fn entry_type(mut self, entry_type: EntryType) -> Self {
+        self.request.entry_type = entry_type;
+        self
+    }
+
+    /// How many permits the entry takes (default 1; 0 is taken as 1).
+    pub fn batch_count(mut self, count: u32) -> Self {
+        self.request.batch = count.max(1);
+        self
+    }
+
+    /// The caller's name, for rules by origin and per-origin statistics.
+    /// An empty origin is no origin.
+    pub fn origin(mut self, origin: &'a str) -> Self {
+        self.request.origin = origin;
+        self
+    }
+
+    /// The context (Sentinel's entrance); entries naming none share the
+    /// default context. Ignored when a parent is given: a nested entry is in
+    /// its parent's context.
+    pub fn context(mut self, context: &'a str) -> Self {
+        self.request.context = Some(context);
+        self
+    }
+
+    /// Arguments for hot-parameter rules and user slots.
+    pub fn args(mut self, args: &'a [ParamValue]) -> Self {
+        self.request.args = args;
+        self
+    }
+
+    /// The entry this one is made inside: it joins the parent's context
+    /// (and origin, unless one is given) and its node becomes a child of the
+    /// parent's node in the invocation tree. A parent from another instance,
+    /// or one that passed unchecked, is ignored.
+    pub fn parent(mut self, parent: &'a Entry<'s>) -> Self {
+        self.request.parent = Some(parent);
+        self
+    }
+
+    /// Runs the entry through the slot chain.
+    #[inline]
+    pub fn enter(self) -> Result<Entry<'s>, BlockError> {
+        self.sentinel.enter(self.request)
+    }
+}
+
+impl std::fmt::Debug for EntryBuilder<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EntryBuilder")
+            .field("resource", &self.request.name)
+            .field("entry_type", &self.request.entry_type)
+            .field("batch", &self.request.batch)
+            .field("origin", &self.request.origin)
+            .field("context", &self.request.context)
+            .field("args", &self.request.args)
+            .finish_non_exhaustive()
+    }
+}

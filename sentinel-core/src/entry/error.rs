@@ -1,0 +1,113 @@
+//! Why an entry was refused.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::rule::Rule;
+
+/// Which check refused an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BlockKind {
+    /// A flow rule (QPS or concurrency).
+    Flow,
+    /// An open circuit breaker.
+    Degrade,
+    /// System adaptive protection.
+    System,
+    /// An origin white or black list.
+    Authority,
+    /// A hot-parameter rule.
+    HotParam,
+    /// A user slot, with the kind it gave.
+    Custom(&'static str),
+}
+
+impl BlockKind {
+    /// A short lowercase name: `flow`, `degrade`, `system`, `authority`,
+    /// `hot_param`, or the custom kind.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            BlockKind::Flow => "flow",
+            BlockKind::Degrade => "degrade",
+            BlockKind::System => "system",
+            BlockKind::Authority => "authority",
+            BlockKind::HotParam => "hot_param",
+            BlockKind::Custom(kind) => kind,
+        }
+    }
+}
+
+impl fmt::Display for BlockKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An entry refused by a rule or a slot: which kind of check, which
+/// resource, and which rule when there is one.
+///
+/// Building one allocates nothing: the resource name and the rule are shared.
+#[derive(Clone)]
+pub struct BlockError {
+    kind: BlockKind,
+    resource: Arc<str>,
+    rule: Option<Arc<dyn Rule>>,
+}
+
+impl BlockError {
+    /// A block of `kind` on `resource`, by `rule` if given.
+    pub fn new(kind: BlockKind, resource: Arc<str>, rule: Option<Arc<dyn Rule>>) -> Self {
+        BlockError {
+            kind,
+            resource,
+            rule,
+        }
+    }
+
+    /// Which check refused the entry.
+    pub fn kind(&self) -> BlockKind {
+        self.kind
+    }
+
+    /// The resource refused.
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// The rule that refused it, if a rule did.
+    pub fn rule(&self) -> Option<&dyn Rule> {
+        self.rule.as_deref()
+    }
+
+    /// The rule as its concrete type, if it is a `R`.
+    pub fn rule_as<R: Rule>(&self) -> Option<&R> {
+        self.rule.as_deref()?.as_any().downcast_ref()
+    }
+}
+
+impl fmt::Display for BlockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "blocked by {} on resource `{}`",
+            self.kind, self.resource
+        )?;
+        if let Some(rule) = &self.rule {
+            write!(f, " ({rule})")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for BlockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BlockError")
+            .field("kind", &self.kind)
+            .field("resource", &self.resource)
+            .field("rule", &self.rule)
+            .finish()
+    }
+}
+
+impl std::error::Error for BlockError {}

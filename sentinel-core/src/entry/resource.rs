@@ -1,0 +1,78 @@
+//! `Resource`: a handle that finds its node once.
+
+use std::fmt;
+
+use crate::node::ResourceNode;
+use crate::{BlockError, Entry, EntryBuilder, Sentinel};
+
+/// A resource whose node was found once, so entering skips the registry.
+///
+/// Keep one in a `static` for a resource entered often:
+///
+/// ```
+/// use once_cell::sync::Lazy;
+/// use sentinel_core::Resource;
+///
+/// static ORDERS: Lazy<Resource<'static>> = Lazy::new(|| Resource::new("GET:/orders"));
+///
+/// fn list_orders() -> Result<Vec<u64>, sentinel_core::BlockError> {
+///     let _entry = ORDERS.entry()?;
+///     Ok(vec![1, 2, 3])
+/// }
+/// assert_eq!(list_orders().unwrap().len(), 3);
+/// ```
+#[derive(Clone)]
+pub struct Resource<'s> {
+    sentinel: &'s Sentinel,
+    name: Box<str>,
+    node: Option<&'s ResourceNode>,
+}
+
+impl Resource<'static> {
+    /// A handle on `name` in the [`global`](crate::global) instance.
+    pub fn new(name: &str) -> Self {
+        Resource::on(crate::global(), name)
+    }
+}
+
+impl<'s> Resource<'s> {
+    pub(crate) fn on(sentinel: &'s Sentinel, name: &str) -> Self {
+        Resource {
+            sentinel,
+            name: name.into(),
+            node: sentinel.resolve_quietly(name),
+        }
+    }
+
+    /// Enters the resource with the default settings.
+    #[inline]
+    pub fn entry(&self) -> Result<Entry<'s>, BlockError> {
+        self.builder().enter()
+    }
+
+    /// A builder for an entry of this resource with more settings.
+    #[inline]
+    pub fn builder(&self) -> EntryBuilder<'_, 's> {
+        EntryBuilder::on(self.sentinel, &self.name).resolved(self.node)
+    }
+
+    /// The resource's node; `None` if the handle was made past the
+    /// instance's resource cap (entries then pass unchecked and uncounted).
+    pub fn node(&self) -> Option<&'s ResourceNode> {
+        self.node
+    }
+
+    /// The resource's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl fmt::Debug for Resource<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Resource")
+            .field("name", &self.name)
+            .field("counted", &self.node.is_some())
+            .finish()
+    }
+}

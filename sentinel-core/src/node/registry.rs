@@ -1,0 +1,288 @@
+//! Where an instance keeps its nodes: an append-only arena (so a node, once
+//! made, has a stable address for as long as the instance lives and entries
+//! can borrow it without touching a reference count) and a name index read
+//! without a lock.
+//!
+//! The index is an immutable map behind an `ArcSwap`: a lookup is one
+//! `load` and one hash probe; a new name takes the registry's mutex, checks
+//! again, appends the node and publishes a copy of the map with the name
+//! added. Names are created rarely and capped, so copying the map is cheap
+//! next to never locking on the way in.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use arc_swap::ArcSwap;
+use once_cell::race::OnceBox;
+use parking_lot::Mutex;
+
+/// The hasher for name lookups: fast on short strings and keyed per process,
+/// so names chosen by a caller (origins, contexts) cannot be crafted to
+/// collide.
+pub(crate) type NameHasher = foldhash::fast::RandomState;
+
+/// Slots in the first chunk; chunk `k` holds `FIRST << k`.
+const FIRST: usize = 64;
+/// Enough chunks for every `u32` index.
+const CHUNKS: usize = 27;
+
+/// An append-only list of `T` with stable addresses and lock-free reads.
+pub(crate) struct Arena<T> {
+    chunks: [OnceBox<Box<[OnceBox<T>]>>; CHUNKS],
+    len: AtomicUsize,
+}
+
+impl<T> Default for Arena<T> {
+    fn default() -> Self {
+        Arena {
+            chunks: std::array::from_fn(|_| OnceBox::new()),
+            len: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// The chunk and the offset in it of index `i`.
+#[inline]
+fn locate(i: usize) -> (usize, usize) {
+    let chunk = (i / FIRST + 1).ilog2() as usize;
+    (chunk, i - FIRST * ((1 << chunk) - 1))
+}
+
+impl<T> Arena<T> {
+    /// Appends `value` and returns its index. Callers serialise pushes.
+    pub(crate) fn push(&self, value: T) -> u32 {
+        let index = self.len.load(Ordering::Relaxed);
+        let (chunk, offset) = locate(index);
+        let slots = self.chunks[chunk]
+            .get_or_init(|| Box::new((0..FIRST << chunk).map(|_| OnceBox::new()).collect()));
+        if slots[offset].set(Box::new(value)).is_err() {
+            unreachable!("arena slot {index} written twice: pushes must be serialised");
+        }
+        self.len.store(index + 1, Ordering::Release);
+        u32::try_from(index).expect("arena indices fit in u32")
+    }
+
+    /// The value at `index`, if it was pushed.
+    #[inline]
+    pub(crate) fn get(&self, index: u32) -> Option<&T> {
+        let (chunk, offset) = locate(index as usize);
+        self.chunks.get(chunk)?.get()?.get(offset)?.get()
+    }
+
+    /// How many values were pushed.
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Ordering::Acquire)
+    }
+
+    /// Every value, in push order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        (0..self.len() as u32).filter_map(|i| self.get(i))
+    }
+}
+
+/// What happens to names past a registry's cap: counted, and logged once.
+#[derive(Default)]
+pub(crate) struct Overflow {
+    refused: AtomicU64,
+    warned: AtomicBool,
+}
+
+impl Overflow {
+    #[cold]
+    pub(crate) fn record(&self, what: &str, cap: usize, name: &str) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                cap,
+                name,
+                "sentinel: more than {cap} {what}; entries for new {what} pass unchecked and uncounted"
+            );
+        }
+    }
+
+    pub(crate) fn count(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+}
+
+/// Named values, each created exactly once, found by name without a lock,
+/// at most `cap` of them.
+pub(crate) struct Registry<T> {
+    arena: Arena<T>,
+    index: ArcSwap<HashMap<Box<str>, u32, NameHasher>>,
+    create: Mutex<()>,
+    cap: usize,
+    what: &'static str,
+    overflow: Overflow,
+}
+
+impl<T> Registry<T> {
+    /// An empty registry for at most `cap` names of `what` (for the log).
+    pub(crate) fn new(cap: usize, what: &'static str) -> Self {
+        Registry {
+            arena: Arena::default(),
+            index: ArcSwap::from_pointee(HashMap::default()),
+            create: Mutex::new(()),
+            cap,
+            what,
+            overflow: Overflow::default(),
+        }
+    }
+
+    /// The index of `name`, if it exists.
+    #[inline]
+    pub(crate) fn find(&self, name: &str) -> Option<u32> {
+        self.index.load().get(name).copied()
+    }
+
+    /// The value at `index`.
+    #[inline]
+    pub(crate) fn get(&self, index: u32) -> Option<&T> {
+        self.arena.get(index)
+    }
+
+    /// The value named `name`, made by `make(index)` if it is new. `None`
+    /// when the name is new and the registry is full: that is counted and
+    /// logged once.
+    #[inline]
+    pub(crate) fn get_or_create(
+        &self,
+        name: &str,
+        make: impl FnOnce(u32) -> T,
+    ) -> Option<(u32, &T)> {
+        let found = self.try_get_or_create(name, make);
+        if found.is_none() {
+            self.refuse(name);
+        }
+        found
+    }
+
+    /// As [`get_or_create`](Self::get_or_create), without counting a refusal.
+    #[inline]
+    pub(crate) fn try_get_or_create(
+        &self,
+        name: &str,
+        make: impl FnOnce(u32) -> T,
+    ) -> Option<(u32, &T)> {
+        match self.find(name) {
+            Some(index) => Some((index, self.arena.get(index)?)),
+            None => self.create(name, make),
+        }
+    }
+
+    #[cold]
+    fn create(&self, name: &str, make: impl FnOnce(u32) -> T) -> Option<(u32, &T)> {
+        let _guard = self.create.lock();
+        // Another thread may have made it while this one waited.
+        if let Some(index) = self.find(name) {
+            return Some((index, self.arena.get(index)?));
+        }
+        if self.arena.len() >= self.cap {
+            return None;
+        }
+        let index = self.arena.push(make(self.arena.len() as u32));
+        let mut next = HashMap::clone(&self.index.load());
+        next.insert(name.into(), index);
+        self.index.store(next.into());
+        Some((index, self.arena.get(index)?))
+    }
+
+    /// Records an entry refused for want of room (a handle made past the cap).
+    pub(crate) fn refuse(&self, name: &str) {
+        self.overflow.record(self.what, self.cap, name);
+    }
+
+    /// How many names exist.
+    pub(crate) fn len(&self) -> usize {
+        self.arena.len()
+    }
+
+    /// How many new names were refused because the registry was full.
+    pub(crate) fn refused(&self) -> u64 {
+        self.overflow.count()
+    }
+
+    /// Every value, in creation order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        self.arena.iter()
+    }
+}
+
+impl<T> fmt::Debug for Registry<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("what", &self.what)
+            .field("len", &self.len())
+            .field("cap", &self.cap)
+            .field("refused", &self.refused())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locate_covers_every_index_once() {
+        let mut expected = (0, 0);
+        for i in 0..10_000 {
+            assert_eq!(locate(i), expected, "index {i}");
+            expected.1 += 1;
+            if expected.1 == FIRST << expected.0 {
+                expected = (expected.0 + 1, 0);
+            }
+        }
+        assert!(locate(u32::MAX as usize).0 < CHUNKS);
+    }
+
+    #[test]
+    fn arena_keeps_addresses() {
+        let arena = Arena::default();
+        let first = arena.push(String::from("a"));
+        let address = arena.get(first).unwrap() as *const String;
+        for i in 0..1_000 {
+            arena.push(i.to_string());
+        }
+        assert_eq!(arena.get(first).unwrap() as *const String, address);
+        assert_eq!(arena.get(500).unwrap(), "499");
+        assert_eq!(arena.len(), 1_001);
+        assert!(arena.get(1_001).is_none());
+    }
+
+    #[test]
+    fn registry_creates_each_name_once_under_threads() {
+        let registry = Registry::<String>::new(100, "names");
+        let made = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for i in 0..50 {
+                        let (_, value) = registry
+                            .get_or_create(&format!("n{i}"), |_| {
+                                made.fetch_add(1, Ordering::Relaxed);
+                                format!("v{i}")
+                            })
+                            .unwrap();
+                        assert_eq!(value, &format!("v{i}"));
+                    }
+                });
+            }
+        });
+        assert_eq!(made.load(Ordering::Relaxed), 50);
+        assert_eq!(registry.len(), 50);
+    }
+
+    #[test]
+    fn registry_refuses_past_its_cap_and_counts() {
+        let registry = Registry::<u32>::new(2, "things");
+        assert!(registry.get_or_create("a", |i| i).is_some());
+        assert!(registry.get_or_create("b", |i| i).is_some());
+        assert!(registry.get_or_create("c", |i| i).is_none());
+        assert!(registry.get_or_create("d", |i| i).is_none());
+        // Existing names still resolve.
+        assert_eq!(registry.get_or_create("a", |i| i).map(|(i, _)| i), Some(0));
+        assert_eq!(registry.refused(), 2);
+    }
+}

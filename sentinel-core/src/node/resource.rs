@@ -1,0 +1,146 @@
+//! `ResourceNode`: the statistics of one resource over every context and
+//! origin (Sentinel's `ClusterNode`), and the nodes hanging off it.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use arc_swap::ArcSwapOption;
+use once_cell::race::OnceBox;
+use once_cell::sync::OnceCell;
+
+use super::registry::{NameHasher, Registry};
+use super::statistic::StatisticNode;
+use crate::stat::StatConfig;
+
+/// One resource: its statistics over every context and origin, its origin
+/// nodes, and its nodes in the invocation tree.
+///
+/// Resource nodes are created once per name by the instance and live as long
+/// as it does, so an [`Entry`](crate::Entry) borrows one instead of counting
+/// references.
+pub struct ResourceNode {
+    name: Arc<str>,
+    id: u32,
+    stats: StatisticNode,
+    /// The node of this resource in the default context, made on first use.
+    pub(crate) default_node: OnceCell<u32>,
+    /// The same, once it hangs under the default entrance (a top-level
+    /// entry has used it): the hot path's one load.
+    pub(crate) default_top: OnceCell<u32>,
+    /// Its nodes in named contexts: context id -> tree node id.
+    pub(crate) context_nodes: ArcSwapOption<HashMap<u32, u32, NameHasher>>,
+    /// Per-origin statistics, made when the first caller names an origin.
+    origins: OnceBox<Registry<OriginNode>>,
+    max_origins: usize,
+    config: StatConfig,
+}
+
+/// The statistics of one resource for one origin (the caller's name).
+pub struct OriginNode {
+    name: Arc<str>,
+    stats: StatisticNode,
+}
+
+impl OriginNode {
+    /// The origin's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What this origin did with the resource.
+    pub fn stats(&self) -> &StatisticNode {
+        &self.stats
+    }
+}
+
+impl fmt::Debug for OriginNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OriginNode")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ResourceNode {
+    pub(crate) fn new(name: &str, id: u32, config: &StatConfig, max_origins: usize) -> Self {
+        ResourceNode {
+            name: name.into(),
+            id,
+            stats: StatisticNode::new(config),
+            default_node: OnceCell::new(),
+            default_top: OnceCell::new(),
+            context_nodes: ArcSwapOption::empty(),
+            origins: OnceBox::new(),
+            max_origins,
+            config: *config,
+        }
+    }
+
+    /// The resource's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(crate) fn name_arc(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    /// The resource's index in its instance (stable, dense from 0).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// The resource's statistics over every context and origin.
+    pub fn stats(&self) -> &StatisticNode {
+        &self.stats
+    }
+
+    fn origin_registry(&self) -> &Registry<OriginNode> {
+        self.origins
+            .get_or_init(|| Box::new(Registry::new(self.max_origins, "origins of a resource")))
+    }
+
+    /// The node of `origin`, made on first use; `None` past the cap.
+    pub(crate) fn origin_node(&self, origin: &str) -> Option<&OriginNode> {
+        let config = &self.config;
+        self.origin_registry()
+            .get_or_create(origin, |_| OriginNode {
+                name: origin.into(),
+                stats: StatisticNode::new(config),
+            })
+            .map(|(_, node)| node)
+    }
+
+    /// The node of `origin`, if a caller with that origin has entered.
+    pub fn find_origin(&self, origin: &str) -> Option<&OriginNode> {
+        let registry = self.origins.get()?;
+        registry.get(registry.find(origin)?)
+    }
+
+    /// Every origin that has entered, in order of first entry.
+    pub fn origins(&self) -> impl Iterator<Item = &OriginNode> + '_ {
+        self.origins.get().into_iter().flat_map(Registry::iter)
+    }
+
+    /// How many new origins were refused because the resource had
+    /// `max_origins` already.
+    pub fn refused_origins(&self) -> u64 {
+        self.origins.get().map_or(0, Registry::refused)
+    }
+
+    /// The tree node of this resource in context `context`, if any.
+    pub(crate) fn context_node(&self, context: u32) -> Option<u32> {
+        self.context_nodes.load().as_ref()?.get(&context).copied()
+    }
+}
+
+impl fmt::Debug for ResourceNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResourceNode")
+            .field("name", &self.name)
+            .field("id", &self.id)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,256 @@
+//! The invocation tree: one entrance node per context, and under it one
+//! node per (context, resource), children following the nesting of entries.
+//!
+//! A node in a named context keeps its own statistics. A node in the default
+//! context does not: every entry counts on its resource node and on exactly
+//! one context node, so the default context's share of a resource is the
+//! resource's statistics minus those of its named-context nodes. Reading it
+//! costs a subtraction; the common path (no context named) counts once per
+//! entry instead of twice, and a resource pays for one set of windows.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use arc_swap::ArcSwapOption;
+
+use super::statistic::{NodeSnapshot, StatisticNode};
+
+/// An entrance node: the root of one context's tree.
+pub(crate) struct EntranceNode {
+    pub(crate) name: Arc<str>,
+    pub(crate) children: ArcSwapOption<Vec<u32>>,
+}
+
+impl EntranceNode {
+    pub(crate) fn new(name: &str) -> Self {
+        EntranceNode {
+            name: name.into(),
+            children: ArcSwapOption::empty(),
+        }
+    }
+}
+
+/// A node of the tree: a resource as seen from one context.
+pub(crate) struct TreeNode {
+    pub(crate) context: u32,
+    pub(crate) resource: u32,
+    /// `None` in the default context: derived from the resource node.
+    pub(crate) stats: Option<StatisticNode>,
+    pub(crate) children: ArcSwapOption<Vec<u32>>,
+    /// Whether the node hangs under its context's entrance node.
+    pub(crate) at_top: AtomicBool,
+}
+
+impl TreeNode {
+    pub(crate) fn new(context: u32, resource: u32, stats: Option<StatisticNode>) -> Self {
+        TreeNode {
+            context,
+            resource,
+            stats,
+            children: ArcSwapOption::empty(),
+            at_top: AtomicBool::new(false),
+        }
+    }
+}
+
+/// Adds `child` to `list` unless it is there. Callers serialise writers.
+pub(crate) fn add_child(list: &ArcSwapOption<Vec<u32>>, child: u32) {
+    let current = list.load_full();
+    let mut next = current.as_deref().cloned().unwrap_or_default();
+    if !next.contains(&child) {
+        next.push(child);
+        list.store(Some(Arc::new(next)));
+    }
+}
+
+/// Whether `child` is in `list`.
+pub(crate) fn has_child(list: &ArcSwapOption<Vec<u32>>, child: u32) -> bool {
+    list.load().as_ref().is_some_and(|c| c.contains(&child))
+}
+
+/// Raw sums of a node at one instant, which subtract exactly.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Sums {
+    second: [u64; 6],
+    minute: [u64; 4],
+    concurrency: i64,
+    min_rt: u64,
+    second_secs: f64,
+}
+
+impl Sums {
+    pub(crate) fn of(node: &StatisticNode, now: u64) -> Self {
+        use crate::stat::MetricEvent::*;
+        let s = node.second_window();
+        let m = node.minute_window();
+        Sums {
+            second: [Pass, Block, Success, Exception, Rt, OccupiedPass].map(|e| s.sum(now, e)),
+            minute: [Pass, Block, Success, Exception].map(|e| m.sum(now, e)),
+            concurrency: node.concurrency_signed(),
+            min_rt: node.min_rt(now),
+            second_secs: s.interval_ms() as f64 / 1_000.0,
+        }
+    }
+
+    /// `self` less `other`, never below zero (reads race with writers).
+    pub(crate) fn minus(mut self, other: &Sums) -> Self {
+        for (a, b) in self.second.iter_mut().zip(other.second) {
+            *a = a.saturating_sub(b);
+        }
+        for (a, b) in self.minute.iter_mut().zip(other.minute) {
+            *a = a.saturating_sub(b);
+        }
+        self.concurrency -= other.concurrency;
+        self
+    }
+
+    pub(crate) fn snapshot(&self) -> NodeSnapshot {
+        let [pass, block, success, exception, rt, _occupied] = self.second;
+        let [total_pass, total_block, total_success, total_exception] = self.minute;
+        let per_second = |n: u64| n as f64 / self.second_secs;
+        NodeSnapshot {
+            pass_qps: per_second(pass),
+            block_qps: per_second(block),
+            success_qps: per_second(success),
+            exception_qps: per_second(exception),
+            avg_rt: if success == 0 {
+                0.0
+            } else {
+                rt as f64 / success as f64
+            },
+            min_rt: self.min_rt,
+            concurrency: self.concurrency.max(0) as u64,
+            total_pass,
+            total_block,
+            total_success,
+            total_exception,
+        }
+    }
+}
+
+/// A read-only view of one node of the invocation tree.
+#[derive(Clone, Copy)]
+pub struct ContextNode<'s> {
+    pub(crate) sentinel: &'s crate::Sentinel,
+    pub(crate) node: &'s TreeNode,
+}
+
+impl<'s> ContextNode<'s> {
+    /// The resource this node counts.
+    pub fn resource_name(&self) -> &'s str {
+        self.sentinel
+            .resource_by_id(self.node.resource)
+            .map_or("", |r| r.name())
+    }
+
+    /// The context this node belongs to.
+    pub fn context_name(&self) -> &'s str {
+        self.sentinel.context_name(self.node.context)
+    }
+
+    /// Whether this node's statistics are derived (the default context).
+    pub fn is_derived(&self) -> bool {
+        self.node.stats.is_none()
+    }
+
+    /// The node's own statistics, when it keeps them (named contexts).
+    pub fn stats(&self) -> Option<&'s StatisticNode> {
+        self.node.stats.as_ref()
+    }
+
+    /// Everything the node reports at `now`. For the default context this is
+    /// the resource's statistics less those of its named-context nodes; its
+    /// `min_rt` is the resource's.
+    pub fn snapshot(&self, now: u64) -> NodeSnapshot {
+        self.sums(now).snapshot()
+    }
+
+    pub(crate) fn sums(&self, now: u64) -> Sums {
+        if let Some(stats) = &self.node.stats {
+            return Sums::of(stats, now);
+        }
+        let Some(resource) = self.sentinel.resource_by_id(self.node.resource) else {
+            return Sums::default();
+        };
+        let mut sums = Sums::of(resource.stats(), now);
+        if let Some(others) = resource.context_nodes.load().as_ref() {
+            for &node in others.values() {
+                if let Some(stats) = self.sentinel.tree_node(node).and_then(|n| n.stats.as_ref()) {
+                    sums = sums.minus(&Sums::of(stats, now));
+                }
+            }
+        }
+        sums
+    }
+
+    /// The nodes entered while an entry of this node was active.
+    pub fn children(&self) -> Vec<ContextNode<'s>> {
+        self.sentinel.tree_nodes(&self.node.children)
+    }
+}
+
+impl fmt::Debug for ContextNode<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ContextNode")
+            .field("context", &self.context_name())
+            .field("resource", &self.resource_name())
+            .field("derived", &self.is_derived())
+            .finish()
+    }
+}
+
+/// One context and the nodes entered directly in it.
+#[derive(Clone, Copy)]
+pub struct Entrance<'s> {
+    pub(crate) sentinel: &'s crate::Sentinel,
+    pub(crate) node: &'s EntranceNode,
+}
+
+impl<'s> Entrance<'s> {
+    /// The context's name.
+    pub fn name(&self) -> &'s str {
+        &self.node.name
+    }
+
+    /// The nodes entered at the top of this context.
+    pub fn children(&self) -> Vec<ContextNode<'s>> {
+        self.sentinel.tree_nodes(&self.node.children)
+    }
+
+    /// The sum of the children's statistics, as Sentinel's `EntranceNode`.
+    pub fn snapshot(&self, now: u64) -> NodeSnapshot {
+        let mut total = NodeSnapshot::default();
+        let children = self.children();
+        for child in &children {
+            let s = child.snapshot(now);
+            total.pass_qps += s.pass_qps;
+            total.block_qps += s.block_qps;
+            total.success_qps += s.success_qps;
+            total.exception_qps += s.exception_qps;
+            total.concurrency += s.concurrency;
+            total.total_pass += s.total_pass;
+            total.total_block += s.total_block;
+            total.total_success += s.total_success;
+            total.total_exception += s.total_exception;
+            total.avg_rt += s.avg_rt * s.success_qps;
+            total.min_rt = if total.min_rt == 0 {
+                s.min_rt
+            } else {
+                total.min_rt.min(s.min_rt)
+            };
+        }
+        if total.success_qps > 0.0 {
+            total.avg_rt /= total.success_qps;
+        }
+        total
+    }
+}
+
+impl fmt::Debug for Entrance<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entrance")
+            .field("name", &self.name())
+            .finish()
+    }
+}

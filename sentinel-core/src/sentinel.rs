@@ -1,0 +1,634 @@
+//! `Sentinel`: one instance owns its clock, its nodes (registry and
+//! invocation tree), its slot chain and its rules.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+
+use crate::entry::{Active, Request};
+use crate::node::registry::{Arena, Registry};
+use crate::node::tree::{EntranceNode, TreeNode, add_child, has_child};
+use crate::node::{ContextNode, Entrance, OriginNode, ResourceNode, StatisticNode};
+use crate::slot::{Check, EntryContext, Slot, SlotChain};
+use crate::stat::StatConfig;
+use crate::{
+    BlockError, Clock, Entry, EntryBuilder, EntryType, MonotonicClock, Resource, SystemClock,
+};
+
+/// The name of the context of entries that name none, as in Sentinel.
+pub const DEFAULT_CONTEXT: &str = "sentinel_default_context";
+/// The default cap on resources.
+pub const DEFAULT_MAX_RESOURCES: usize = 6_000;
+/// The default cap on named contexts.
+pub const DEFAULT_MAX_CONTEXTS: usize = 2_000;
+/// The default cap on origins per resource.
+pub const DEFAULT_MAX_ORIGINS: usize = 1_000;
+
+/// The id of the default context: made first by every instance.
+const DEFAULT_CONTEXT_ID: u32 = 0;
+
+/// The instance's time. The system clock is monotonic already and read
+/// without indirection; any other clock is read through [`MonotonicClock`].
+enum InstanceClock {
+    System(SystemClock),
+    Custom(MonotonicClock<Arc<dyn Clock>>),
+}
+
+impl InstanceClock {
+    #[inline]
+    fn now_ms(&self) -> u64 {
+        match self {
+            InstanceClock::System(clock) => clock.now_ms(),
+            InstanceClock::Custom(clock) => clock.now_ms(),
+        }
+    }
+}
+
+/// A flow-control instance: clock, resources, invocation tree, slot chain.
+///
+/// Most services use the [`global`](crate::global) instance through
+/// [`entry`](crate::entry) and [`Resource`]; tests and embedders build their
+/// own, which share nothing:
+///
+/// ```
+/// use sentinel_core::{ManualClock, Sentinel};
+///
+/// let clock = ManualClock::new(1_000_000);
+/// let sentinel = Sentinel::builder().clock(clock.clone()).max_resources(100).build();
+///
+/// let entry = sentinel.entry("GET:/orders")?;
+/// clock.advance_ms(7);
+/// drop(entry);
+///
+/// let node = sentinel.resource_node("GET:/orders").unwrap();
+/// let now = sentinel.now_ms();
+/// assert_eq!(node.stats().total_success(now), 1);
+/// assert_eq!(node.stats().avg_rt(now), 7.0);
+/// # Ok::<(), sentinel_core::BlockError>(())
+/// ```
+pub struct Sentinel {
+    clock: InstanceClock,
+    config: StatConfig,
+    resources: Registry<ResourceNode>,
+    contexts: Registry<EntranceNode>,
+    nodes: Arena<TreeNode>,
+    /// Serialises changes to the tree (new nodes, new edges).
+    tree_lock: Mutex<()>,
+    inbound: StatisticNode,
+    chain: SlotChain,
+    enabled: AtomicBool,
+    max_origins: usize,
+}
+
+static GLOBAL: Lazy<Sentinel> = Lazy::new(|| Sentinel::builder().build());
+
+/// The default instance, made on first use with the default settings and
+/// the [`SystemClock`].
+pub fn global() -> &'static Sentinel {
+    &GLOBAL
+}
+
+impl Sentinel {
+    /// A builder for an instance of its own.
+    pub fn builder() -> SentinelBuilder {
+        SentinelBuilder::default()
+    }
+
+    // ---- entering ----
+
+    /// Enters `resource` with the default settings (outbound, one permit,
+    /// default context, no origin).
+    #[inline]
+    pub fn entry(&self, resource: &str) -> Result<Entry<'_>, BlockError> {
+        self.enter(Request::new(resource))
+    }
+
+    /// A builder for an entry with more settings.
+    pub fn entry_builder<'a>(&self, resource: &'a str) -> EntryBuilder<'a, '_> {
+        EntryBuilder::on(self, resource)
+    }
+
+    /// A handle on `resource` that finds its node once.
+    pub fn resource(&self, name: &str) -> Resource<'_> {
+        Resource::on(self, name)
+    }
+
+    /// The node of `name`, made if new; `None` past the resource cap (which
+    /// is counted and logged once).
+    pub(crate) fn resolve(&self, name: &str) -> Option<&ResourceNode> {
+        let node = self.resolve_quietly(name);
+        if node.is_none() {
+            self.resources.refuse(name);
+        }
+        node
+    }
+
+    /// As [`resolve`](Self::resolve), without counting a refusal (a handle
+    /// counts one per entry instead).
+    pub(crate) fn resolve_quietly(&self, name: &str) -> Option<&ResourceNode> {
+        let config = &self.config;
+        let max_origins = self.max_origins;
+        self.resources
+            .try_get_or_create(name, |id| ResourceNode::new(name, id, config, max_origins))
+            .map(|(_, node)| node)
+    }
+
+    #[inline]
+    pub(crate) fn enter<'s>(&'s self, request: Request<'_, 's>) -> Result<Entry<'s>, BlockError> {
+        if !self.enabled.load(Ordering::Relaxed) {
+            return Ok(Entry::pass_through());
+        }
+        let resource = match request.resource {
+            Some(resolved) => resolved,
+            None => self.resolve(request.name),
+        };
+        let Some(resource) = resource else {
+            if request.resource.is_some() {
+                // A handle made past the cap: still counted as refused.
+                self.resources.refuse(request.name);
+            }
+            return Ok(Entry::pass_through());
+        };
+        let now = self.clock.now_ms();
+
+        // Node selector: the context and this resource's node in it.
+        let parent = request.parent.and_then(|p| p.active_in(self));
+        let (context, node) = match (parent, request.context) {
+            (None, None) => (DEFAULT_CONTEXT_ID, self.default_node(resource)),
+            (Some(parent), _) => {
+                let node = self.nested_node(resource, parent.context, parent.node);
+                (parent.context, node)
+            }
+            (None, Some(name)) => {
+                let Some((context, _)) = self
+                    .contexts
+                    .get_or_create(name, |_| EntranceNode::new(name))
+                else {
+                    return Ok(Entry::pass_through());
+                };
+                (context, self.top_node(resource, context))
+            }
+        };
+        let context_stats = match context {
+            DEFAULT_CONTEXT_ID => None,
+            _ => self.nodes.get(node).and_then(|n| n.stats.as_ref()),
+        };
+
+        // Cluster builder: the origin's node, given or inherited.
+        let origin_name = match (request.origin, parent) {
+            ("", Some(parent)) => parent.origin_name(),
+            (origin, _) => origin,
+        };
+        let origin = match origin_name {
+            "" => None,
+            name => resource.origin_node(name),
+        };
+
+        let counted = Counted {
+            resource,
+            context: context_stats,
+            origin,
+            inbound: (request.entry_type == EntryType::Inbound).then_some(&self.inbound),
+        };
+        let batch = u64::from(request.batch);
+        // The chain runs only when something can block: a user slot (and, as
+        // rule kinds arrive, a rule on this resource). Otherwise the entry
+        // pays for statistics alone.
+        if !self.chain.is_empty() {
+            let ctx = EntryContext {
+                resource,
+                entry_type: request.entry_type,
+                batch: request.batch,
+                origin,
+                origin_name,
+                context_name: self.context_name(context),
+                context_stats,
+                args: request.args,
+                now_ms: now,
+            };
+            for slot in self.chain.before_statistic.iter() {
+                slot.entry(&ctx)?;
+            }
+            // Statistic: run the checks, then count what they decided.
+            if let Err(block) = self.check(&ctx) {
+                counted.each(|node| node.add_block(now, batch));
+                return Err(block);
+            }
+        }
+        counted.each(|node| {
+            node.increase_concurrency();
+            node.add_pass(now, batch);
+        });
+        Ok(Entry::active(Active::new(
+            self,
+            resource,
+            node,
+            context,
+            context_stats,
+            origin,
+            origin_name,
+            request.entry_type,
+            now,
+            request.batch,
+        )))
+    }
+
+    /// The rule checks and the user slots among them; the first block wins.
+    #[inline]
+    fn check(&self, ctx: &EntryContext<'_>) -> Result<(), BlockError> {
+        for (i, check) in Check::ALL.into_iter().enumerate() {
+            for slot in self.chain.checks[i].iter() {
+                slot.entry(ctx)?;
+            }
+            self.builtin_check(check, ctx)?;
+        }
+        for slot in self.chain.checks[Check::ALL.len()].iter() {
+            slot.entry(ctx)?;
+        }
+        Ok(())
+    }
+
+    /// One built-in check. The rule kinds fill these in (flow, degrade,
+    /// system, authority, hot parameters); a resource without rules of a
+    /// kind passes its check.
+    #[inline]
+    fn builtin_check(&self, check: Check, ctx: &EntryContext<'_>) -> Result<(), BlockError> {
+        let _ = (check, ctx);
+        Ok(())
+    }
+
+    /// Counts the completion of an entry that passed.
+    pub(crate) fn exit(&self, active: &Active<'_>) {
+        let now = self.clock.now_ms();
+        let rt = now.saturating_sub(active.start_ms);
+        let batch = u64::from(active.batch);
+        let error = active.has_error();
+        let counted = Counted {
+            resource: active.resource,
+            context: active.context_stats,
+            origin: active.origin,
+            inbound: (active.entry_type == EntryType::Inbound).then_some(&self.inbound),
+        };
+        counted.each(|node| {
+            node.add_rt_and_success(now, rt, batch);
+            if error {
+                node.add_exception(now, batch);
+            }
+            node.decrease_concurrency();
+        });
+        if !self.chain.is_empty() {
+            let ctx = crate::slot::ExitContext {
+                resource: active.resource,
+                entry_type: active.entry_type,
+                batch: active.batch,
+                origin: active.origin,
+                origin_name: active.origin_name(),
+                rt_ms: rt,
+                error,
+                now_ms: now,
+            };
+            for slot in self.chain.all.iter() {
+                slot.exit(&ctx);
+            }
+        }
+    }
+
+    // ---- the invocation tree ----
+
+    /// The node of `resource` in the default context, made on first use.
+    #[inline]
+    fn default_node(&self, resource: &ResourceNode) -> u32 {
+        match resource.default_top.get() {
+            Some(&node) => node,
+            None => self.new_default_node(resource, true),
+        }
+    }
+
+    #[cold]
+    fn new_default_node(&self, resource: &ResourceNode, at_top: bool) -> u32 {
+        let _guard = self.tree_lock.lock();
+        let node = match resource.default_node.get() {
+            Some(&node) => node,
+            None => {
+                let node = self
+                    .nodes
+                    .push(TreeNode::new(DEFAULT_CONTEXT_ID, resource.id(), None));
+                let _ = resource.default_node.set(node);
+                node
+            }
+        };
+        if at_top {
+            self.link_top(DEFAULT_CONTEXT_ID, node);
+            let _ = resource.default_top.set(node);
+        }
+        node
+    }
+
+    /// The node of `resource` in a named context, made on first use.
+    fn node_in_context(&self, resource: &ResourceNode, context: u32) -> u32 {
+        if context == DEFAULT_CONTEXT_ID {
+            return match resource.default_node.get() {
+                Some(&node) => node,
+                None => self.new_default_node(resource, false),
+            };
+        }
+        if let Some(node) = resource.context_node(context) {
+            return node;
+        }
+        let _guard = self.tree_lock.lock();
+        if let Some(node) = resource.context_node(context) {
+            return node;
+        }
+        let stats = StatisticNode::new(&self.config);
+        let node = self
+            .nodes
+            .push(TreeNode::new(context, resource.id(), Some(stats)));
+        let mut map = resource
+            .context_nodes
+            .load()
+            .as_deref()
+            .cloned()
+            .unwrap_or_default();
+        map.insert(context, node);
+        resource.context_nodes.store(Some(Arc::new(map)));
+        node
+    }
+
+    /// A top-level entry's node: under the context's entrance node.
+    fn top_node(&self, resource: &ResourceNode, context: u32) -> u32 {
+        let node = self.node_in_context(resource, context);
+        if let Some(tree_node) = self.nodes.get(node) {
+            if !tree_node.at_top.load(Ordering::Acquire) {
+                let _guard = self.tree_lock.lock();
+                self.link_top(context, node);
+            }
+        }
+        node
+    }
+
+    /// A nested entry's node: under its parent's node.
+    fn nested_node(&self, resource: &ResourceNode, context: u32, parent: u32) -> u32 {
+        let node = self.node_in_context(resource, context);
+        if let Some(parent) = self.nodes.get(parent) {
+            if !has_child(&parent.children, node) {
+                let _guard = self.tree_lock.lock();
+                add_child(&parent.children, node);
+            }
+        }
+        node
+    }
+
+    /// Hangs `node` under the entrance of `context`. Holds the tree lock.
+    fn link_top(&self, context: u32, node: u32) {
+        let (Some(entrance), Some(tree_node)) = (self.contexts.get(context), self.nodes.get(node))
+        else {
+            return;
+        };
+        if !tree_node.at_top.load(Ordering::Acquire) {
+            add_child(&entrance.children, node);
+            tree_node.at_top.store(true, Ordering::Release);
+        }
+    }
+
+    pub(crate) fn tree_node(&self, id: u32) -> Option<&TreeNode> {
+        self.nodes.get(id)
+    }
+
+    pub(crate) fn tree_nodes(
+        &self,
+        list: &arc_swap::ArcSwapOption<Vec<u32>>,
+    ) -> Vec<ContextNode<'_>> {
+        let ids = list.load_full();
+        ids.iter()
+            .flat_map(|ids| ids.iter())
+            .filter_map(|&id| {
+                Some(ContextNode {
+                    sentinel: self,
+                    node: self.nodes.get(id)?,
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) fn resource_by_id(&self, id: u32) -> Option<&ResourceNode> {
+        self.resources.get(id)
+    }
+
+    pub(crate) fn context_name(&self, id: u32) -> &str {
+        self.contexts.get(id).map_or(DEFAULT_CONTEXT, |c| &c.name)
+    }
+
+    // ---- reading ----
+
+    /// The instance clock's time, in milliseconds.
+    pub fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    /// The node of resource `name`, if it has been entered.
+    pub fn resource_node(&self, name: &str) -> Option<&ResourceNode> {
+        self.resources.get(self.resources.find(name)?)
+    }
+
+    /// Every resource entered so far, in order of first entry.
+    pub fn resource_nodes(&self) -> impl Iterator<Item = &ResourceNode> + '_ {
+        self.resources.iter()
+    }
+
+    /// The statistics of every inbound entry, over all resources (system
+    /// rules read it).
+    pub fn inbound_node(&self) -> &StatisticNode {
+        &self.inbound
+    }
+
+    /// The node of `resource` in `context` ([`DEFAULT_CONTEXT`] for entries
+    /// that named none), if one was entered there.
+    pub fn context_node(&self, context: &str, resource: &str) -> Option<ContextNode<'_>> {
+        let resource = self.resource_node(resource)?;
+        let id = match context {
+            DEFAULT_CONTEXT => *resource.default_node.get()?,
+            name => resource.context_node(self.contexts.find(name)?)?,
+        };
+        Some(ContextNode {
+            sentinel: self,
+            node: self.nodes.get(id)?,
+        })
+    }
+
+    /// Every context (the default one first) with the nodes entered at its top.
+    pub fn entrances(&self) -> Vec<Entrance<'_>> {
+        self.contexts
+            .iter()
+            .map(|node| Entrance {
+                sentinel: self,
+                node,
+            })
+            .collect()
+    }
+
+    /// How many entries ran unchecked and uncounted because their resource
+    /// was new past `max_resources`.
+    pub fn refused_resources(&self) -> u64 {
+        self.resources.refused()
+    }
+
+    /// How many entries ran unchecked and uncounted because their context
+    /// was new past `max_contexts`.
+    pub fn refused_contexts(&self) -> u64 {
+        self.contexts.refused()
+    }
+
+    // ---- the switch ----
+
+    /// Turns checking and counting on or off. While off, every entry passes
+    /// and nothing is counted (entries made before keep counting their exit).
+    pub fn set_enabled(&self, enabled: bool) {
+        self.enabled.store(enabled, Ordering::Relaxed);
+        tracing::info!(enabled, "sentinel: switched");
+    }
+
+    /// Whether checking and counting are on.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+}
+
+impl fmt::Debug for Sentinel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sentinel")
+            .field("enabled", &self.is_enabled())
+            .field("resources", &self.resources)
+            .field("contexts", &self.contexts)
+            .field("slots", &self.chain)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The nodes one entry counts on.
+struct Counted<'a> {
+    resource: &'a ResourceNode,
+    context: Option<&'a StatisticNode>,
+    origin: Option<&'a OriginNode>,
+    inbound: Option<&'a StatisticNode>,
+}
+
+impl Counted<'_> {
+    #[inline]
+    fn each(&self, f: impl Fn(&StatisticNode)) {
+        f(self.resource.stats());
+        if let Some(node) = self.context {
+            f(node);
+        }
+        if let Some(node) = self.origin {
+            f(node.stats());
+        }
+        if let Some(node) = self.inbound {
+            f(node);
+        }
+    }
+}
+
+/// Settings for a [`Sentinel`] of its own.
+#[derive(Default)]
+pub struct SentinelBuilder {
+    clock: Option<Arc<dyn Clock>>,
+    max_resources: Option<usize>,
+    max_contexts: Option<usize>,
+    max_origins: Option<usize>,
+    stat: StatConfig,
+    slots: Vec<Arc<dyn Slot>>,
+}
+
+impl SentinelBuilder {
+    /// The clock (default: [`SystemClock`]). Tests pass a
+    /// [`ManualClock`](crate::ManualClock); a clock that goes backwards is
+    /// read as standing still.
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// At most this many resources are counted and checked (default
+    /// [`DEFAULT_MAX_RESOURCES`]); entries of resources past it pass
+    /// unchecked, are counted in [`Sentinel::refused_resources`], and the
+    /// first is logged.
+    pub fn max_resources(mut self, max: usize) -> Self {
+        self.max_resources = Some(max);
+        self
+    }
+
+    /// At most this many named contexts (default [`DEFAULT_MAX_CONTEXTS`]),
+    /// with the same behaviour past it as for resources.
+    pub fn max_contexts(mut self, max: usize) -> Self {
+        self.max_contexts = Some(max);
+        self
+    }
+
+    /// At most this many origins per resource (default
+    /// [`DEFAULT_MAX_ORIGINS`]); past it an entry still counts on its
+    /// resource but not on an origin node, and rules by origin do not see it.
+    pub fn max_origins(mut self, max: usize) -> Self {
+        self.max_origins = Some(max);
+        self
+    }
+
+    /// The windows of every node (default: 1 s in 2 buckets, 60 s in 60).
+    pub fn stat_config(mut self, config: StatConfig) -> Self {
+        self.stat = config;
+        self
+    }
+
+    /// Adds a user slot, placed by its [`order`](Slot::order).
+    pub fn slot(mut self, slot: impl Slot) -> Self {
+        self.slots.push(Arc::new(slot));
+        self
+    }
+
+    /// The instance.
+    pub fn build(self) -> Sentinel {
+        let clock = match self.clock {
+            None => InstanceClock::System(SystemClock),
+            Some(clock) => InstanceClock::Custom(MonotonicClock::new(clock)),
+        };
+        let contexts = Registry::new(
+            self.max_contexts
+                .unwrap_or(DEFAULT_MAX_CONTEXTS)
+                .saturating_add(1),
+            "contexts",
+        );
+        let default =
+            contexts.get_or_create(DEFAULT_CONTEXT, |_| EntranceNode::new(DEFAULT_CONTEXT));
+        debug_assert_eq!(default.map(|(id, _)| id), Some(DEFAULT_CONTEXT_ID));
+        Sentinel {
+            clock,
+            resources: Registry::new(
+                self.max_resources.unwrap_or(DEFAULT_MAX_RESOURCES),
+                "resources",
+            ),
+            contexts,
+            nodes: Arena::default(),
+            tree_lock: Mutex::new(()),
+            inbound: StatisticNode::new(&self.stat),
+            chain: SlotChain::new(self.slots),
+            enabled: AtomicBool::new(true),
+            max_origins: self.max_origins.unwrap_or(DEFAULT_MAX_ORIGINS),
+            config: self.stat,
+        }
+    }
+}
+
+impl fmt::Debug for SentinelBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SentinelBuilder")
+            .field("clock", &self.clock)
+            .field("max_resources", &self.max_resources)
+            .field("max_contexts", &self.max_contexts)
+            .field("max_origins", &self.max_origins)
+            .field("stat", &self.stat)
+            .field("slots", &self.slots)
+            .finish()
+    }
+}
