@@ -218,10 +218,7 @@ impl Sentinel {
                 return Err(block);
             }
         }
-        counted.each(|node| {
-            node.increase_concurrency();
-            node.add_pass(now, batch);
-        });
+        counted.each(|node| node.add_pass(now, batch));
         Ok(Entry::active(Active::new(
             self,
             resource,
@@ -273,11 +270,10 @@ impl Sentinel {
             inbound: (active.entry_type == EntryType::Inbound).then_some(&self.inbound),
         };
         counted.each(|node| {
-            node.add_rt_and_success(now, rt, batch);
             if error {
                 node.add_exception(now, batch);
             }
-            node.decrease_concurrency();
+            node.add_rt_and_success(now, rt, batch);
         });
         if !self.chain.is_empty() {
             let ctx = crate::slot::ExitContext {
@@ -516,16 +512,20 @@ struct Counted<'a> {
 }
 
 impl Counted<'_> {
-    #[inline]
+    /// Calls `f` on every node of the entry: the resource's inline, the
+    /// others (context, origin, inbound), when there are any, in a loop.
+    #[inline(always)]
     fn each(&self, f: impl Fn(&StatisticNode)) {
         f(self.resource.stats());
-        if let Some(node) = self.context {
-            f(node);
+        if self.context.is_some() || self.origin.is_some() || self.inbound.is_some() {
+            self.each_other(f);
         }
-        if let Some(node) = self.origin {
-            f(node.stats());
-        }
-        if let Some(node) = self.inbound {
+    }
+
+    #[inline(never)]
+    fn each_other(&self, f: impl Fn(&StatisticNode)) {
+        let origin = self.origin.map(OriginNode::stats);
+        for node in [self.context, origin, self.inbound].into_iter().flatten() {
             f(node);
         }
     }

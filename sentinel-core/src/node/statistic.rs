@@ -1,10 +1,17 @@
 //! `StatisticNode`: the live statistics of one node (a resource, a context's
 //! view of a resource, an origin, the inbound total).
 //!
-//! A node keeps two windows of [`MetricBucket`]s: the second window (1 s in 2
-//! buckets by default) that rule checks read, and the minute window (60 s in 60
-//! buckets) behind totals and the per-second history the metric log writes. It
-//! also counts the calls currently inside it (concurrency).
+//! A node keeps two windows: the second window (1 s in 2 buckets by default)
+//! that rule checks read, and the minute window (60 s in 60 buckets) behind
+//! totals and the per-second history the metric log writes. Events are written
+//! to the second window only, mostly without atomic read-modify-writes, and
+//! reach the minute window when their slice is rotated out (see the `live`
+//! module of `stat`). The calls currently inside the node (concurrency) are
+//! every pass less every completion.
+//!
+//! If the minute window's buckets are not whole multiples of the second
+//! window's, a second-window bucket is counted in the minute bucket where it
+//! starts.
 //!
 //! Every method takes the time (`now`, milliseconds on the instance clock)
 //! from its caller, so one entry reads the clock once and every check and
@@ -12,7 +19,7 @@
 
 use std::fmt;
 
-use crate::stat::{Adder, LeapArray, MetricBucket, MetricEvent, StatConfig};
+use crate::stat::{Adder, LANES, LiveWindows, MetricEvent, SUCCESS_RT_WORD, StatConfig, rt_as_u32};
 
 /// The statistics of one node.
 ///
@@ -22,18 +29,18 @@ use crate::stat::{Adder, LeapArray, MetricBucket, MetricEvent, StatConfig};
 ///
 /// let node = StatisticNode::new(&StatConfig::default());
 /// let now = 1_700_000_000_000;
-/// node.increase_concurrency();
 /// node.add_pass(now, 1);
+/// assert_eq!(node.cur_concurrency(), 1);
 /// node.add_rt_and_success(now + 12, 12, 1);
-/// node.decrease_concurrency();
 /// assert_eq!(node.pass_qps(now + 12), 1.0);
 /// assert_eq!(node.avg_rt(now + 12), 12.0);
 /// assert_eq!(node.cur_concurrency(), 0);
 /// ```
 pub struct StatisticNode {
-    second: LeapArray<MetricBucket>,
-    minute: LeapArray<MetricBucket>,
-    concurrency: Adder,
+    windows: LiveWindows,
+    /// Batch counts above one of the calls inside (pass counts the batch,
+    /// concurrency counts calls). Touched only by batches.
+    batch_extra: Adder,
     max_rt_ms: u64,
 }
 
@@ -59,16 +66,17 @@ pub struct MetricSnapshot {
 }
 
 impl MetricSnapshot {
-    fn of(timestamp_ms: u64, bucket: &MetricBucket) -> Self {
+    fn of(timestamp_ms: u64, lanes: &[u64; LANES], min_rt: u32) -> Self {
+        let get = |event: MetricEvent| lanes[event.lane()];
         MetricSnapshot {
             timestamp_ms,
-            pass: bucket.get(MetricEvent::Pass),
-            block: bucket.get(MetricEvent::Block),
-            success: bucket.get(MetricEvent::Success),
-            exception: bucket.get(MetricEvent::Exception),
-            rt_sum: bucket.get(MetricEvent::Rt),
-            occupied_pass: bucket.get(MetricEvent::OccupiedPass),
-            min_rt: bucket.min_rt(),
+            pass: get(MetricEvent::Pass),
+            block: get(MetricEvent::Block),
+            success: get(MetricEvent::Success),
+            exception: get(MetricEvent::Exception),
+            rt_sum: get(MetricEvent::Rt),
+            occupied_pass: get(MetricEvent::OccupiedPass),
+            min_rt: (min_rt != u32::MAX).then_some(u64::from(min_rt)),
         }
     }
 
@@ -120,25 +128,30 @@ impl StatisticNode {
     /// An empty node with the windows of `config`.
     pub fn new(config: &StatConfig) -> Self {
         StatisticNode {
-            second: LeapArray::with_shape(config.second()),
-            minute: LeapArray::with_shape(config.minute()),
-            concurrency: Adder::new(),
+            windows: LiveWindows::new(config.second(), config.minute()),
+            batch_extra: Adder::new(),
             max_rt_ms: config.max_rt(),
         }
     }
 
     #[inline]
     fn add(&self, now: u64, event: MetricEvent, n: u64) {
-        self.second.add(now, event, n);
-        self.minute.add(now, event, n);
+        let lane = event.lane();
+        let (low, high) = if lane % 2 == 0 { (n, 0) } else { (0, n) };
+        self.windows.add(now, lane / 2, low, high, None);
     }
 
     // ---- writes (the hot path) ----
 
-    /// Records `n` passed requests.
+    /// Records a call of `n` requests (its batch count) let through: `n`
+    /// passes, and one call inside the node until
+    /// [`add_rt_and_success`](Self::add_rt_and_success) completes it.
     #[inline]
     pub fn add_pass(&self, now: u64, n: u64) {
         self.add(now, MetricEvent::Pass, n);
+        if n > 1 {
+            self.batch_extra.add(n - 1);
+        }
     }
 
     /// Records `n` blocked requests.
@@ -159,31 +172,39 @@ impl StatisticNode {
         self.add(now, MetricEvent::OccupiedPass, n);
     }
 
-    /// Records a completion: `n` successes and one response time, capped at
-    /// the configured ceiling.
+    /// Records the completion of a call of `n` requests that took `rt_ms`
+    /// (capped at the configured ceiling): `n` successes and one response
+    /// time, and one call fewer inside the node.
     #[inline]
     pub fn add_rt_and_success(&self, now: u64, rt_ms: u64, n: u64) {
         let rt_ms = rt_ms.min(self.max_rt_ms);
-        self.second.current(now).add_success_and_rt(n, rt_ms);
-        self.minute.current(now).add_success_and_rt(n, rt_ms);
+        self.windows
+            .add(now, SUCCESS_RT_WORD, n, rt_ms, Some(rt_as_u32(rt_ms)));
+        if n > 1 {
+            self.batch_extra.add((n - 1).wrapping_neg());
+        }
     }
 
-    /// One more call inside the node.
+    /// The count of `event` over the second window at `now`.
     #[inline]
-    pub fn increase_concurrency(&self) {
-        self.concurrency.increment();
+    pub fn sum(&self, now: u64, event: MetricEvent) -> u64 {
+        self.windows.second_sum(now, event.lane())
     }
 
-    /// One call fewer inside the node.
-    #[inline]
-    pub fn decrease_concurrency(&self) {
-        self.concurrency.decrement();
+    /// The count of `event` over the minute window at `now`.
+    pub fn total(&self, now: u64, event: MetricEvent) -> u64 {
+        self.windows.minute_sums(now)[event.lane()]
     }
 
     // ---- reads over the second window ----
 
     fn per_second(&self, now: u64, event: MetricEvent) -> f64 {
-        self.second.sum(now, event) as f64 / self.second.interval_secs()
+        self.sum(now, event) as f64 / self.second_interval_secs()
+    }
+
+    /// The second window's length in seconds.
+    pub(crate) fn second_interval_secs(&self) -> f64 {
+        self.windows.interval_ms() as f64 / 1_000.0
     }
 
     /// Passed requests per second.
@@ -219,18 +240,18 @@ impl StatisticNode {
     /// Average response time of completed requests in milliseconds; 0 when
     /// none completed.
     pub fn avg_rt(&self, now: u64) -> f64 {
-        let success = self.second.sum(now, MetricEvent::Success);
+        let success = self.sum(now, MetricEvent::Success);
         if success == 0 {
             return 0.0;
         }
-        self.second.sum(now, MetricEvent::Rt) as f64 / success as f64
+        self.sum(now, MetricEvent::Rt) as f64 / success as f64
     }
 
     /// Smallest response time in milliseconds: the configured ceiling when no
     /// request completed, and never below 1 (Sentinel's `minRt`).
     pub fn min_rt(&self, now: u64) -> u64 {
-        self.second
-            .min_rt(now)
+        self.windows
+            .second_min_rt(now)
             .unwrap_or(self.max_rt_ms)
             .min(self.max_rt_ms)
             .max(1)
@@ -240,26 +261,48 @@ impl StatisticNode {
     /// window, scaled to a second; at least one completion per bucket
     /// (Sentinel's `maxSuccessQps`, used by the system rule's BBR check).
     pub fn max_success_qps(&self, now: u64) -> f64 {
-        let max = self.second.max(now, MetricEvent::Success).max(1);
-        max as f64 * f64::from(self.second.sample_count()) / self.second.interval_secs()
+        let max = self
+            .windows
+            .second_max(now, MetricEvent::Success.lane())
+            .max(1);
+        max as f64 * f64::from(self.windows.sample_count()) / self.second_interval_secs()
     }
 
     /// Calls inside the node now.
     pub fn cur_concurrency(&self) -> u64 {
-        // Negative only if a caller exited more than it entered.
-        self.concurrency.sum_signed().max(0) as u64
+        // Negative only transiently (a completion seen before its pass) or
+        // if a caller completed more than it let through.
+        self.concurrency_signed().max(0) as u64
     }
 
-    /// The concurrency as counted, which may be negative transiently.
+    /// The concurrency as counted: every pass less every completion, in
+    /// calls. May be negative transiently.
     pub(crate) fn concurrency_signed(&self) -> i64 {
-        self.concurrency.sum_signed()
+        self.windows
+            .pass_less_success()
+            .wrapping_sub(self.batch_extra.sum_signed())
+    }
+
+    /// Every counter over the second window at `now`, by lane.
+    pub(crate) fn second_sums(&self, now: u64) -> [u64; LANES] {
+        self.windows.second_sums(now)
+    }
+
+    /// Every counter over the minute window at `now`, by lane.
+    pub(crate) fn minute_sums(&self, now: u64) -> [u64; LANES] {
+        self.windows.minute_sums(now)
     }
 
     // ---- reads over the minute window ----
 
     fn previous_per_second(&self, now: u64, event: MetricEvent) -> f64 {
-        let count = self.minute.previous(now).map_or(0, |b| b.get(event));
-        count as f64 * 1_000.0 / self.minute.bucket_ms() as f64
+        let minute = self.windows.minute();
+        let count = minute
+            .bucket_start(now)
+            .checked_sub(minute.bucket_ms())
+            .and_then(|start| self.windows.minute_slice(start))
+            .map_or(0, |(lanes, _)| lanes[event.lane()]);
+        count as f64 * 1_000.0 / minute.bucket_ms() as f64
     }
 
     /// Passed requests per second in the previous bucket of the minute window
@@ -275,12 +318,12 @@ impl StatisticNode {
 
     /// Passed requests over the minute window.
     pub fn total_pass(&self, now: u64) -> u64 {
-        self.minute.sum(now, MetricEvent::Pass)
+        self.total(now, MetricEvent::Pass)
     }
 
     /// Blocked requests over the minute window.
     pub fn total_block(&self, now: u64) -> u64 {
-        self.minute.sum(now, MetricEvent::Block)
+        self.total(now, MetricEvent::Block)
     }
 
     /// Passed plus blocked requests over the minute window.
@@ -290,26 +333,27 @@ impl StatisticNode {
 
     /// Completed requests over the minute window.
     pub fn total_success(&self, now: u64) -> u64 {
-        self.minute.sum(now, MetricEvent::Success)
+        self.total(now, MetricEvent::Success)
     }
 
     /// Errors over the minute window.
     pub fn total_exception(&self, now: u64) -> u64 {
-        self.minute.sum(now, MetricEvent::Exception)
+        self.total(now, MetricEvent::Exception)
     }
 
     /// Calls `f` with every completed, non-empty bucket of the minute window
     /// that starts at or after `from_ms`, oldest first. The bucket holding
     /// `now` is still filling and is left out. Does not allocate.
     pub fn for_each_metric_since(&self, from_ms: u64, now: u64, mut f: impl FnMut(MetricSnapshot)) {
-        let current = self.minute.bucket_start(now);
+        let minute = self.windows.minute();
+        let current = minute.bucket_start(now);
         // Walk the ring by start time rather than slot order, oldest first.
-        let bucket_ms = self.minute.bucket_ms();
-        let oldest = current.saturating_sub(self.minute.interval_ms() - bucket_ms);
+        let bucket_ms = minute.bucket_ms();
+        let oldest = current.saturating_sub(minute.interval_ms() - bucket_ms);
         let mut start = oldest.max(from_ms.div_ceil(bucket_ms).saturating_mul(bucket_ms));
         while start < current {
-            if let Some(bucket) = self.minute.bucket_at(start) {
-                let snapshot = MetricSnapshot::of(start, bucket);
+            if let Some((lanes, min_rt)) = self.windows.minute_slice(start) {
+                let snapshot = MetricSnapshot::of(start, &lanes, min_rt);
                 if !snapshot.is_empty() {
                     f(snapshot);
                 }
@@ -342,23 +386,12 @@ impl StatisticNode {
             total_exception: self.total_exception(now),
         }
     }
-
-    /// The second window, for rule checks that read it directly.
-    pub fn second_window(&self) -> &LeapArray<MetricBucket> {
-        &self.second
-    }
-
-    /// The minute window.
-    pub fn minute_window(&self) -> &LeapArray<MetricBucket> {
-        &self.minute
-    }
 }
 
 impl fmt::Debug for StatisticNode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StatisticNode")
-            .field("second", &self.second)
-            .field("minute", &self.minute)
+            .field("windows", &self.windows)
             .field("concurrency", &self.cur_concurrency())
             .field("max_rt_ms", &self.max_rt_ms)
             .finish()
@@ -434,14 +467,20 @@ mod tests {
     }
 
     #[test]
-    fn concurrency_goes_up_and_down() {
+    fn concurrency_counts_calls_not_batches() {
         let node = node();
-        node.increase_concurrency();
-        node.increase_concurrency();
-        node.decrease_concurrency();
+        node.add_pass(T0, 1);
+        node.add_pass(T0 + 1, 5);
+        assert_eq!(node.cur_concurrency(), 2);
+        node.add_rt_and_success(T0 + 2, 1, 5);
         assert_eq!(node.cur_concurrency(), 1);
-        node.decrease_concurrency();
-        node.decrease_concurrency();
+        // Across a minute of rotations, folded values still count.
+        node.add_pass(T0 + 30_000, 3);
+        assert_eq!(node.cur_concurrency(), 2);
+        node.add_rt_and_success(T0 + 61_000, 1, 1);
+        node.add_rt_and_success(T0 + 125_000, 1, 3);
+        assert_eq!(node.cur_concurrency(), 0);
+        node.add_rt_and_success(T0 + 125_001, 1, 1);
         assert_eq!(node.cur_concurrency(), 0, "never reported negative");
     }
 
@@ -471,8 +510,8 @@ mod tests {
     #[test]
     fn snapshot_reads_everything_at_one_instant() {
         let node = node();
-        node.increase_concurrency();
-        node.add_pass(T0, 2);
+        node.add_pass(T0, 1);
+        node.add_pass(T0, 1);
         node.add_rt_and_success(T0 + 10, 10, 1);
         let s = node.snapshot(T0 + 10);
         assert_eq!(s.pass_qps, 2.0);

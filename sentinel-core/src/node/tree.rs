@@ -82,14 +82,14 @@ pub(crate) struct Sums {
 impl Sums {
     pub(crate) fn of(node: &StatisticNode, now: u64) -> Self {
         use crate::stat::MetricEvent::*;
-        let s = node.second_window();
-        let m = node.minute_window();
+        let s = node.second_sums(now);
+        let m = node.minute_sums(now);
         Sums {
-            second: [Pass, Block, Success, Exception, Rt, OccupiedPass].map(|e| s.sum(now, e)),
-            minute: [Pass, Block, Success, Exception].map(|e| m.sum(now, e)),
+            second: [Pass, Block, Success, Exception, Rt, OccupiedPass].map(|e| s[e.lane()]),
+            minute: [Pass, Block, Success, Exception].map(|e| m[e.lane()]),
             concurrency: node.concurrency_signed(),
             min_rt: node.min_rt(now),
-            second_secs: s.interval_ms() as f64 / 1_000.0,
+            second_secs: node.second_interval_secs(),
         }
     }
 

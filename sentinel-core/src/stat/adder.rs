@@ -231,6 +231,28 @@ impl PackedLanes {
         u64::from(base).wrapping_add(self.cells.sum(lane))
     }
 
+    /// Empties every lane and returns what it held. Each word and cell is
+    /// swapped with zero, so an add racing with the take is either in the
+    /// result or left in the lanes: never lost, never counted twice.
+    pub(crate) fn take(&self) -> [u64; Self::LANES] {
+        let mut out = [0u64; Self::LANES];
+        for (w, word) in self.base.iter().enumerate() {
+            let v = word.swap(0, Relaxed);
+            out[2 * w] = u64::from(v as u32);
+            out[2 * w + 1] = v >> 32;
+        }
+        if let Some(cells) = self.cells.get() {
+            for cell in cells.cells.iter() {
+                for (lane, value) in cell.0.iter().enumerate() {
+                    if value.load(Relaxed) != 0 {
+                        out[lane] = out[lane].wrapping_add(value.swap(0, Relaxed));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Zeroes every lane. Cells, once allocated, are kept.
     pub(crate) fn reset(&self) {
         for word in &self.base {
@@ -249,7 +271,7 @@ impl PackedLanes {
 /// `word` with `low` and `high` added to its halves, or `None` if either half
 /// would overflow.
 #[inline]
-fn packed_add(word: u64, low: u64, high: u64) -> Option<u64> {
+pub(crate) fn packed_add(word: u64, low: u64, high: u64) -> Option<u64> {
     let low = (word as u32).checked_add(u32::try_from(low).ok()?)?;
     let high = ((word >> 32) as u32).checked_add(u32::try_from(high).ok()?)?;
     Some(u64::from(low) | u64::from(high) << 32)

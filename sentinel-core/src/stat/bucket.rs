@@ -38,7 +38,7 @@ impl MetricEvent {
     /// The lane of the packed counters: success and RT share a word, so a
     /// completion is one atomic operation.
     #[inline]
-    fn lane(self) -> usize {
+    pub(crate) fn lane(self) -> usize {
         match self {
             MetricEvent::Pass => 0,
             MetricEvent::Block => 1,
@@ -48,6 +48,13 @@ impl MetricEvent {
             MetricEvent::Rt => SUCCESS_RT_WORD * 2 + 1,
         }
     }
+}
+
+/// A response time in milliseconds as a bucket keeps it: times past
+/// `u32::MAX - 1` ms (49 days) are kept as that.
+#[inline]
+pub(crate) fn rt_as_u32(rt_ms: u64) -> u32 {
+    u32::try_from(rt_ms).unwrap_or(NO_RT - 1).min(NO_RT - 1)
 }
 
 /// A bucket that a [`LeapArray`](super::LeapArray) can hold: created empty,
@@ -61,10 +68,14 @@ pub trait Bucket: Send + Sync + 'static {
 }
 
 /// No response time recorded yet.
-const NO_RT: u32 = u32::MAX;
+pub(crate) const NO_RT: u32 = u32::MAX;
 
 /// The word holding the success (low) and RT sum (high) lanes.
-const SUCCESS_RT_WORD: usize = 2;
+pub(crate) const SUCCESS_RT_WORD: usize = 2;
+/// The pass lane (low half of word 0).
+pub(crate) const LANE_PASS: usize = 0;
+/// The success lane.
+pub(crate) const LANE_SUCCESS: usize = SUCCESS_RT_WORD * 2;
 
 /// Counters for one time slice: one LongAdder-like counter per [`MetricEvent`]
 /// plus the minimum response time.
@@ -110,11 +121,33 @@ impl MetricBucket {
 
     #[inline]
     fn record_min_rt(&self, rt_ms: u64) {
-        // Times past u32::MAX - 1 ms (49 days) are kept as that.
-        let rt = u32::try_from(rt_ms).unwrap_or(NO_RT - 1).min(NO_RT - 1);
+        self.record_min_rt_raw(rt_as_u32(rt_ms));
+    }
+
+    /// Records `rt` (already narrowed; [`NO_RT`] records nothing) as a
+    /// candidate minimum.
+    #[inline]
+    pub(crate) fn record_min_rt_raw(&self, rt: u32) {
         if rt < self.min_rt.load(Relaxed) {
             self.min_rt.fetch_min(rt, Relaxed);
         }
+    }
+
+    /// Adds `n` to counter `lane` (see [`MetricEvent::lane`]).
+    #[inline]
+    pub(crate) fn add_lane(&self, lane: usize, n: u64) {
+        self.counters.add(lane, n);
+    }
+
+    /// The count in `lane`.
+    #[inline]
+    pub(crate) fn lane(&self, lane: usize) -> u64 {
+        self.counters.sum(lane)
+    }
+
+    /// The minimum RT as stored ([`NO_RT`] when none).
+    pub(crate) fn min_rt_raw(&self) -> u32 {
+        self.min_rt.load(Relaxed)
     }
 
     /// The count of `event`.

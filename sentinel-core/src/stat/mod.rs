@@ -5,9 +5,12 @@ mod adder;
 mod bucket;
 mod divisor;
 mod leap_array;
+mod live;
 mod window;
 
 pub use adder::Adder;
 pub use bucket::{Bucket, MetricBucket, MetricEvent};
+pub(crate) use bucket::{SUCCESS_RT_WORD, rt_as_u32};
 pub use leap_array::{LeapArray, WindowError};
+pub(crate) use live::{LANES, LiveWindows};
 pub use window::{DEFAULT_MAX_RT_MS, StatConfig, WindowShape};

@@ -159,11 +159,6 @@ impl LeapArray<MetricBucket> {
             .filter_map(|(_, bucket)| bucket.min_rt())
             .min()
     }
-
-    /// The window's length in seconds, as a divisor for rates.
-    pub(crate) fn interval_secs(&self) -> f64 {
-        self.interval_ms() as f64 / 1_000.0
-    }
 }
 
 #[cfg(test)]

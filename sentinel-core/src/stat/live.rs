@@ -1,0 +1,835 @@
+//! The windows of a node as the hot path writes them.
+//!
+//! Two ideas keep an entry and its exit down to plain loads and stores on one
+//! thread, where [`LeapArray`] of [`MetricBucket`]s needs an atomic
+//! read-modify-write (about 7 ns on the reference machine) per event and
+//! window:
+//!
+//! - **An owner thread.** The first thread to write a node owns it for good.
+//!   Each slot of the second window has words only the owner writes, with a
+//!   load and a store (no `lock` prefix), and a [`PackedLanes`] for every other
+//!   thread (a compare-and-swap while uncontended, striped cells once two
+//!   threads collide). A thread pool's worker that owns a node pays nothing
+//!   for atomicity; a task that exits on another thread uses the shared part.
+//!   The owner rotates its own words: when it writes a slot that holds an
+//!   older slice, it folds the old values away and starts the new slice. No
+//!   other thread ever stores to them, so no store of the owner can undo a
+//!   reset. The shared part is rotated as a `LeapArray` slot is, under a
+//!   try-lock, but by swapping each word with zero so that a racing add is
+//!   either taken or left for the new slice, never lost.
+//! - **The minute window is fed by folding.** Events are written to the
+//!   second window only. When a slice of it is rotated out, its values are
+//!   added to the minute bucket of its start and to lifetime pass and success
+//!   totals. Reads of the minute window add the second-window slices not
+//!   folded yet, so nothing is missing and nothing counted twice. Concurrency
+//!   needs no counter of its own: it is every pass ever recorded less every
+//!   completion (the node corrects for batch counts above one).
+//!
+//! A fold moves values from one place to another; readers that sum across
+//! both (minute totals, concurrency) check a sequence number and retry while a
+//! fold is running, like a seqlock, so they never see a value twice or not at
+//! all. Second-window reads need no such check: a fold only removes a slice
+//! that has already left the second window.
+
+use std::cell::Cell;
+use std::fmt;
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, fence};
+
+use parking_lot::Mutex;
+
+use once_cell::race::OnceBox;
+
+use super::adder::{CachePadded, PackedLanes, packed_add};
+use super::bucket::{LANE_PASS, LANE_SUCCESS, MetricBucket, NO_RT};
+use super::divisor::Divisor;
+use super::leap_array::LeapArray;
+use super::window::WindowShape;
+
+/// The start of a part that has never held a slice.
+const UNUSED: u64 = u64::MAX;
+/// The latest time told apart; later readings are taken as this.
+const LAST_TIME: u64 = u64::MAX - 1;
+/// Counters per bucket, and the words that pack them.
+pub(crate) const LANES: usize = 6;
+const WORDS: usize = LANES / 2;
+/// One fold running, in the sequence word (the low bits count folds done).
+const BUSY: u64 = 1 << 40;
+/// How often a reader retries while folds run before it takes what it sees.
+const READ_RETRIES: u32 = 256;
+
+/// How many threads can own nodes at once; threads past this many write
+/// through the shared parts.
+const TOKEN_SLOTS: usize = 4096;
+
+/// The token of each live thread that has one, by slot; 0 when the slot is
+/// free. A node whose owner's token is no longer here can be claimed by
+/// another thread: the owner has exited and will never write again.
+static LIVE_TOKENS: [AtomicU64; TOKEN_SLOTS] = [const { AtomicU64::new(0) }; TOKEN_SLOTS];
+
+/// Free token slots, the next never-used slot, and the generation counter
+/// that makes a reused slot's token differ from every earlier one.
+static TOKEN_ALLOC: Mutex<TokenAlloc> = Mutex::new(TokenAlloc {
+    free: Vec::new(),
+    next_slot: 0,
+    generation: 0,
+});
+
+struct TokenAlloc {
+    free: Vec<usize>,
+    next_slot: usize,
+    generation: u64,
+}
+
+/// The token of a thread that owns nothing (past [`TOKEN_SLOTS`], or in its
+/// thread-local teardown).
+const NO_OWNER: u64 = u64::MAX;
+
+/// Gives the thread's token slot back when the thread exits.
+struct TokenReturn;
+
+impl Drop for TokenReturn {
+    fn drop(&mut self) {
+        let token = TOKEN.with(|t| t.replace(NO_OWNER));
+        if token != 0 && token != NO_OWNER {
+            let slot = token_slot(token);
+            // Every write this thread made happens before a claimer that
+            // sees the slot changed (release here, acquire in `is_live`).
+            LIVE_TOKENS[slot].store(0, Release);
+            TOKEN_ALLOC.lock().free.push(slot);
+        }
+    }
+}
+
+thread_local! {
+    /// This thread's identity as a node owner; 0 until first needed. No
+    /// destructor, so reading it is one load.
+    static TOKEN: Cell<u64> = const { Cell::new(0) };
+    /// Registered with the first token; its destructor frees the token.
+    static TOKEN_RETURN: TokenReturn = const { TokenReturn };
+}
+
+#[inline]
+fn token_slot(token: u64) -> usize {
+    (token % TOKEN_SLOTS as u64) as usize
+}
+
+/// Whether `token` belongs to a live thread.
+#[inline]
+fn is_live(token: u64) -> bool {
+    token != NO_OWNER && LIVE_TOKENS[token_slot(token)].load(Acquire) == token
+}
+
+/// The calling thread's owner token: unique among live threads, and never
+/// equal to the token of a thread that has exited.
+#[inline]
+fn token() -> u64 {
+    match TOKEN.with(Cell::get) {
+        0 => new_token(),
+        v => v,
+    }
+}
+
+#[cold]
+fn new_token() -> u64 {
+    // Touching the guard registers its destructor; past the thread's
+    // teardown it is gone and the thread owns nothing.
+    let token = if TOKEN_RETURN.try_with(|_| ()).is_err() {
+        NO_OWNER
+    } else {
+        let mut alloc = TOKEN_ALLOC.lock();
+        let slot = match alloc.free.pop() {
+            Some(slot) => Some(slot),
+            None if alloc.next_slot < TOKEN_SLOTS => {
+                alloc.next_slot += 1;
+                Some(alloc.next_slot - 1)
+            }
+            None => None,
+        };
+        match slot {
+            Some(slot) => {
+                alloc.generation += 1;
+                let token = alloc.generation * TOKEN_SLOTS as u64 + slot as u64;
+                LIVE_TOKENS[slot].store(token, Release);
+                token
+            }
+            None => NO_OWNER,
+        }
+    };
+    TOKEN.with(|t| t.set(token));
+    token
+}
+
+/// The value of `lane` in a packed word.
+#[inline]
+fn lane_of(word: u64, lane: usize) -> u64 {
+    if lane % 2 == 0 {
+        u64::from(word as u32)
+    } else {
+        word >> 32
+    }
+}
+
+/// The owner's part of one slot of the second window, with the start of the
+/// slice it holds. On a line of its own.
+#[repr(align(64))]
+struct Slot {
+    start: AtomicU64,
+    words: [AtomicU64; WORDS],
+    min_rt: AtomicU32,
+}
+
+impl Slot {
+    fn new() -> Self {
+        Slot {
+            start: AtomicU64::new(UNUSED),
+            words: std::array::from_fn(|_| AtomicU64::new(0)),
+            min_rt: AtomicU32::new(NO_RT),
+        }
+    }
+}
+
+/// Two slots on a pair of lines of their own (x86 fetches lines in pairs), so
+/// that the owners of two nodes never write the same pair.
+#[repr(align(128))]
+struct SlotPair([Slot; 2]);
+
+/// The part of one slot every other thread writes. Allocated on the first
+/// such write, padded to its own lines so that the owner's stores and the
+/// other threads' adds never share one.
+struct SharedPart {
+    start: AtomicU64,
+    min_rt: AtomicU32,
+    lanes: PackedLanes,
+}
+
+impl SharedPart {
+    fn new() -> Self {
+        SharedPart {
+            start: AtomicU64::new(UNUSED),
+            min_rt: AtomicU32::new(NO_RT),
+            lanes: PackedLanes::default(),
+        }
+    }
+}
+
+/// The second window (written), the minute window (folded into) and the
+/// lifetime totals of one node.
+pub(crate) struct LiveWindows {
+    interval_ms: u64,
+    bucket_len: Divisor,
+    sample_count: Divisor,
+    slots: Box<[SlotPair]>,
+    /// The number of slots (`sample_count`).
+    slot_count: usize,
+    shared: OnceBox<Box<[CachePadded<SharedPart>]>>,
+    minute: LeapArray<MetricBucket>,
+    /// The owner's token; 0 until a thread claims the node.
+    owner: AtomicU64,
+    /// The owner's latest slice and its slot, written by the owner only: while
+    /// time stays in that slice the owner finds its slot without dividing.
+    hint_start: AtomicU64,
+    hint_slot: AtomicU32,
+    /// Try-lock for rotating shared parts.
+    rotating: AtomicBool,
+    /// Pass and success folded out of the second window, ever.
+    folded_pass: AtomicU64,
+    folded_success: AtomicU64,
+    /// Folds running (multiples of [`BUSY`]) and folds done (low bits).
+    seq: AtomicU64,
+}
+
+impl LiveWindows {
+    pub(crate) fn new(second: WindowShape, minute: WindowShape) -> Self {
+        LiveWindows {
+            interval_ms: second.interval_ms(),
+            bucket_len: Divisor::new(second.bucket_ms()),
+            sample_count: Divisor::new(u64::from(second.sample_count())),
+            slots: (0..second.sample_count().div_ceil(2))
+                .map(|_| SlotPair([Slot::new(), Slot::new()]))
+                .collect(),
+            slot_count: second.sample_count() as usize,
+            shared: OnceBox::new(),
+            minute: LeapArray::with_shape(minute),
+            owner: AtomicU64::new(0),
+            hint_start: AtomicU64::new(UNUSED),
+            hint_slot: AtomicU32::new(0),
+            rotating: AtomicBool::new(false),
+            folded_pass: AtomicU64::new(0),
+            folded_success: AtomicU64::new(0),
+            seq: AtomicU64::new(0),
+        }
+    }
+
+    #[inline]
+    fn slot(&self, index: usize) -> &Slot {
+        &self.slots[index / 2].0[index % 2]
+    }
+
+    /// The second window's length in milliseconds.
+    pub(crate) fn interval_ms(&self) -> u64 {
+        self.interval_ms
+    }
+
+    /// The second window's sample count.
+    pub(crate) fn sample_count(&self) -> u32 {
+        self.sample_count.get() as u32
+    }
+
+    /// The minute window.
+    pub(crate) fn minute(&self) -> &LeapArray<MetricBucket> {
+        &self.minute
+    }
+
+    // ---- writes ----
+
+    /// Adds `low` and `high` to the two lanes of `word` in the slice holding
+    /// `now`, and `rt` as a candidate minimum response time.
+    #[inline]
+    pub(crate) fn add(&self, now: u64, word: usize, low: u64, high: u64, rt: Option<u32>) {
+        let me = token();
+        if self.owner.load(Relaxed) == me {
+            // The owner, still in its latest slice: one load and one store.
+            let hint = self.hint_start.load(Relaxed);
+            if now >= hint && now - hint < self.bucket_len.get() {
+                let index = self.hint_slot.load(Relaxed) as usize;
+                if Self::write_owned(self.slot(index), word, low, high, rt) {
+                    return;
+                }
+                return self.add_shared(index, hint, word, low, high, rt);
+            }
+        }
+        self.add_slow(now, me, word, low, high, rt);
+    }
+
+    /// Any add but the owner's within its latest slice.
+    #[inline(never)]
+    fn add_slow(&self, now: u64, me: u64, word: usize, low: u64, high: u64, rt: Option<u32>) {
+        let number = self.bucket_len.div(now.min(LAST_TIME));
+        let start = number * self.bucket_len.get();
+        let index = self.sample_count.rem(number) as usize;
+        let slot = self.slot(index);
+        let owner = self.owner.load(Relaxed);
+        if owner == me || self.claim(owner, me) {
+            let held = slot.start.load(Relaxed);
+            if held != start {
+                if held != UNUSED && held > start {
+                    // Older than the slot's slice: out of every window.
+                    return self.late(word, low);
+                }
+                self.rotate_owned(slot, held, start);
+            }
+            let hint = self.hint_start.load(Relaxed);
+            if hint == UNUSED || start > hint {
+                self.hint_slot.store(index as u32, Relaxed);
+                self.hint_start.store(start, Relaxed);
+            }
+            if Self::write_owned(slot, word, low, high, rt) {
+                return;
+            }
+        }
+        self.add_shared(index, start, word, low, high, rt);
+    }
+
+    /// Takes the node over if it has no owner or its owner has exited.
+    #[inline]
+    fn claim(&self, owner: u64, me: u64) -> bool {
+        me != NO_OWNER
+            && (owner == 0 || !is_live(owner))
+            && self
+                .owner
+                .compare_exchange(owner, me, Acquire, Relaxed)
+                .is_ok()
+    }
+
+    /// The owner's add to its part of `slot`, which holds the right slice: a
+    /// load and a store. `false` when a lane would overflow 32 bits (the
+    /// shared part takes the add instead).
+    #[inline]
+    fn write_owned(slot: &Slot, word: usize, low: u64, high: u64, rt: Option<u32>) -> bool {
+        let cell = &slot.words[word];
+        let Some(next) = packed_add(cell.load(Relaxed), low, high) else {
+            return false;
+        };
+        cell.store(next, Relaxed);
+        if let Some(rt) = rt
+            && rt < slot.min_rt.load(Relaxed)
+        {
+            slot.min_rt.store(rt, Relaxed);
+        }
+        true
+    }
+
+    /// Moves the owner's part of `slot` from slice `held` to `start`.
+    #[cold]
+    fn rotate_owned(&self, slot: &Slot, held: u64, start: u64) {
+        if held == UNUSED {
+            slot.start.store(start, Release);
+            return;
+        }
+        self.begin_fold();
+        let mut lanes = [0u64; LANES];
+        for (w, cell) in slot.words.iter().enumerate() {
+            let v = cell.load(Relaxed);
+            lanes[2 * w] = lane_of(v, 2 * w);
+            lanes[2 * w + 1] = lane_of(v, 2 * w + 1);
+            cell.store(0, Relaxed);
+        }
+        let min_rt = slot.min_rt.load(Relaxed);
+        slot.min_rt.store(NO_RT, Relaxed);
+        self.fold(held, &lanes, min_rt);
+        // Zeroed before the new start is published: a reader that sees the
+        // new start sees no old value.
+        slot.start.store(start, Release);
+        self.end_fold();
+    }
+
+    /// Any thread's add, through the shared part of slot `index`.
+    #[inline(never)]
+    fn add_shared(
+        &self,
+        index: usize,
+        start: u64,
+        word: usize,
+        low: u64,
+        high: u64,
+        rt: Option<u32>,
+    ) {
+        let parts = self.shared.get_or_init(|| {
+            (0..self.slot_count)
+                .map(|_| CachePadded(SharedPart::new()))
+                .collect::<Vec<_>>()
+                .into_boxed_slice()
+                .into()
+        });
+        let part = &parts[index].0;
+        loop {
+            let held = part.start.load(Acquire);
+            if held == start {
+                part.lanes.add_pair(word, low, high);
+                if let Some(rt) = rt
+                    && rt < part.min_rt.load(Relaxed)
+                {
+                    part.min_rt.fetch_min(rt, Relaxed);
+                }
+                return;
+            }
+            if held == UNUSED {
+                let _ = part.start.compare_exchange(UNUSED, start, AcqRel, Acquire);
+                continue;
+            }
+            if held > start {
+                self.late(word, low);
+                return;
+            }
+            self.rotate_shared(part, start);
+        }
+    }
+
+    /// Moves `part` to slice `start` if this thread gets the lock; otherwise
+    /// yields to the thread that has it. The caller retries.
+    #[cold]
+    fn rotate_shared(&self, part: &SharedPart, start: u64) {
+        if self
+            .rotating
+            .compare_exchange(false, true, Acquire, Relaxed)
+            .is_err()
+        {
+            std::thread::yield_now();
+            return;
+        }
+        let held = part.start.load(Acquire);
+        if held < start {
+            self.begin_fold();
+            let lanes = part.lanes.take();
+            let min_rt = part.min_rt.swap(NO_RT, Relaxed);
+            self.fold(held, &lanes, min_rt);
+            part.start.store(start, Release);
+            self.end_fold();
+        }
+        self.rotating.store(false, Release);
+    }
+
+    /// An event older than its slot's slice: no window counts it, but the
+    /// lifetime totals must, or concurrency would drift.
+    #[cold]
+    fn late(&self, word: usize, low: u64) {
+        if word == LANE_PASS / 2 {
+            self.folded_pass.fetch_add(low, Relaxed);
+        } else if word == LANE_SUCCESS / 2 {
+            self.folded_success.fetch_add(low, Relaxed);
+        }
+    }
+
+    /// Adds a slice's values to its minute bucket and the lifetime totals.
+    fn fold(&self, start: u64, lanes: &[u64; LANES], min_rt: u32) {
+        if lanes.iter().any(|&v| v != 0) || min_rt != NO_RT {
+            // A slice older than the minute window goes to a bucket nobody reads.
+            let bucket = self.minute.current(start);
+            for (lane, &v) in lanes.iter().enumerate() {
+                if v != 0 {
+                    bucket.add_lane(lane, v);
+                }
+            }
+            bucket.record_min_rt_raw(min_rt);
+        }
+        self.folded_pass.fetch_add(lanes[LANE_PASS], Relaxed);
+        self.folded_success.fetch_add(lanes[LANE_SUCCESS], Relaxed);
+    }
+
+    fn begin_fold(&self) {
+        self.seq.fetch_add(BUSY, Acquire);
+        fence(Release);
+    }
+
+    fn end_fold(&self) {
+        self.seq.fetch_add(1u64.wrapping_sub(BUSY), Release);
+    }
+
+    /// `read()` as of an instant no fold was running, retried while folds
+    /// run (a bounded number of times: a fold descheduled halfway must not
+    /// stall readers).
+    fn consistent<T>(&self, read: impl Fn() -> T) -> T {
+        for _ in 0..READ_RETRIES {
+            let before = self.seq.load(Acquire);
+            if before < BUSY {
+                let value = read();
+                fence(Acquire);
+                if self.seq.load(Relaxed) == before {
+                    return value;
+                }
+            }
+            std::hint::spin_loop();
+        }
+        read()
+    }
+
+    // ---- reads of the second window ----
+
+    /// Calls `f(start, lanes, min_rt)` for each part of slot `index` that
+    /// holds a slice.
+    #[inline]
+    fn parts(&self, index: usize, mut f: impl FnMut(u64, &dyn Fn(usize) -> u64, u32)) {
+        let slot = self.slot(index);
+        let start = slot.start.load(Acquire);
+        if start != UNUSED {
+            let lane = |lane: usize| lane_of(slot.words[lane / 2].load(Relaxed), lane);
+            f(start, &lane, slot.min_rt.load(Relaxed));
+        }
+        if let Some(parts) = self.shared.get() {
+            let part = &parts[index].0;
+            let start = part.start.load(Acquire);
+            if start != UNUSED {
+                let lane = |lane: usize| part.lanes.sum(lane);
+                f(start, &lane, part.min_rt.load(Relaxed));
+            }
+        }
+    }
+
+    /// The start of the slice holding `now`.
+    #[inline]
+    fn slice_start(&self, now: u64) -> u64 {
+        let now = now.min(LAST_TIME);
+        now - self.bucket_len.rem(now)
+    }
+
+    /// Calls `f(slot, lanes, min_rt)` for every part in the second window at
+    /// `now`: the parts of one slot hold the same slice when both count.
+    #[inline]
+    fn second_parts(&self, now: u64, mut f: impl FnMut(usize, &dyn Fn(usize) -> u64, u32)) {
+        let current = self.slice_start(now);
+        for i in 0..self.slot_count {
+            self.parts(i, |start, lanes, min_rt| {
+                if start <= current && current - start < self.interval_ms {
+                    f(i, lanes, min_rt);
+                }
+            });
+        }
+    }
+
+    /// The count of `lane` over the second window at `now`.
+    #[inline]
+    pub(crate) fn second_sum(&self, now: u64, lane: usize) -> u64 {
+        let mut sum = 0u64;
+        self.second_parts(now, |_, lanes, _| sum = sum.wrapping_add(lanes(lane)));
+        sum
+    }
+
+    /// Every lane over the second window at `now`.
+    pub(crate) fn second_sums(&self, now: u64) -> [u64; LANES] {
+        let mut sums = [0u64; LANES];
+        self.second_parts(now, |_, lanes, _| {
+            for (lane, sum) in sums.iter_mut().enumerate() {
+                *sum = sum.wrapping_add(lanes(lane));
+            }
+        });
+        sums
+    }
+
+    /// The largest count of `lane` in one slice of the second window.
+    pub(crate) fn second_max(&self, now: u64, lane: usize) -> u64 {
+        let mut per_slot = [0u64; 64];
+        let mut max = 0;
+        self.second_parts(now, |slot, lanes, _| {
+            let v = lanes(lane);
+            match per_slot.get_mut(slot) {
+                Some(sum) => {
+                    *sum = sum.wrapping_add(v);
+                    max = max.max(*sum);
+                }
+                // Past 64 samples, the parts are compared apart.
+                None => max = max.max(v),
+            }
+        });
+        max
+    }
+
+    /// The smallest response time over the second window, if any.
+    pub(crate) fn second_min_rt(&self, now: u64) -> Option<u64> {
+        let mut min = NO_RT;
+        self.second_parts(now, |_, _, rt| min = min.min(rt));
+        (min != NO_RT).then_some(u64::from(min))
+    }
+
+    // ---- reads of the minute window ----
+
+    /// Whether a second-window part starting at `start` belongs to a minute
+    /// bucket in the minute window at `now`.
+    fn in_minute(&self, start: u64, now: u64) -> bool {
+        let current = self.minute.bucket_start(now);
+        let bucket = self.minute.bucket_start(start);
+        bucket <= current && current - bucket < self.minute.interval_ms()
+    }
+
+    /// Every lane over the minute window at `now`, folded or not.
+    pub(crate) fn minute_sums(&self, now: u64) -> [u64; LANES] {
+        self.consistent(|| {
+            let mut sums = [0u64; LANES];
+            for (_, bucket) in self.minute.values(now) {
+                for (lane, sum) in sums.iter_mut().enumerate() {
+                    *sum = sum.wrapping_add(bucket.lane(lane));
+                }
+            }
+            for i in 0..self.slot_count {
+                self.parts(i, |start, lanes, _| {
+                    if self.in_minute(start, now) {
+                        for (lane, sum) in sums.iter_mut().enumerate() {
+                            *sum = sum.wrapping_add(lanes(lane));
+                        }
+                    }
+                });
+            }
+            sums
+        })
+    }
+
+    /// The lanes and minimum RT of the minute bucket starting at `start`,
+    /// folded or not; `None` if nothing holds that slice.
+    pub(crate) fn minute_slice(&self, start: u64) -> Option<([u64; LANES], u32)> {
+        self.consistent(|| {
+            let mut found = false;
+            let mut sums = [0u64; LANES];
+            let mut min = NO_RT;
+            if let Some(bucket) = self.minute.bucket_at(start) {
+                found = true;
+                for (lane, sum) in sums.iter_mut().enumerate() {
+                    *sum = bucket.lane(lane);
+                }
+                min = bucket.min_rt_raw();
+            }
+            for i in 0..self.slot_count {
+                self.parts(i, |part, lanes, rt| {
+                    if self.minute.bucket_start(part) == start {
+                        found = true;
+                        for (lane, sum) in sums.iter_mut().enumerate() {
+                            *sum = sum.wrapping_add(lanes(lane));
+                        }
+                        min = min.min(rt);
+                    }
+                });
+            }
+            found.then_some((sums, min))
+        })
+    }
+
+    /// Every pass ever recorded less every completion (wrapping; the node
+    /// corrects for batches).
+    pub(crate) fn pass_less_success(&self) -> i64 {
+        self.consistent(|| {
+            let mut diff = self
+                .folded_pass
+                .load(Relaxed)
+                .wrapping_sub(self.folded_success.load(Relaxed));
+            for i in 0..self.slot_count {
+                self.parts(i, |_, lanes, _| {
+                    diff = diff
+                        .wrapping_add(lanes(LANE_PASS))
+                        .wrapping_sub(lanes(LANE_SUCCESS));
+                });
+            }
+            diff as i64
+        })
+    }
+}
+
+impl fmt::Debug for LiveWindows {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LiveWindows")
+            .field("interval_ms", &self.interval_ms)
+            .field("sample_count", &self.sample_count.get())
+            .field("minute", &self.minute)
+            .field("owned", &(self.owner.load(Relaxed) != 0))
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T0: u64 = 1_700_000_000_000;
+
+    fn windows() -> LiveWindows {
+        LiveWindows::new(WindowShape::SECOND, WindowShape::MINUTE)
+    }
+
+    fn pass(w: &LiveWindows, now: u64, n: u64) {
+        w.add(now, LANE_PASS / 2, n, 0, None);
+    }
+
+    #[test]
+    fn a_node_whose_owner_exited_is_taken_over() {
+        let w = windows();
+        std::thread::scope(|s| {
+            s.spawn(|| pass(&w, T0, 2));
+        });
+        let first = w.owner.load(Relaxed);
+        assert_ne!(first, 0);
+        assert!(!is_live(first), "the thread has exited");
+        pass(&w, T0 + 1, 3);
+        assert_eq!(w.owner.load(Relaxed), token());
+        assert_ne!(w.owner.load(Relaxed), first, "tokens are never reused");
+        assert_eq!(w.second_sum(T0 + 1, LANE_PASS), 5);
+    }
+
+    #[test]
+    fn owner_and_other_threads_add_up() {
+        let w = windows();
+        pass(&w, T0, 2);
+        std::thread::scope(|s| {
+            s.spawn(|| pass(&w, T0 + 1, 5));
+        });
+        assert_ne!(w.owner.load(Relaxed), 0);
+        assert_eq!(w.second_sum(T0 + 2, LANE_PASS), 7);
+        assert_eq!(w.minute_sums(T0 + 2)[LANE_PASS], 7);
+        assert_eq!(w.pass_less_success(), 7);
+    }
+
+    #[test]
+    fn rotation_folds_into_the_minute_and_keeps_lifetime_totals() {
+        let w = windows();
+        pass(&w, T0, 3);
+        std::thread::scope(|s| {
+            s.spawn(|| pass(&w, T0 + 10, 4));
+        });
+        // Both parts of the slot rotate one second later.
+        pass(&w, T0 + 1_000, 1);
+        std::thread::scope(|s| {
+            s.spawn(|| pass(&w, T0 + 1_010, 1));
+        });
+        assert_eq!(w.second_sum(T0 + 1_010, LANE_PASS), 2);
+        let bucket = w.minute().bucket_at(T0).expect("folded");
+        assert_eq!(bucket.lane(LANE_PASS), 7);
+        assert_eq!(w.minute_sums(T0 + 1_010)[LANE_PASS], 9);
+        assert_eq!(w.minute_slice(T0).map(|(l, _)| l[LANE_PASS]), Some(7));
+        assert_eq!(
+            w.minute_slice(T0 + 1_000).map(|(l, _)| l[LANE_PASS]),
+            Some(2)
+        );
+        assert_eq!(w.pass_less_success(), 9);
+    }
+
+    #[test]
+    fn late_events_count_only_in_lifetime_totals() {
+        let w = windows();
+        pass(&w, T0 + 1_000, 1);
+        // Same slot, one second earlier: older than the slot's slice.
+        pass(&w, T0, 5);
+        assert_eq!(w.second_sum(T0 + 1_000, LANE_PASS), 1);
+        assert_eq!(w.pass_less_success(), 6);
+    }
+
+    #[test]
+    fn overflowing_owner_lane_moves_to_the_shared_part() {
+        let w = windows();
+        pass(&w, T0, u64::from(u32::MAX));
+        pass(&w, T0, 10);
+        assert_eq!(w.second_sum(T0, LANE_PASS), u64::from(u32::MAX) + 10);
+    }
+
+    #[test]
+    fn four_threads_in_one_slice_lose_nothing() {
+        let w = windows();
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let w = &w;
+                s.spawn(move || {
+                    for i in 0..20_000u64 {
+                        let now = T0 + (i + t) % 400;
+                        pass(w, now, 1);
+                        w.add(now, LANE_SUCCESS / 2, 1, 3, Some(3));
+                    }
+                });
+            }
+        });
+        assert_eq!(w.pass_less_success(), 0);
+        let sums = w.minute_sums(T0 + 999);
+        assert_eq!(sums[LANE_PASS], 80_000);
+        assert_eq!(sums[LANE_SUCCESS], 80_000);
+        assert_eq!(sums[LANE_SUCCESS + 1], 240_000);
+        assert_eq!(w.second_min_rt(T0 + 999), Some(3));
+    }
+
+    #[test]
+    fn four_threads_across_rotations_keep_concurrency_exact() {
+        // Threads read a shared clock that moves 1 ms every 20 events, so
+        // slices rotate under them (both parts, by owner and by others) while
+        // a reader sums across folds; every pass is matched by a completion,
+        // so concurrency must end at exactly 0.
+        let w = windows();
+        let clock = AtomicU64::new(T0);
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let reader = s.spawn(|| {
+                let mut reads = 0u64;
+                while !done.load(Relaxed) {
+                    std::hint::black_box(w.pass_less_success());
+                    std::hint::black_box(w.minute_sums(clock.load(Relaxed)));
+                    reads += 1;
+                }
+                reads
+            });
+            let writers: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        for i in 0..20_000u64 {
+                            let now = if i % 20 == 0 {
+                                clock.fetch_add(1, Relaxed) + 1
+                            } else {
+                                clock.load(Relaxed)
+                            };
+                            pass(&w, now, 1);
+                            w.add(clock.load(Relaxed), LANE_SUCCESS / 2, 1, 3, Some(3));
+                        }
+                    })
+                })
+                .collect();
+            for writer in writers {
+                writer.join().unwrap();
+            }
+            done.store(true, Relaxed);
+            assert!(reader.join().unwrap() > 0);
+        });
+        assert_eq!(w.pass_less_success(), 0);
+    }
+}
