@@ -218,7 +218,10 @@ impl Sentinel {
                 return Err(block);
             }
         }
-        counted.each(|node| node.add_pass(now, batch));
+        counted.each(
+            #[inline(always)]
+            |node| node.add_pass(now, batch),
+        );
         Ok(Entry::active(Active::new(
             self,
             resource,
@@ -258,6 +261,7 @@ impl Sentinel {
     }
 
     /// Counts the completion of an entry that passed.
+    #[inline]
     pub(crate) fn exit(&self, active: &Active<'_>) {
         let now = self.clock.now_ms();
         let rt = now.saturating_sub(active.start_ms);
@@ -269,12 +273,15 @@ impl Sentinel {
             origin: active.origin,
             inbound: (active.entry_type == EntryType::Inbound).then_some(&self.inbound),
         };
-        counted.each(|node| {
-            if error {
-                node.add_exception(now, batch);
-            }
-            node.add_rt_and_success(now, rt, batch);
-        });
+        counted.each(
+            #[inline(always)]
+            |node| {
+                if error {
+                    node.add_exception(now, batch);
+                }
+                node.add_rt_and_success(now, rt, batch);
+            },
+        );
         if !self.chain.is_empty() {
             let ctx = crate::slot::ExitContext {
                 resource: active.resource,

@@ -3,6 +3,8 @@
 //! scratch. Time comes from a `MonotonicClock` over a `ManualClock` that
 //! sometimes jumps backwards, as the engine sees it.
 
+use std::sync::Arc;
+
 use proptest::prelude::*;
 use sentinel_core::node::StatisticNode;
 use sentinel_core::stat::{LeapArray, MetricBucket, MetricEvent, StatConfig, WindowShape};
@@ -52,6 +54,39 @@ fn shape() -> impl Strategy<Value = WindowShape> {
         Just((3_000, 3)),
     ]
     .prop_map(|(interval, samples)| WindowShape::new(interval, samples).unwrap())
+}
+
+/// A second thread that runs one write at a time for the test thread.
+struct Other {
+    jobs: std::sync::mpsc::Sender<Job>,
+    done: std::sync::mpsc::Receiver<()>,
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+impl Other {
+    fn start() -> Self {
+        let (jobs, inbox) = std::sync::mpsc::channel::<Job>();
+        let (finished, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for job in inbox {
+                job();
+                if finished.send(()).is_err() {
+                    break;
+                }
+            }
+        });
+        Other { jobs, done }
+    }
+
+    /// Runs `write(node)` on the other thread and waits for it.
+    fn run(&self, node: &Arc<StatisticNode>, write: impl Fn(&StatisticNode) + Send + 'static) {
+        let node = Arc::clone(node);
+        self.jobs
+            .send(Box::new(move || write(&node)))
+            .expect("other thread alive");
+        self.done.recv().expect("other thread alive");
+    }
 }
 
 struct Time {
@@ -168,7 +203,7 @@ proptest! {
     #[test]
     fn statistic_node_matches_the_event_log(
         custom in any::<bool>(),
-        ops in prop::collection::vec((step(), 0usize..5, 1u64..4, 0u64..8_000), 1..150),
+        ops in prop::collection::vec((step(), 0usize..5, 1u64..4, 0u64..8_000, any::<bool>()), 1..150),
     ) {
         let (second, minute) = if custom {
             (WindowShape::new(2_000, 4).unwrap(), WindowShape::new(30_000, 15).unwrap())
@@ -177,23 +212,45 @@ proptest! {
         };
         let config = StatConfig::default().second_window(second).minute_window(minute);
         let max_rt = config.max_rt();
-        let node = StatisticNode::new(&config);
+        let node = Arc::new(StatisticNode::new(&config));
         let time = Time::new();
         let mut log = Log::default();
-        for (step, kind, n, rt) in &ops {
+        // Writes come from this thread (the node's owner) or, when the op
+        // says so, from a second thread (the shared parts); one at a time.
+        let other = Other::start();
+        let mut calls: i64 = 0;
+        for (step, kind, n, rt, elsewhere) in &ops {
             let now = time.apply(step, second);
-            let n = *n;
+            let (n, rt, kind) = (*n, *rt, *kind);
+            let write = move |node: &StatisticNode| match kind {
+                0 => node.add_pass(now, n),
+                1 => node.add_block(now, n),
+                2 => node.add_exception(now, n),
+                3 => node.add_occupied_pass(now, n),
+                _ => node.add_rt_and_success(now, rt, n),
+            };
+            if *elsewhere {
+                other.run(&node, write);
+            } else {
+                write(&node);
+            }
             match kind {
-                0 => { node.add_pass(now, n); log.events.push((now, MetricEvent::Pass, n)); }
-                1 => { node.add_block(now, n); log.events.push((now, MetricEvent::Block, n)); }
-                2 => { node.add_exception(now, n); log.events.push((now, MetricEvent::Exception, n)); }
-                3 => { node.add_occupied_pass(now, n); log.events.push((now, MetricEvent::OccupiedPass, n)); }
+                0 => {
+                    calls += 1;
+                    log.events.push((now, MetricEvent::Pass, n));
+                }
+                1 => log.events.push((now, MetricEvent::Block, n)),
+                2 => log.events.push((now, MetricEvent::Exception, n)),
+                3 => log.events.push((now, MetricEvent::OccupiedPass, n)),
                 _ => {
-                    node.add_rt_and_success(now, *rt, n);
+                    calls -= 1;
                     log.events.push((now, MetricEvent::Success, n));
-                    log.rts.push((now, (*rt).min(max_rt)));
+                    log.rts.push((now, rt.min(max_rt)));
                 }
             }
+            // A pass of any batch is one call in, a completion one call out,
+            // whatever windows the events have left.
+            prop_assert_eq!(node.cur_concurrency(), calls.max(0) as u64);
             let secs = second.interval_ms() as f64 / 1_000.0;
             let qps = |e| log.sum(second, now, e) as f64 / secs;
             let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);

@@ -3,17 +3,21 @@
 //! can borrow it without touching a reference count) and a name index read
 //! without a lock.
 //!
-//! The index is an immutable map behind an `ArcSwap`: a lookup is one
-//! `load` and one hash probe; a new name takes the registry's mutex, checks
-//! again, appends the node and publishes a copy of the map with the name
-//! added. Names are created rarely and capped, so copying the map is cheap
-//! next to never locking on the way in.
+//! The index is an open-addressing table of atomic words, each holding the
+//! high half of a name's hash and its arena index: a lookup hashes the name,
+//! loads words until it finds the name or an empty word, and compares the
+//! name only when the hash halves agree. No lock, no reference count, no
+//! read-modify-write. A new name takes the registry's mutex, checks again,
+//! appends the node and then publishes its word. When the table is half
+//! full the next one, twice as large, is filled and published; older tables
+//! stay allocated (their total is less than the newest), so a reader still
+//! probing one is never left with freed memory. A reader that misses a name
+//! published meanwhile falls to the mutex path, which finds it.
 
-use std::collections::HashMap;
 use std::fmt;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use arc_swap::ArcSwap;
 use once_cell::race::OnceBox;
 use parking_lot::Mutex;
 
@@ -106,23 +110,67 @@ impl Overflow {
     }
 }
 
+/// A value a [`Registry`] finds by name.
+pub(crate) trait Named {
+    /// The name it is registered under.
+    fn name(&self) -> &str;
+}
+
+/// Words in the first index table; table `k` has `FIRST_TABLE << k`.
+const FIRST_TABLE: usize = 64;
+/// Enough tables for every `u32` index at half load.
+const TABLES: usize = 28;
+
+/// One index table: `hash_high << 32 | (arena index + 1)` per word, 0 empty.
+struct Table {
+    mask: usize,
+    words: Box<[AtomicU64]>,
+}
+
+impl Table {
+    fn new(size: usize) -> Self {
+        Table {
+            mask: size - 1,
+            words: (0..size).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// Publishes `index` under `hash` (callers serialise inserts).
+    fn insert(&self, hash: u64, index: u32) {
+        let mut i = hash as usize & self.mask;
+        while self.words[i].load(Ordering::Relaxed) != 0 {
+            i = (i + 1) & self.mask;
+        }
+        self.words[i].store(hash & HIGH | (u64::from(index) + 1), Ordering::Release);
+    }
+}
+
+const HIGH: u64 = 0xffff_ffff_0000_0000;
+
 /// Named values, each created exactly once, found by name without a lock,
 /// at most `cap` of them.
 pub(crate) struct Registry<T> {
     arena: Arena<T>,
-    index: ArcSwap<HashMap<Box<str>, u32, NameHasher>>,
+    tables: [OnceBox<Table>; TABLES],
+    /// The newest table.
+    current: AtomicUsize,
+    hasher: NameHasher,
     create: Mutex<()>,
     cap: usize,
     what: &'static str,
     overflow: Overflow,
 }
 
-impl<T> Registry<T> {
+impl<T: Named> Registry<T> {
     /// An empty registry for at most `cap` names of `what` (for the log).
     pub(crate) fn new(cap: usize, what: &'static str) -> Self {
+        let tables: [OnceBox<Table>; TABLES] = std::array::from_fn(|_| OnceBox::new());
+        let _ = tables[0].set(Box::new(Table::new(FIRST_TABLE)));
         Registry {
             arena: Arena::default(),
-            index: ArcSwap::from_pointee(HashMap::default()),
+            tables,
+            current: AtomicUsize::new(0),
+            hasher: NameHasher::default(),
             create: Mutex::new(()),
             cap,
             what,
@@ -133,7 +181,26 @@ impl<T> Registry<T> {
     /// The index of `name`, if it exists.
     #[inline]
     pub(crate) fn find(&self, name: &str) -> Option<u32> {
-        self.index.load().get(name).copied()
+        self.find_in(self.hasher.hash_one(name), name)
+    }
+
+    #[inline]
+    fn find_in(&self, hash: u64, name: &str) -> Option<u32> {
+        let table = self.tables[self.current.load(Ordering::Acquire)].get()?;
+        let mut i = hash as usize & table.mask;
+        loop {
+            let word = table.words[i].load(Ordering::Acquire);
+            if word == 0 {
+                return None;
+            }
+            if word & HIGH == hash & HIGH {
+                let index = (word as u32).wrapping_sub(1);
+                if self.arena.get(index).is_some_and(|v| v.name() == name) {
+                    return Some(index);
+                }
+            }
+            i = (i + 1) & table.mask;
+        }
     }
 
     /// The value at `index`.
@@ -182,20 +249,26 @@ impl<T> Registry<T> {
             return None;
         }
         let index = self.arena.push(make(self.arena.len() as u32));
-        let mut next = HashMap::clone(&self.index.load());
-        next.insert(name.into(), index);
-        self.index.store(next.into());
+        let mut level = self.current.load(Ordering::Relaxed);
+        let mut table = self.tables[level].get()?;
+        if 2 * (index as usize + 1) > table.words.len() {
+            // Half full: fill the next table with every name, then publish it.
+            level += 1;
+            let next = Table::new(table.words.len() * 2);
+            for (i, value) in self.arena.iter().enumerate().take(index as usize) {
+                next.insert(self.hasher.hash_one(value.name()), i as u32);
+            }
+            let _ = self.tables[level].set(Box::new(next));
+            self.current.store(level, Ordering::Release);
+            table = self.tables[level].get()?;
+        }
+        table.insert(self.hasher.hash_one(name), index);
         Some((index, self.arena.get(index)?))
     }
 
     /// Records an entry refused for want of room (a handle made past the cap).
     pub(crate) fn refuse(&self, name: &str) {
         self.overflow.record(self.what, self.cap, name);
-    }
-
-    /// How many names exist.
-    pub(crate) fn len(&self) -> usize {
-        self.arena.len()
     }
 
     /// How many new names were refused because the registry was full.
@@ -209,7 +282,14 @@ impl<T> Registry<T> {
     }
 }
 
-impl<T> fmt::Debug for Registry<T> {
+impl<T> Registry<T> {
+    /// How many names exist.
+    pub(crate) fn len(&self) -> usize {
+        self.arena.len()
+    }
+}
+
+impl<T: Named> fmt::Debug for Registry<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Registry")
             .field("what", &self.what)
@@ -251,38 +331,65 @@ mod tests {
         assert!(arena.get(1_001).is_none());
     }
 
+    /// A named test value.
+    #[derive(Debug, PartialEq)]
+    struct Item(String, usize);
+
+    impl Named for Item {
+        fn name(&self) -> &str {
+            &self.0
+        }
+    }
+
     #[test]
     fn registry_creates_each_name_once_under_threads() {
-        let registry = Registry::<String>::new(100, "names");
+        // 2 000 names grow the index through six tables while four threads
+        // look names up and create them.
+        let registry = Registry::<Item>::new(10_000, "names");
         let made = AtomicUsize::new(0);
         std::thread::scope(|s| {
-            for _ in 0..4 {
-                s.spawn(|| {
-                    for i in 0..50 {
-                        let (_, value) = registry
-                            .get_or_create(&format!("n{i}"), |_| {
+            for t in 0..4 {
+                let (registry, made) = (&registry, &made);
+                s.spawn(move || {
+                    for i in 0..2_000 {
+                        let i = (i * 7 + t * 500) % 2_000;
+                        let name = format!("n{i}");
+                        let (index, value) = registry
+                            .get_or_create(&name, |_| {
                                 made.fetch_add(1, Ordering::Relaxed);
-                                format!("v{i}")
+                                Item(name.clone(), i)
                             })
                             .unwrap();
-                        assert_eq!(value, &format!("v{i}"));
+                        assert_eq!(value, &Item(name.clone(), i));
+                        assert_eq!(registry.find(&name), Some(index));
                     }
                 });
             }
         });
-        assert_eq!(made.load(Ordering::Relaxed), 50);
-        assert_eq!(registry.len(), 50);
+        assert_eq!(made.load(Ordering::Relaxed), 2_000);
+        assert_eq!(registry.len(), 2_000);
+        for i in 0..2_000 {
+            let index = registry.find(&format!("n{i}")).expect("every name found");
+            assert_eq!(registry.get(index).map(|v| v.1), Some(i));
+        }
+        assert_eq!(registry.find("n2000"), None);
     }
 
     #[test]
     fn registry_refuses_past_its_cap_and_counts() {
-        let registry = Registry::<u32>::new(2, "things");
-        assert!(registry.get_or_create("a", |i| i).is_some());
-        assert!(registry.get_or_create("b", |i| i).is_some());
-        assert!(registry.get_or_create("c", |i| i).is_none());
-        assert!(registry.get_or_create("d", |i| i).is_none());
+        let registry = Registry::<Item>::new(2, "things");
+        fn make(name: &'static str) -> impl FnOnce(u32) -> Item {
+            move |i| Item(name.to_owned(), i as usize)
+        }
+        assert!(registry.get_or_create("a", make("a")).is_some());
+        assert!(registry.get_or_create("b", make("b")).is_some());
+        assert!(registry.get_or_create("c", make("c")).is_none());
+        assert!(registry.get_or_create("d", make("d")).is_none());
         // Existing names still resolve.
-        assert_eq!(registry.get_or_create("a", |i| i).map(|(i, _)| i), Some(0));
+        assert_eq!(
+            registry.get_or_create("a", make("a")).map(|(i, _)| i),
+            Some(0)
+        );
         assert_eq!(registry.refused(), 2);
     }
 }

@@ -144,3 +144,15 @@ impl fmt::Debug for ResourceNode {
             .finish_non_exhaustive()
     }
 }
+
+impl crate::node::registry::Named for ResourceNode {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl crate::node::registry::Named for OriginNode {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}

@@ -134,7 +134,7 @@ impl StatisticNode {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn add(&self, now: u64, event: MetricEvent, n: u64) {
         let lane = event.lane();
         let (low, high) = if lane % 2 == 0 { (n, 0) } else { (0, n) };
@@ -146,7 +146,7 @@ impl StatisticNode {
     /// Records a call of `n` requests (its batch count) let through: `n`
     /// passes, and one call inside the node until
     /// [`add_rt_and_success`](Self::add_rt_and_success) completes it.
-    #[inline]
+    #[inline(always)]
     pub fn add_pass(&self, now: u64, n: u64) {
         self.add(now, MetricEvent::Pass, n);
         if n > 1 {
@@ -175,7 +175,7 @@ impl StatisticNode {
     /// Records the completion of a call of `n` requests that took `rt_ms`
     /// (capped at the configured ceiling): `n` successes and one response
     /// time, and one call fewer inside the node.
-    #[inline]
+    #[inline(always)]
     pub fn add_rt_and_success(&self, now: u64, rt_ms: u64, n: u64) {
         let rt_ms = rt_ms.min(self.max_rt_ms);
         self.windows

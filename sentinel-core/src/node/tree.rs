@@ -254,3 +254,9 @@ impl fmt::Debug for Entrance<'_> {
             .finish()
     }
 }
+
+impl crate::node::registry::Named for EntranceNode {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}

@@ -122,7 +122,7 @@ fn is_live(token: u64) -> bool {
 
 /// The calling thread's owner token: unique among live threads, and never
 /// equal to the token of a thread that has exited.
-#[inline]
+#[inline(always)]
 fn token() -> u64 {
     match TOKEN.with(Cell::get) {
         0 => new_token(),
@@ -285,7 +285,7 @@ impl LiveWindows {
 
     /// Adds `low` and `high` to the two lanes of `word` in the slice holding
     /// `now`, and `rt` as a candidate minimum response time.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add(&self, now: u64, word: usize, low: u64, high: u64, rt: Option<u32>) {
         let me = token();
         if self.owner.load(Relaxed) == me {
@@ -345,7 +345,7 @@ impl LiveWindows {
     /// The owner's add to its part of `slot`, which holds the right slice: a
     /// load and a store. `false` when a lane would overflow 32 bits (the
     /// shared part takes the add instead).
-    #[inline]
+    #[inline(always)]
     fn write_owned(slot: &Slot, word: usize, low: u64, high: u64, rt: Option<u32>) -> bool {
         let cell = &slot.words[word];
         let Some(next) = packed_add(cell.load(Relaxed), low, high) else {
