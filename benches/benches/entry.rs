@@ -4,7 +4,8 @@
 //! handle (node found once); `entry("res")` by name (registry lookup each
 //! time); two threads on one resource; two threads on different resources.
 //! Times are per entry+exit pair per thread; the throughput criterion prints
-//! is the total over all threads.
+//! is the total over all threads. Threads are persistent workers, as in a
+//! service (see `benches::Pool`).
 //!
 //! Run: `cargo bench -p benches --bench entry`
 
@@ -12,80 +13,54 @@
 #![allow(missing_docs)]
 
 use std::hint::black_box;
-use std::sync::Barrier;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
+use benches::Pool;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use sentinel_core::Sentinel;
-
-/// Runs `op(thread)` `iters` times on each of `threads` threads, all
-/// starting together; returns the slowest thread's time.
-fn on_threads(threads: usize, iters: u64, op: impl Fn(usize) + Sync) -> Duration {
-    let barrier = Barrier::new(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|thread| {
-                let (barrier, op) = (&barrier, &op);
-                s.spawn(move || {
-                    barrier.wait();
-                    let start = Instant::now();
-                    for _ in 0..iters {
-                        op(thread);
-                    }
-                    start.elapsed()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("bench thread panicked"))
-            .max()
-            .unwrap_or_default()
-    })
-}
+use sentinel_core::{Resource, Sentinel};
 
 fn entry_exit(c: &mut Criterion) {
-    let sentinel = Sentinel::builder().build();
+    // Leaked so that the workers' closures can be 'static.
+    let sentinel: &'static Sentinel = Box::leak(Box::new(Sentinel::builder().build()));
     let names = ["bench:a", "bench:b"];
-    let handles = names.map(|name| sentinel.resource(name));
+    let handles: Arc<[Resource<'static>; 2]> = Arc::new(names.map(|name| sentinel.resource(name)));
+    let pool = Pool::new(2);
     let mut group = c.benchmark_group("entry_exit");
 
     group.throughput(Throughput::Elements(1));
     group.bench_function("baseline_no_entry", |b| {
-        b.iter_custom(|iters| on_threads(1, iters, |_| black_box(())))
+        b.iter_custom(|iters| pool.run(1, iters, Arc::new(|_: usize| black_box(()))))
+    });
+    let h = Arc::clone(&handles);
+    let handle_op = Arc::new(move |_: usize| {
+        drop(black_box(h[0].entry()));
     });
     group.bench_function("handle/1", |b| {
-        b.iter_custom(|iters| {
-            on_threads(1, iters, |_| {
-                drop(black_box(handles[0].entry()));
-            })
-        })
+        b.iter_custom(|iters| pool.run(1, iters, Arc::clone(&handle_op)))
     });
     group.bench_function("by_name/1", |b| {
         b.iter_custom(|iters| {
-            on_threads(1, iters, |_| {
-                drop(black_box(sentinel.entry(black_box(names[0]))));
-            })
+            pool.run(
+                1,
+                iters,
+                Arc::new(move |_: usize| {
+                    drop(black_box(sentinel.entry(black_box(names[0]))));
+                }),
+            )
         })
     });
     group.throughput(Throughput::Elements(2));
     group.bench_with_input(BenchmarkId::new("handle_same_resource", 2), &2, |b, &t| {
-        b.iter_custom(|iters| {
-            on_threads(t, iters, |_| {
-                drop(black_box(handles[0].entry()));
-            })
-        })
+        b.iter_custom(|iters| pool.run(t, iters, Arc::clone(&handle_op)))
+    });
+    let h = Arc::clone(&handles);
+    let different = Arc::new(move |worker: usize| {
+        drop(black_box(h[worker].entry()));
     });
     group.bench_with_input(
         BenchmarkId::new("handle_different_resources", 2),
         &2,
-        |b, &t| {
-            b.iter_custom(|iters| {
-                on_threads(t, iters, |thread| {
-                    drop(black_box(handles[thread].entry()));
-                })
-            })
-        },
+        |b, &t| b.iter_custom(|iters| pool.run(t, iters, Arc::clone(&different))),
     );
     group.finish();
 }

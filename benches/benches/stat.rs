@@ -1,7 +1,7 @@
 //! The statistics engine under one and two threads.
 //!
-//! Every case runs its operation on `threads` threads at once (each started
-//! behind a barrier) and reports the time one thread takes per operation; the
+//! Every case runs its operation on `threads` persistent worker threads at
+//! once (each started behind a barrier) and reports the time one thread takes per operation; the
 //! throughput criterion prints is the total over all threads. Baselines in the
 //! same run: a shared `AtomicU64::fetch_add` beside the `Adder`.
 //!
@@ -11,38 +11,24 @@
 #![allow(missing_docs)]
 
 use std::hint::black_box;
-use std::sync::Barrier;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use benches::Pool;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use once_cell::sync::Lazy;
 use sentinel_core::node::StatisticNode;
 use sentinel_core::stat::{Adder, StatConfig};
 use sentinel_core::{Clock, SystemClock};
 
-/// Runs `op` `iters` times on each of `threads` threads, all starting
-/// together; returns the slowest thread's time.
-fn on_threads(threads: usize, iters: u64, op: impl Fn() + Sync) -> Duration {
-    let barrier = Barrier::new(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    barrier.wait();
-                    let start = Instant::now();
-                    for _ in 0..iters {
-                        op();
-                    }
-                    start.elapsed()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("bench thread panicked"))
-            .max()
-            .unwrap_or_default()
-    })
+/// The workers every case runs on (persistent, as a service's threads are).
+static POOL: Lazy<Pool> = Lazy::new(|| Pool::new(2));
+
+/// Runs `op` `iters` times on each of `threads` workers, all starting
+/// together; returns the slowest worker's time.
+fn on_threads(threads: usize, iters: u64, op: impl Fn() + Send + Sync + 'static) -> Duration {
+    POOL.run(threads, iters, Arc::new(move |_| op()))
 }
 
 fn counter(c: &mut Criterion) {
@@ -53,10 +39,11 @@ fn counter(c: &mut Criterion) {
             BenchmarkId::new("atomic_fetch_add", threads),
             &threads,
             |b, &threads| {
-                let atomic = AtomicU64::new(0);
+                let atomic = Arc::new(AtomicU64::new(0));
                 b.iter_custom(|iters| {
-                    on_threads(threads, iters, || {
-                        black_box(&atomic).fetch_add(1, Ordering::Relaxed);
+                    let atomic = Arc::clone(&atomic);
+                    on_threads(threads, iters, move || {
+                        black_box(&*atomic).fetch_add(1, Ordering::Relaxed);
                     })
                 });
             },
@@ -65,8 +52,11 @@ fn counter(c: &mut Criterion) {
             BenchmarkId::new("adder", threads),
             &threads,
             |b, &threads| {
-                let adder = Adder::new();
-                b.iter_custom(|iters| on_threads(threads, iters, || black_box(&adder).increment()));
+                let adder = Arc::new(Adder::new());
+                b.iter_custom(|iters| {
+                    let adder = Arc::clone(&adder);
+                    on_threads(threads, iters, move || black_box(&*adder).increment())
+                });
             },
         );
     }
@@ -83,10 +73,11 @@ fn node(c: &mut Criterion) {
             BenchmarkId::new("add_pass", threads),
             &threads,
             |b, &threads| {
-                let node = StatisticNode::new(&config);
+                let node = Arc::new(StatisticNode::new(&config));
                 b.iter_custom(|iters| {
-                    on_threads(threads, iters, || {
-                        black_box(&node).add_pass(clock.now_ms(), 1);
+                    let node = Arc::clone(&node);
+                    on_threads(threads, iters, move || {
+                        black_box(&*node).add_pass(clock.now_ms(), 1);
                     })
                 });
             },
@@ -95,11 +86,12 @@ fn node(c: &mut Criterion) {
             BenchmarkId::new("pass_qps", threads),
             &threads,
             |b, &threads| {
-                let node = StatisticNode::new(&config);
+                let node = Arc::new(StatisticNode::new(&config));
                 node.add_pass(clock.now_ms(), 1);
                 b.iter_custom(|iters| {
-                    on_threads(threads, iters, || {
-                        black_box(black_box(&node).pass_qps(clock.now_ms()));
+                    let node = Arc::clone(&node);
+                    on_threads(threads, iters, move || {
+                        black_box(black_box(&*node).pass_qps(clock.now_ms()));
                     })
                 });
             },
@@ -108,11 +100,12 @@ fn node(c: &mut Criterion) {
             BenchmarkId::new("add_pass+pass_qps", threads),
             &threads,
             |b, &threads| {
-                let node = StatisticNode::new(&config);
+                let node = Arc::new(StatisticNode::new(&config));
                 b.iter_custom(|iters| {
-                    on_threads(threads, iters, || {
+                    let node = Arc::clone(&node);
+                    on_threads(threads, iters, move || {
                         let now = clock.now_ms();
-                        let node = black_box(&node);
+                        let node = black_box(&*node);
                         black_box(node.pass_qps(now));
                         node.add_pass(now, 1);
                     })

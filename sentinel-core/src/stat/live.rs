@@ -189,6 +189,24 @@ impl Slot {
     }
 }
 
+/// One part of a slot, to read.
+#[derive(Clone, Copy)]
+enum Part<'a> {
+    Owned(&'a Slot),
+    Shared(&'a SharedPart),
+}
+
+impl Part<'_> {
+    /// The count in `lane`.
+    #[inline(always)]
+    fn lane(self, lane: usize) -> u64 {
+        match self {
+            Part::Owned(slot) => lane_of(slot.words[lane / 2].load(Relaxed), lane),
+            Part::Shared(part) => part.lanes.sum(lane),
+        }
+    }
+}
+
 /// Two slots on a pair of lines of their own (x86 fetches lines in pairs), so
 /// that the owners of two nodes never write the same pair.
 #[repr(align(128))]
@@ -506,22 +524,20 @@ impl LiveWindows {
 
     // ---- reads of the second window ----
 
-    /// Calls `f(start, lanes, min_rt)` for each part of slot `index` that
+    /// Calls `f(start, part, min_rt)` for each part of slot `index` that
     /// holds a slice.
-    #[inline]
-    fn parts(&self, index: usize, mut f: impl FnMut(u64, &dyn Fn(usize) -> u64, u32)) {
+    #[inline(always)]
+    fn parts(&self, index: usize, mut f: impl FnMut(u64, Part<'_>, u32)) {
         let slot = self.slot(index);
         let start = slot.start.load(Acquire);
         if start != UNUSED {
-            let lane = |lane: usize| lane_of(slot.words[lane / 2].load(Relaxed), lane);
-            f(start, &lane, slot.min_rt.load(Relaxed));
+            f(start, Part::Owned(slot), slot.min_rt.load(Relaxed));
         }
         if let Some(parts) = self.shared.get() {
             let part = &parts[index].0;
             let start = part.start.load(Acquire);
             if start != UNUSED {
-                let lane = |lane: usize| part.lanes.sum(lane);
-                f(start, &lane, part.min_rt.load(Relaxed));
+                f(start, Part::Shared(part), part.min_rt.load(Relaxed));
             }
         }
     }
@@ -535,8 +551,8 @@ impl LiveWindows {
 
     /// Calls `f(slot, lanes, min_rt)` for every part in the second window at
     /// `now`: the parts of one slot hold the same slice when both count.
-    #[inline]
-    fn second_parts(&self, now: u64, mut f: impl FnMut(usize, &dyn Fn(usize) -> u64, u32)) {
+    #[inline(always)]
+    fn second_parts(&self, now: u64, mut f: impl FnMut(usize, Part<'_>, u32)) {
         let current = self.slice_start(now);
         for i in 0..self.slot_count {
             self.parts(i, |start, lanes, min_rt| {
@@ -551,7 +567,7 @@ impl LiveWindows {
     #[inline]
     pub(crate) fn second_sum(&self, now: u64, lane: usize) -> u64 {
         let mut sum = 0u64;
-        self.second_parts(now, |_, lanes, _| sum = sum.wrapping_add(lanes(lane)));
+        self.second_parts(now, |_, lanes, _| sum = sum.wrapping_add(lanes.lane(lane)));
         sum
     }
 
@@ -560,7 +576,7 @@ impl LiveWindows {
         let mut sums = [0u64; LANES];
         self.second_parts(now, |_, lanes, _| {
             for (lane, sum) in sums.iter_mut().enumerate() {
-                *sum = sum.wrapping_add(lanes(lane));
+                *sum = sum.wrapping_add(lanes.lane(lane));
             }
         });
         sums
@@ -571,7 +587,7 @@ impl LiveWindows {
         let mut per_slot = [0u64; 64];
         let mut max = 0;
         self.second_parts(now, |slot, lanes, _| {
-            let v = lanes(lane);
+            let v = lanes.lane(lane);
             match per_slot.get_mut(slot) {
                 Some(sum) => {
                     *sum = sum.wrapping_add(v);
@@ -614,7 +630,7 @@ impl LiveWindows {
                 self.parts(i, |start, lanes, _| {
                     if self.in_minute(start, now) {
                         for (lane, sum) in sums.iter_mut().enumerate() {
-                            *sum = sum.wrapping_add(lanes(lane));
+                            *sum = sum.wrapping_add(lanes.lane(lane));
                         }
                     }
                 });
@@ -642,7 +658,7 @@ impl LiveWindows {
                     if self.minute.bucket_start(part) == start {
                         found = true;
                         for (lane, sum) in sums.iter_mut().enumerate() {
-                            *sum = sum.wrapping_add(lanes(lane));
+                            *sum = sum.wrapping_add(lanes.lane(lane));
                         }
                         min = min.min(rt);
                     }
@@ -663,8 +679,8 @@ impl LiveWindows {
             for i in 0..self.slot_count {
                 self.parts(i, |_, lanes, _| {
                     diff = diff
-                        .wrapping_add(lanes(LANE_PASS))
-                        .wrapping_sub(lanes(LANE_SUCCESS));
+                        .wrapping_add(lanes.lane(LANE_PASS))
+                        .wrapping_sub(lanes.lane(LANE_SUCCESS));
                 });
             }
             diff as i64
@@ -699,10 +715,13 @@ mod tests {
 
     #[test]
     fn a_node_whose_owner_exited_is_taken_over() {
-        let w = windows();
-        std::thread::scope(|s| {
-            s.spawn(|| pass(&w, T0, 2));
-        });
+        let w = std::sync::Arc::new(windows());
+        let theirs = std::sync::Arc::clone(&w);
+        // `join` waits for the OS thread, so its thread-locals are gone (a
+        // scoped thread's end is signalled before they are).
+        std::thread::spawn(move || pass(&theirs, T0, 2))
+            .join()
+            .unwrap();
         let first = w.owner.load(Relaxed);
         assert_ne!(first, 0);
         assert!(!is_live(first), "the thread has exited");
