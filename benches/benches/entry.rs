@@ -2,7 +2,8 @@
 //!
 //! Cases, in one run: a baseline that does no entry at all; a `Resource`
 //! handle (node found once); `entry("res")` by name (registry lookup each
-//! time); two threads on one resource; two threads on different resources.
+//! time); two threads on one resource; two threads on different resources;
+//! and the machine's ceiling for two threads (a loop that shares nothing).
 //! Times are per entry+exit pair per thread; the throughput criterion prints
 //! is the total over all threads. Threads are persistent workers, as in a
 //! service (see `benches::Pool`).
@@ -62,6 +63,25 @@ fn entry_exit(c: &mut Criterion) {
         &2,
         |b, &t| b.iter_custom(|iters| pool.run(t, iters, Arc::clone(&different))),
     );
+    // The machine's own ceiling for two threads: a register-only loop that
+    // shares nothing. Whatever it loses (SMT siblings, clock boost with one
+    // core idle) no code path can win back.
+    let alu = Arc::new(|worker: usize| {
+        let mut x = black_box(worker as u64 + 1);
+        for i in 0..16u64 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i);
+            x ^= x >> 7;
+        }
+        black_box(x);
+    });
+    group.throughput(Throughput::Elements(1));
+    group.bench_with_input(BenchmarkId::new("alu_ceiling", 1), &1, |b, &t| {
+        b.iter_custom(|iters| pool.run(t, iters, Arc::clone(&alu)))
+    });
+    group.throughput(Throughput::Elements(2));
+    group.bench_with_input(BenchmarkId::new("alu_ceiling", 2), &2, |b, &t| {
+        b.iter_custom(|iters| pool.run(t, iters, Arc::clone(&alu)))
+    });
     group.finish();
 }
 

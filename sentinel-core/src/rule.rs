@@ -16,3 +16,77 @@ pub trait Rule: fmt::Debug + fmt::Display + Send + Sync + 'static {
     /// ([`BlockError::rule_as`](crate::BlockError::rule_as)).
     fn as_any(&self) -> &dyn Any;
 }
+
+/// A rule refused when loaded: which rule (kind, position, resource), which
+/// field, and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleError {
+    /// The rule kind: `flow`, `degrade`, ...
+    pub kind: &'static str,
+    /// The rule's position in the list being loaded.
+    pub index: usize,
+    /// The rule's resource, as given.
+    pub resource: String,
+    /// The offending field.
+    pub field: &'static str,
+    /// What is wrong, e.g. `must be a finite number >= 0, got -5`.
+    pub message: String,
+}
+
+impl RuleError {
+    /// An error about `field` of rule `kind[index]` on `resource`.
+    pub fn new(
+        kind: &'static str,
+        index: usize,
+        resource: &str,
+        field: &'static str,
+        message: impl Into<String>,
+    ) -> Self {
+        RuleError {
+            kind,
+            index,
+            resource: resource.to_owned(),
+            field,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for RuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}[{}] ({}): {} {}",
+            self.kind, self.index, self.resource, self.field, self.message
+        )
+    }
+}
+
+impl std::error::Error for RuleError {}
+
+/// Every problem found in a list of rules; the list was not loaded and the
+/// rules in force are unchanged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleErrors(pub Vec<RuleError>);
+
+impl RuleErrors {
+    /// The problems, in rule order.
+    pub fn errors(&self) -> &[RuleError] {
+        &self.0
+    }
+}
+
+impl fmt::Display for RuleErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} invalid rule(s): ", self.0.len())?;
+        for (i, error) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{error}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for RuleErrors {}
