@@ -32,9 +32,11 @@
 
 mod clock;
 mod entry;
+pub mod flow;
 pub mod node;
 mod param;
 mod rule;
+mod rules;
 mod sentinel;
 pub mod slot;
 pub mod stat;
@@ -42,7 +44,7 @@ pub mod stat;
 pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
 pub use entry::{BlockError, BlockKind, Entry, EntryBuilder, EntryType, Resource};
 pub use param::ParamValue;
-pub use rule::Rule;
+pub use rule::{Rule, RuleError, RuleErrors};
 pub use sentinel::{
     DEFAULT_CONTEXT, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES, Sentinel,
     SentinelBuilder, global,

@@ -5,13 +5,16 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use arc_swap::{ArcSwap, Guard};
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
-use crate::entry::{Active, Request};
+use crate::entry::{Active, Pending, Request};
+use crate::flow::{self, FlowListener, FlowOutcome, FlowRules};
 use crate::node::registry::{Arena, Registry};
 use crate::node::tree::{EntranceNode, TreeNode, add_child, has_child};
 use crate::node::{ContextNode, Entrance, OriginNode, ResourceNode, StatisticNode};
+use crate::rules::{ResourceRules, RuleSet, RuleSetParts};
 use crate::slot::{Check, EntryContext, Slot, SlotChain};
 use crate::stat::StatConfig;
 use crate::{
@@ -43,6 +46,13 @@ impl InstanceClock {
         match self {
             InstanceClock::System(clock) => clock.now_ms(),
             InstanceClock::Custom(clock) => clock.now_ms(),
+        }
+    }
+
+    fn now_nanos(&self) -> u64 {
+        match self {
+            InstanceClock::System(clock) => clock.now_nanos(),
+            InstanceClock::Custom(clock) => clock.now_nanos(),
         }
     }
 }
@@ -81,6 +91,11 @@ pub struct Sentinel {
     chain: SlotChain,
     enabled: AtomicBool,
     max_origins: usize,
+    /// Every rule kind, swapped as one.
+    rules: ArcSwap<RuleSet>,
+    /// Serialises rule loads (each builds on the set in force).
+    rules_lock: Mutex<()>,
+    pub(crate) flow_listeners: Mutex<Vec<FlowListener>>,
 }
 
 static GLOBAL: Lazy<Sentinel> = Lazy::new(|| Sentinel::builder().build());
@@ -138,8 +153,44 @@ impl Sentinel {
 
     #[inline]
     pub(crate) fn enter<'s>(&'s self, request: Request<'_, 's>) -> Result<Entry<'s>, BlockError> {
+        let pending = match self.begin(request)? {
+            Begun::Done(entry) => return Ok(entry),
+            Begun::Pending(pending) => pending,
+        };
+        if pending.wait_ns == 0 {
+            let now = pending_start(&pending);
+            return Ok(pending.finish(now));
+        }
+        // A rate limiter's queue: wait with nothing held, then count.
+        std::thread::sleep(std::time::Duration::from_nanos(pending.wait_ns));
+        let now = self.clock.now_ms();
+        Ok(pending.finish(now))
+    }
+
+    /// As [`enter`](Self::enter), waiting in a rate limiter's queue with
+    /// `tokio::time::sleep` instead of sleeping the thread.
+    #[cfg(feature = "tokio")]
+    pub(crate) async fn enter_async<'s>(
+        &'s self,
+        request: Request<'_, 's>,
+    ) -> Result<Entry<'s>, BlockError> {
+        let pending = match self.begin(request)? {
+            Begun::Done(entry) => return Ok(entry),
+            Begun::Pending(pending) => pending,
+        };
+        if pending.wait_ns > 0 {
+            tokio::time::sleep(std::time::Duration::from_nanos(pending.wait_ns)).await;
+        }
+        let now = self.clock.now_ms();
+        Ok(pending.finish(now))
+    }
+
+    /// Everything up to counting the pass: node selection, the slots, the
+    /// rule checks.
+    #[inline]
+    fn begin<'s>(&'s self, request: Request<'_, 's>) -> Result<Begun<'s>, BlockError> {
         if !self.enabled.load(Ordering::Relaxed) {
-            return Ok(Entry::pass_through());
+            return Ok(Begun::Done(Entry::pass_through()));
         }
         let resource = match request.resource {
             Some(resolved) => resolved,
@@ -150,7 +201,7 @@ impl Sentinel {
                 // A handle made past the cap: still counted as refused.
                 self.resources.refuse(request.name);
             }
-            return Ok(Entry::pass_through());
+            return Ok(Begun::Done(Entry::pass_through()));
         };
         let now = self.clock.now_ms();
 
@@ -167,7 +218,7 @@ impl Sentinel {
                     .contexts
                     .get_or_create(name, |_| EntranceNode::new(name))
                 else {
-                    return Ok(Entry::pass_through());
+                    return Ok(Begun::Done(Entry::pass_through()));
                 };
                 (context, self.top_node(resource, context))
             }
@@ -187,17 +238,13 @@ impl Sentinel {
             name => resource.origin_node(name),
         };
 
-        let counted = Counted {
-            resource,
-            context: context_stats,
-            origin,
-            inbound: (request.entry_type == EntryType::Inbound).then_some(&self.inbound),
-        };
-        let batch = u64::from(request.batch);
-        // The chain runs only when something can block: a user slot (and, as
-        // rule kinds arrive, a rule on this resource). Otherwise the entry
-        // pays for statistics alone.
-        if !self.chain.is_empty() {
+        let mut outcome = FlowOutcome::default();
+        // The chain runs only when something can block: a user slot or a
+        // rule on this resource. Otherwise the entry pays for statistics
+        // alone.
+        let rules = self.rules.load();
+        let resource_rules = rules.for_resource(resource);
+        if !self.chain.is_empty() || resource_rules.is_some() {
             let ctx = EntryContext {
                 resource,
                 entry_type: request.entry_type,
@@ -213,16 +260,24 @@ impl Sentinel {
                 slot.entry(&ctx)?;
             }
             // Statistic: run the checks, then count what they decided.
-            if let Err(block) = self.check(&ctx) {
-                counted.each(|node| node.add_block(now, batch));
-                return Err(block);
+            match self.check(&ctx, resource_rules) {
+                Ok(decided) => outcome = decided,
+                Err(block) => {
+                    let counted = Counted {
+                        resource,
+                        context: context_stats,
+                        origin,
+                        inbound: (request.entry_type == EntryType::Inbound)
+                            .then_some(&self.inbound),
+                    };
+                    let batch = u64::from(request.batch);
+                    counted.each(|node| node.add_block(now, batch));
+                    return Err(block);
+                }
             }
         }
-        counted.each(
-            #[inline(always)]
-            |node| node.add_pass(now, batch),
-        );
-        Ok(Entry::active(Active::new(
+        drop(rules);
+        let active = Active::new(
             self,
             resource,
             node,
@@ -233,31 +288,63 @@ impl Sentinel {
             request.entry_type,
             now,
             request.batch,
-        )))
+            outcome.reserved,
+        );
+        Ok(Begun::Pending(Pending::new(active, outcome.wait_ns)))
     }
 
-    /// The rule checks and the user slots among them; the first block wins.
+    /// Counts the pass of an entry that is let through at `now`.
     #[inline]
-    fn check(&self, ctx: &EntryContext<'_>) -> Result<(), BlockError> {
-        for (i, check) in Check::ALL.into_iter().enumerate() {
-            for slot in self.chain.checks[i].iter() {
+    pub(crate) fn count_pass(&self, active: &Active<'_>, now: u64) {
+        let batch = u64::from(active.batch);
+        Counted::of(self, active).each(
+            #[inline(always)]
+            |node| node.add_pass(now, batch),
+        );
+    }
+
+    /// Gives back what an entry that will never be counted holds.
+    pub(crate) fn abandon(&self, active: &Active<'_>) {
+        flow::release_nodes(
+            active.resource.stats(),
+            active.origin.map(OriginNode::stats),
+            active.context_stats,
+            active.reserved,
+        );
+    }
+
+    /// The rule checks and the user slots among them; the first block wins
+    /// (and gives back the concurrency earlier checks took).
+    #[inline]
+    fn check(
+        &self,
+        ctx: &EntryContext<'_>,
+        rules: Option<&ResourceRules>,
+    ) -> Result<FlowOutcome, BlockError> {
+        let mut outcome = FlowOutcome::default();
+        let result = (|| {
+            for (i, check) in Check::ALL.into_iter().enumerate() {
+                for slot in self.chain.checks[i].iter() {
+                    slot.entry(ctx)?;
+                }
+                if let (Check::Flow, Some(rules)) = (check, rules)
+                    && !rules.flow.is_empty()
+                {
+                    outcome = flow::check(self, &rules.flow, |o| rules.names_origin(o), ctx)?;
+                }
+            }
+            for slot in self.chain.checks[Check::ALL.len()].iter() {
                 slot.entry(ctx)?;
             }
-            self.builtin_check(check, ctx)?;
+            Ok(())
+        })();
+        match result {
+            Ok(()) => Ok(outcome),
+            Err(block) => {
+                flow::release(ctx, outcome.reserved);
+                Err(block)
+            }
         }
-        for slot in self.chain.checks[Check::ALL.len()].iter() {
-            slot.entry(ctx)?;
-        }
-        Ok(())
-    }
-
-    /// One built-in check. The rule kinds fill these in (flow, degrade,
-    /// system, authority, hot parameters); a resource without rules of a
-    /// kind passes its check.
-    #[inline]
-    fn builtin_check(&self, check: Check, ctx: &EntryContext<'_>) -> Result<(), BlockError> {
-        let _ = (check, ctx);
-        Ok(())
     }
 
     /// Counts the completion of an entry that passed.
@@ -267,13 +354,7 @@ impl Sentinel {
         let rt = now.saturating_sub(active.start_ms);
         let batch = u64::from(active.batch);
         let error = active.has_error();
-        let counted = Counted {
-            resource: active.resource,
-            context: active.context_stats,
-            origin: active.origin,
-            inbound: (active.entry_type == EntryType::Inbound).then_some(&self.inbound),
-        };
-        counted.each(
+        Counted::of(self, active).each(
             #[inline(always)]
             |node| {
                 if error {
@@ -282,6 +363,7 @@ impl Sentinel {
                 node.add_rt_and_success(now, rt, batch);
             },
         );
+        self.abandon(active);
         if !self.chain.is_empty() {
             let ctx = crate::slot::ExitContext {
                 resource: active.resource,
@@ -424,6 +506,37 @@ impl Sentinel {
         self.contexts.get(id).map_or(DEFAULT_CONTEXT, |c| &c.name)
     }
 
+    // ---- rules ----
+
+    /// The flow rules of this instance: load, read, listen.
+    pub fn flow_rules(&self) -> FlowRules<'_> {
+        FlowRules { sentinel: self }
+    }
+
+    /// The rule set in force.
+    pub(crate) fn rule_set(&self) -> Guard<Arc<RuleSet>> {
+        self.rules.load()
+    }
+
+    /// Builds and swaps in a new rule set from the one in force, one load at
+    /// a time.
+    pub(crate) fn update_rules(&self, build: impl FnOnce(&RuleSet) -> RuleSetParts) {
+        let _guard = self.rules_lock.lock();
+        let current = self.rules.load_full();
+        let version = current.version.wrapping_add(1).max(1);
+        let next = RuleSet::build(version, build(&current));
+        self.rules.store(Arc::new(next));
+    }
+
+    pub(crate) fn resource_id(&self, name: &str) -> Option<u32> {
+        self.resources.find(name)
+    }
+
+    /// The instance clock's time, in nanoseconds (rate limiters pace with it).
+    pub(crate) fn now_nanos(&self) -> u64 {
+        self.clock.now_nanos()
+    }
+
     // ---- reading ----
 
     /// The instance clock's time, in milliseconds.
@@ -510,6 +623,20 @@ impl fmt::Debug for Sentinel {
     }
 }
 
+/// What [`Sentinel::begin`] ends with.
+enum Begun<'s> {
+    /// Nothing to check or count: the entry passes as is.
+    Done(Entry<'s>),
+    /// Checked; count it (after waiting, if asked to).
+    Pending(Pending<'s>),
+}
+
+/// The entry's start time, for a pending entry that needs no wait.
+#[inline(always)]
+fn pending_start(pending: &Pending<'_>) -> u64 {
+    pending.start_ms()
+}
+
 /// The nodes one entry counts on.
 struct Counted<'a> {
     resource: &'a ResourceNode,
@@ -518,7 +645,16 @@ struct Counted<'a> {
     inbound: Option<&'a StatisticNode>,
 }
 
-impl Counted<'_> {
+impl<'a> Counted<'a> {
+    #[inline(always)]
+    fn of(sentinel: &'a Sentinel, active: &Active<'a>) -> Self {
+        Counted {
+            resource: active.resource,
+            context: active.context_stats,
+            origin: active.origin,
+            inbound: (active.entry_type == EntryType::Inbound).then_some(&sentinel.inbound),
+        }
+    }
     /// Calls `f` on every node of the entry: the resource's inline, the
     /// others (context, origin, inbound), when there are any, in a loop.
     #[inline(always)]
@@ -623,6 +759,9 @@ impl SentinelBuilder {
             enabled: AtomicBool::new(true),
             max_origins: self.max_origins.unwrap_or(DEFAULT_MAX_ORIGINS),
             config: self.stat,
+            rules: ArcSwap::from_pointee(RuleSet::default()),
+            rules_lock: Mutex::new(()),
+            flow_listeners: Mutex::new(Vec::new()),
         }
     }
 }

@@ -132,10 +132,19 @@ impl<'a, 's> EntryBuilder<'a, 's> {
         self
     }
 
-    /// Runs the entry through the slot chain.
+    /// Runs the entry through the slot chain. A rate limiter that queues the
+    /// entry makes this thread sleep until its turn.
     #[inline]
     pub fn enter(self) -> Result<Entry<'s>, BlockError> {
         self.sentinel.enter(self.request)
+    }
+
+    /// As [`enter`](Self::enter), but a rate limiter's queue is waited on
+    /// with a tokio timer, so the executor thread stays free. Dropping the
+    /// future while it waits gives the place back and counts nothing.
+    #[cfg(feature = "tokio")]
+    pub async fn enter_async(self) -> Result<Entry<'s>, BlockError> {
+        self.sentinel.enter_async(self.request).await
     }
 }
 

@@ -35,6 +35,8 @@ pub(crate) struct Active<'s> {
     pub(crate) entry_type: EntryType,
     pub(crate) start_ms: u64,
     pub(crate) batch: u32,
+    /// Nodes whose exact concurrency the entry holds (flow concurrency rules).
+    pub(crate) reserved: u8,
     error: AtomicBool,
 }
 
@@ -52,6 +54,7 @@ impl<'s> Active<'s> {
         entry_type: EntryType,
         start_ms: u64,
         batch: u32,
+        reserved: u8,
     ) -> Self {
         let origin_uncounted = match origin {
             None if !origin_name.is_empty() => Some(origin_name.into()),
@@ -68,6 +71,7 @@ impl<'s> Active<'s> {
             entry_type,
             start_ms,
             batch,
+            reserved,
             error: AtomicBool::new(false),
         }
     }
@@ -82,6 +86,50 @@ impl<'s> Active<'s> {
             (Some(node), _) => node.name(),
             (None, Some(name)) => name,
             (None, None) => "",
+        }
+    }
+}
+
+/// An entry that passed its checks and may have to wait (a rate limiter's
+/// queue) before it is counted. Dropped unfinished (a cancelled future), it
+/// gives back what it holds and counts nothing.
+pub(crate) struct Pending<'s> {
+    active: Option<Active<'s>>,
+    /// How long to wait before [`finish`](Self::finish).
+    pub(crate) wait_ns: u64,
+}
+
+impl<'s> Pending<'s> {
+    pub(crate) fn new(active: Active<'s>, wait_ns: u64) -> Self {
+        Pending {
+            active: Some(active),
+            wait_ns,
+        }
+    }
+
+    /// When the entry started (its checks ran).
+    #[inline]
+    pub(crate) fn start_ms(&self) -> u64 {
+        self.active.as_ref().map_or(0, |a| a.start_ms)
+    }
+
+    /// Counts the pass at `now_ms` and hands out the entry.
+    #[inline]
+    pub(crate) fn finish(mut self, now_ms: u64) -> Entry<'s> {
+        match self.active.take() {
+            Some(active) => {
+                active.sentinel.count_pass(&active, now_ms);
+                Entry::active(active)
+            }
+            None => Entry::pass_through(),
+        }
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        if let Some(active) = &self.active {
+            active.sentinel.abandon(active);
         }
     }
 }

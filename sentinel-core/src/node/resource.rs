@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use arc_swap::ArcSwapOption;
 use once_cell::race::OnceBox;
@@ -34,6 +35,9 @@ pub struct ResourceNode {
     origins: OnceBox<Registry<OriginNode>>,
     max_origins: usize,
     config: StatConfig,
+    /// Where this resource's rules sit in the instance's rule set: the set's
+    /// version (high half) and position + 1 (low half, 0: no rules).
+    pub(crate) rules_hint: AtomicU64,
 }
 
 /// The statistics of one resource for one origin (the caller's name).
@@ -74,6 +78,7 @@ impl ResourceNode {
             origins: OnceBox::new(),
             max_origins,
             config: *config,
+            rules_hint: AtomicU64::new(0),
         }
     }
 

@@ -18,6 +18,7 @@
 //! count of that entry sees the same instant.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::stat::{Adder, LANES, LiveWindows, MetricEvent, SUCCESS_RT_WORD, StatConfig, rt_as_u32};
 
@@ -41,6 +42,10 @@ pub struct StatisticNode {
     /// Batch counts above one of the calls inside (pass counts the batch,
     /// concurrency counts calls). Touched only by batches.
     batch_extra: Adder,
+    /// Calls held by concurrency-grade flow rules: reserved before the check,
+    /// so that the check is exact under any number of threads. Touched only
+    /// while such a rule applies to the node.
+    exact: AtomicU64,
     max_rt_ms: u64,
 }
 
@@ -130,6 +135,7 @@ impl StatisticNode {
         StatisticNode {
             windows: LiveWindows::new(config.second(), config.minute()),
             batch_extra: Adder::new(),
+            exact: AtomicU64::new(0),
             max_rt_ms: config.max_rt(),
         }
     }
@@ -183,6 +189,24 @@ impl StatisticNode {
         if n > 1 {
             self.batch_extra.add((n - 1).wrapping_neg());
         }
+    }
+
+    /// Takes one of the calls counted exactly for concurrency rules; returns
+    /// how many were held before.
+    #[inline]
+    pub(crate) fn reserve_concurrency(&self) -> u64 {
+        self.exact.fetch_add(1, Ordering::AcqRel)
+    }
+
+    /// Gives one back.
+    #[inline]
+    pub(crate) fn release_concurrency(&self) {
+        self.exact.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Calls held by concurrency rules now.
+    pub(crate) fn exact_concurrency(&self) -> u64 {
+        self.exact.load(Ordering::Acquire)
     }
 
     /// The count of `event` over the second window at `now`.

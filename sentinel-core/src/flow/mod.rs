@@ -1,0 +1,421 @@
+//! Flow control: limit a resource's QPS or concurrency ([`FlowRule`]).
+//!
+//! Rules are loaded as a list ([`load_rules`], or
+//! [`Sentinel::flow_rules`](crate::Sentinel::flow_rules) for an instance of
+//! one's own), validated as a whole (one bad rule refuses the list and the
+//! rules in force stay), compiled off the hot path and swapped in at once.
+//! A rule reloaded unchanged keeps its state: warm-up tokens, pacing, its
+//! own window.
+//!
+//! On each entry the flow check walks the resource's rules, rules naming one
+//! origin first and `"default"` rules last, as Sentinel orders them. Each
+//! rule selects the node whose figures it limits (by `limit_app` and
+//! `strategy`); a rule that selects none does not apply. The first rule that
+//! refuses blocks the entry with [`BlockKind::Flow`](crate::BlockKind::Flow).
+//!
+//! ```
+//! use sentinel_core::flow::FlowRule;
+//! use sentinel_core::{BlockKind, ManualClock, Sentinel};
+//!
+//! let clock = ManualClock::new(1_700_000_000_000);
+//! let sentinel = Sentinel::builder().clock(clock.clone()).build();
+//! sentinel.flow_rules().load(vec![FlowRule::new("GET:/orders", 2.0)])?;
+//!
+//! let first = sentinel.entry("GET:/orders");
+//! let second = sentinel.entry("GET:/orders");
+//! let third = sentinel.entry("GET:/orders");
+//! assert!(first.is_ok() && second.is_ok());
+//! assert_eq!(third.unwrap_err().kind(), BlockKind::Flow);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod controller;
+mod rule;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+pub use rule::{
+    ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
+};
+
+use crate::node::StatisticNode;
+use crate::rule::{RuleError, RuleErrors};
+use crate::slot::EntryContext;
+use crate::stat::{LeapArray, MetricBucket, MetricEvent, WindowShape};
+use crate::{BlockError, BlockKind, Rule, Sentinel};
+use controller::{Controller, Decision, Usage};
+
+/// Loads `rules` into the [`global`](crate::global) instance's flow rules,
+/// replacing them all. See [`FlowRules::load`].
+pub fn load_rules(rules: Vec<FlowRule>) -> Result<(), RuleErrors> {
+    crate::global().flow_rules().load(rules)
+}
+
+/// The flow rules in force on the [`global`](crate::global) instance.
+pub fn rules() -> Vec<FlowRule> {
+    crate::global().flow_rules().rules()
+}
+
+/// A listener of flow-rule changes: called with the rules now in force.
+pub type FlowListener = Box<dyn Fn(&[FlowRule]) + Send + Sync>;
+
+/// An instance's flow rules: load, read, listen.
+pub struct FlowRules<'s> {
+    pub(crate) sentinel: &'s Sentinel,
+}
+
+impl FlowRules<'_> {
+    /// Replaces every flow rule with `rules`, after checking all of them:
+    /// when any is invalid nothing changes and every problem is returned.
+    /// Unchanged rules keep their state; statistics are never reset.
+    pub fn load(&self, rules: Vec<FlowRule>) -> Result<(), RuleErrors> {
+        let errors: Vec<RuleError> = rules
+            .iter()
+            .enumerate()
+            .filter_map(|(i, rule)| rule.validate(i).err())
+            .collect();
+        if !errors.is_empty() {
+            tracing::warn!(errors = %RuleErrors(errors.clone()), "sentinel: flow rules refused");
+            return Err(RuleErrors(errors));
+        }
+        self.sentinel.update_rules(|current| {
+            let flow = FlowRuleSet::compile(rules, Some(&current.flow));
+            tracing::info!(rules = flow.rules.len(), "sentinel: flow rules loaded");
+            crate::rules::RuleSetParts {
+                flow: Arc::new(flow),
+            }
+        });
+        let rules = self.rules();
+        for listener in self.sentinel.flow_listeners.lock().iter() {
+            listener(&rules);
+        }
+        Ok(())
+    }
+
+    /// The rules in force, as loaded.
+    pub fn rules(&self) -> Vec<FlowRule> {
+        self.sentinel.rule_set().flow.rules.clone()
+    }
+
+    /// Calls `listener` with the rules in force after each successful load.
+    pub fn on_change(&self, listener: impl Fn(&[FlowRule]) + Send + Sync + 'static) {
+        self.sentinel.flow_listeners.lock().push(Box::new(listener));
+    }
+}
+
+impl fmt::Debug for FlowRules<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FlowRules")
+            .field("rules", &self.rules().len())
+            .finish()
+    }
+}
+
+/// Whose calls a compiled rule counts.
+#[derive(Debug)]
+enum Limit {
+    Default,
+    Other,
+    Origin(Box<str>),
+}
+
+/// Whose statistics a compiled rule reads.
+#[derive(Debug)]
+enum Strategy {
+    Direct,
+    /// The related resource, and its node id + 1 once found (0 before).
+    Relate(Box<str>, AtomicU32),
+    Chain(Box<str>),
+}
+
+/// A rule ready for the hot path, with its state.
+#[derive(Debug)]
+pub(crate) struct CompiledFlow {
+    rule: Arc<FlowRule>,
+    limit: Limit,
+    strategy: Strategy,
+    concurrency: bool,
+    controller: Controller,
+    /// The rule's own window, when its interval is not the node's second.
+    window: Option<LeapArray<MetricBucket>>,
+}
+
+impl CompiledFlow {
+    /// The rule as loaded.
+    pub(crate) fn rule(&self) -> &FlowRule {
+        &self.rule
+    }
+
+    fn new(rule: FlowRule) -> Self {
+        let limit = match rule.limit_app.as_str() {
+            LIMIT_APP_DEFAULT => Limit::Default,
+            LIMIT_APP_OTHER => Limit::Other,
+            origin => Limit::Origin(origin.into()),
+        };
+        let reference = rule.ref_resource.as_deref().unwrap_or("").trim();
+        let strategy = match rule.strategy {
+            FlowStrategy::Direct => Strategy::Direct,
+            FlowStrategy::Relate => Strategy::Relate(reference.into(), AtomicU32::new(0)),
+            FlowStrategy::Chain => Strategy::Chain(reference.into()),
+        };
+        let window = (rule.stat_interval_ms != 1_000)
+            .then(|| WindowShape::new(rule.stat_interval_ms, rule.stat_sample_count).ok())
+            .flatten()
+            .map(LeapArray::with_shape);
+        CompiledFlow {
+            controller: Controller::new(&rule),
+            concurrency: rule.grade == FlowGrade::Concurrency,
+            limit,
+            strategy,
+            window,
+            rule: Arc::new(rule),
+        }
+    }
+}
+
+/// The flow rules of an instance, compiled.
+#[derive(Debug, Default)]
+pub(crate) struct FlowRuleSet {
+    rules: Vec<FlowRule>,
+    /// Per resource, in check order.
+    pub(crate) by_resource: HashMap<String, Vec<Arc<CompiledFlow>>>,
+}
+
+impl FlowRuleSet {
+    /// Compiles `rules`, reusing the compiled rule (and its state) of every
+    /// rule in `old` that is unchanged.
+    fn compile(rules: Vec<FlowRule>, old: Option<&FlowRuleSet>) -> Self {
+        let mut reusable: HashMap<&str, Vec<&Arc<CompiledFlow>>> = HashMap::new();
+        if let Some(old) = old {
+            for (resource, list) in &old.by_resource {
+                reusable.entry(resource).or_default().extend(list.iter());
+            }
+        }
+        let mut by_resource: HashMap<String, Vec<Arc<CompiledFlow>>> = HashMap::new();
+        for rule in &rules {
+            let same = reusable.get_mut(rule.resource.as_str()).and_then(|list| {
+                let at = list.iter().position(|c| *c.rule == *rule)?;
+                Some(Arc::clone(list.remove(at)))
+            });
+            let compiled = same.unwrap_or_else(|| Arc::new(CompiledFlow::new(rule.clone())));
+            by_resource
+                .entry(rule.resource.clone())
+                .or_default()
+                .push(compiled);
+        }
+        for list in by_resource.values_mut() {
+            // Rules naming one origin first, "default" last (a stable sort).
+            list.sort_by_key(|c| match c.limit {
+                Limit::Origin(_) => 0,
+                Limit::Other => 1,
+                Limit::Default => 2,
+            });
+        }
+        FlowRuleSet { rules, by_resource }
+    }
+}
+
+/// What the flow check decided for an entry that may pass.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct FlowOutcome {
+    /// How long the entry must wait before it passes (rate limiters).
+    pub(crate) wait_ns: u64,
+    /// Nodes whose exact concurrency this entry holds (see [`Reserved`]).
+    pub(crate) reserved: u8,
+}
+
+/// Bits of [`FlowOutcome::reserved`].
+pub(crate) struct Reserved;
+
+impl Reserved {
+    pub(crate) const RESOURCE: u8 = 1;
+    pub(crate) const ORIGIN: u8 = 2;
+    pub(crate) const CONTEXT: u8 = 4;
+}
+
+/// The figures a QPS rule reads: the node's second window, or the rule's own.
+struct Qps<'a> {
+    node: &'a StatisticNode,
+    window: Option<&'a LeapArray<MetricBucket>>,
+    now: u64,
+}
+
+impl Usage for Qps<'_> {
+    #[inline]
+    fn current(&self) -> f64 {
+        match self.window {
+            None => self.node.pass_qps(self.now),
+            Some(window) => {
+                window.sum(self.now, MetricEvent::Pass) as f64 * 1_000.0
+                    / window.interval_ms() as f64
+            }
+        }
+    }
+
+    fn previous_pass_qps(&self) -> f64 {
+        self.node.previous_pass_qps(self.now)
+    }
+}
+
+/// Runs the flow rules of one resource for `ctx`.
+pub(crate) fn check(
+    sentinel: &Sentinel,
+    rules: &[Arc<CompiledFlow>],
+    named_origin: impl Fn(&str) -> bool,
+    ctx: &EntryContext<'_>,
+) -> Result<FlowOutcome, BlockError> {
+    let mut outcome = FlowOutcome::default();
+    for compiled in rules {
+        let Some((node, bit)) = select(sentinel, compiled, &named_origin, ctx) else {
+            continue;
+        };
+        let refused = if compiled.concurrency {
+            !reserve(compiled, node, bit, ctx.batch, &mut outcome)
+        } else {
+            let usage = Qps {
+                node,
+                window: compiled.window.as_ref(),
+                now: ctx.now_ms,
+            };
+            match compiled.controller.decide(
+                compiled.rule.count,
+                &usage,
+                ctx.batch,
+                ctx.now_ms,
+                || sentinel.now_nanos(),
+            ) {
+                Decision::Pass => false,
+                Decision::Wait(ns) => {
+                    outcome.wait_ns = outcome.wait_ns.max(ns);
+                    false
+                }
+                Decision::Block => true,
+            }
+        };
+        if refused {
+            release(ctx, outcome.reserved);
+            let rule: Arc<dyn Rule> = compiled.rule.clone();
+            return Err(BlockError::new(
+                BlockKind::Flow,
+                ctx.resource.name_arc().clone(),
+                Some(rule),
+            ));
+        }
+    }
+    // Passed every flow rule: rules with windows of their own count it.
+    for compiled in rules {
+        if let Some(window) = &compiled.window
+            && select(sentinel, compiled, &named_origin, ctx).is_some()
+        {
+            window.add(ctx.now_ms, MetricEvent::Pass, u64::from(ctx.batch));
+        }
+    }
+    Ok(outcome)
+}
+
+/// The node `compiled` limits for this entry, with its reservation bit (0:
+/// none, for a related resource), or `None` if the rule does not apply.
+#[inline]
+fn select<'a>(
+    sentinel: &'a Sentinel,
+    compiled: &CompiledFlow,
+    named_origin: &impl Fn(&str) -> bool,
+    ctx: &EntryContext<'a>,
+) -> Option<(&'a StatisticNode, u8)> {
+    let origin = ctx.origin_name;
+    let own = match &compiled.limit {
+        Limit::Default => (ctx.resource.stats(), Reserved::RESOURCE),
+        Limit::Origin(name) if **name == *origin => (ctx.origin?.stats(), Reserved::ORIGIN),
+        Limit::Other if !origin.is_empty() && !named_origin(origin) => {
+            (ctx.origin?.stats(), Reserved::ORIGIN)
+        }
+        _ => return None,
+    };
+    match &compiled.strategy {
+        Strategy::Direct => Some(own),
+        Strategy::Relate(name, id) => {
+            let node = match id.load(Ordering::Relaxed) {
+                0 => {
+                    let found = sentinel.resource_id(name)?;
+                    id.store(found + 1, Ordering::Relaxed);
+                    sentinel.resource_by_id(found)?
+                }
+                n => sentinel.resource_by_id(n - 1)?,
+            };
+            Some((node.stats(), 0))
+        }
+        Strategy::Chain(context) if **context == *ctx.context_name => {
+            Some((ctx.context_stats?, Reserved::CONTEXT))
+        }
+        Strategy::Chain(_) => None,
+    }
+}
+
+/// Takes one call of the node's exact concurrency for this entry (once per
+/// node), and checks the rule against it: `false` if over the count.
+fn reserve(
+    compiled: &CompiledFlow,
+    node: &StatisticNode,
+    bit: u8,
+    batch: u32,
+    outcome: &mut FlowOutcome,
+) -> bool {
+    let count = compiled.rule.count;
+    let acquire = f64::from(batch);
+    if bit == 0 {
+        // A related resource: read, not held.
+        return node.cur_concurrency() as f64 + acquire <= count;
+    }
+    if outcome.reserved & bit != 0 {
+        // Already held by an earlier rule of this entry: the others inside.
+        let others = node.exact_concurrency().saturating_sub(1);
+        return others as f64 + acquire <= count;
+    }
+    let others = node.reserve_concurrency();
+    if others as f64 + acquire <= count {
+        outcome.reserved |= bit;
+        true
+    } else {
+        node.release_concurrency();
+        false
+    }
+}
+
+/// Gives back the exact concurrency an entry holds.
+pub(crate) fn release(ctx: &EntryContext<'_>, reserved: u8) {
+    release_nodes(
+        ctx.resource.stats(),
+        ctx.origin.map(|o| o.stats()),
+        ctx.context_stats,
+        reserved,
+    );
+}
+
+/// As [`release`], from the nodes themselves.
+#[inline]
+pub(crate) fn release_nodes(
+    resource: &StatisticNode,
+    origin: Option<&StatisticNode>,
+    context: Option<&StatisticNode>,
+    reserved: u8,
+) {
+    if reserved == 0 {
+        return;
+    }
+    if reserved & Reserved::RESOURCE != 0 {
+        resource.release_concurrency();
+    }
+    if reserved & Reserved::ORIGIN != 0
+        && let Some(node) = origin
+    {
+        node.release_concurrency();
+    }
+    if reserved & Reserved::CONTEXT != 0
+        && let Some(node) = context
+    {
+        node.release_concurrency();
+    }
+}

@@ -1,0 +1,264 @@
+//! `FlowRule`: what a flow rule says, with Sentinel's fields and defaults.
+
+use std::any::Any;
+use std::fmt;
+
+use crate::rule::{Rule, RuleError};
+
+/// `limit_app` value: the rule counts every caller together.
+pub const LIMIT_APP_DEFAULT: &str = "default";
+/// `limit_app` value: the rule counts, per origin, the callers that no other
+/// rule of the resource names.
+pub const LIMIT_APP_OTHER: &str = "other";
+
+/// What a flow rule counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum FlowGrade {
+    /// Passed requests per second.
+    #[default]
+    Qps,
+    /// Calls inside the resource at once (Sentinel's thread grade).
+    Concurrency,
+}
+
+/// Whose statistics a flow rule reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum FlowStrategy {
+    /// The resource's own (or the origin's, per `limit_app`).
+    #[default]
+    Direct,
+    /// Another resource's (`ref_resource`): limit this resource when that one
+    /// is busy.
+    Relate,
+    /// This resource's within one context (`ref_resource` names the context):
+    /// limit only the calls that come in through that entrance.
+    Chain,
+}
+
+/// What a flow rule does with a request over its threshold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ControlBehavior {
+    /// Refuse it at once.
+    #[default]
+    Reject,
+    /// Refuse it, with a threshold that rises from `count / cold_factor` to
+    /// `count` over `warm_up_period_sec` after a quiet spell.
+    WarmUp,
+    /// Queue it: let requests through evenly spaced, `1 / count` s apart,
+    /// waiting at most `max_queueing_time_ms`.
+    RateLimiter,
+    /// Queue it, spaced by the warm-up rate.
+    WarmUpRateLimiter,
+}
+
+/// A flow rule: limit a resource's QPS or concurrency.
+///
+/// ```
+/// use sentinel_core::flow::{ControlBehavior, FlowRule};
+///
+/// let rule = FlowRule {
+///     control_behavior: ControlBehavior::WarmUp,
+///     ..FlowRule::new("GET:/orders", 100.0)
+/// };
+/// assert_eq!(rule.warm_up_period_sec, 10);
+/// assert_eq!(rule.limit_app, "default");
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowRule {
+    /// An optional identifier, shown in logs and errors.
+    pub id: Option<u64>,
+    /// The resource the rule guards.
+    pub resource: String,
+    /// What is counted (default QPS).
+    pub grade: FlowGrade,
+    /// The threshold: requests per second or concurrent calls.
+    pub count: f64,
+    /// Whose calls count: [`LIMIT_APP_DEFAULT`] (everyone, the default),
+    /// [`LIMIT_APP_OTHER`], or one origin's name.
+    pub limit_app: String,
+    /// Whose statistics are read (default direct).
+    pub strategy: FlowStrategy,
+    /// The resource (relate) or context (chain) the strategy refers to.
+    pub ref_resource: Option<String>,
+    /// What happens over the threshold (default reject).
+    pub control_behavior: ControlBehavior,
+    /// Warm-up: seconds from cold to full threshold (default 10).
+    pub warm_up_period_sec: u32,
+    /// Warm-up: a cold resource admits `count / cold_factor` (default 3).
+    pub warm_up_cold_factor: u32,
+    /// Rate limiter: the longest a request may wait, ms (default 500).
+    pub max_queueing_time_ms: u64,
+    /// The window the rule's QPS is read over, ms (default 1000). A rule
+    /// with another interval keeps a window of its own.
+    pub stat_interval_ms: u64,
+    /// Buckets in that window of its own (default 2): more buckets, smoother
+    /// edges, more memory. Unused at the default interval.
+    pub stat_sample_count: u32,
+}
+
+impl FlowRule {
+    /// A QPS rule that rejects past `count`, with every other field at its
+    /// default.
+    pub fn new(resource: impl Into<String>, count: f64) -> Self {
+        FlowRule {
+            resource: resource.into(),
+            count,
+            ..FlowRule::default()
+        }
+    }
+
+    /// Checks every field; the first problem found is returned, naming the
+    /// field. `index` is the rule's position in the list being loaded.
+    pub fn validate(&self, index: usize) -> Result<(), RuleError> {
+        let err = |field: &'static str, message: String| {
+            Err(RuleError::new(
+                "flow",
+                index,
+                &self.resource,
+                field,
+                message,
+            ))
+        };
+        if self.resource.trim().is_empty() {
+            return err("resource", "must not be empty".into());
+        }
+        if !self.count.is_finite() || self.count < 0.0 {
+            return err(
+                "count",
+                format!("must be a finite number >= 0, got {}", self.count),
+            );
+        }
+        if let Some(problem) = origin_problem(&self.limit_app) {
+            return err("limit_app", problem);
+        }
+        let reference = self.ref_resource.as_deref().map(str::trim).unwrap_or("");
+        match self.strategy {
+            FlowStrategy::Direct => {}
+            FlowStrategy::Relate if reference.is_empty() => {
+                return err("ref_resource", "is required by the relate strategy".into());
+            }
+            FlowStrategy::Chain if reference.is_empty() => {
+                return err(
+                    "ref_resource",
+                    "is required by the chain strategy (the context name)".into(),
+                );
+            }
+            FlowStrategy::Chain if reference == crate::DEFAULT_CONTEXT => {
+                return err(
+                    "ref_resource",
+                    format!(
+                        "the chain strategy needs a named context, not {}",
+                        crate::DEFAULT_CONTEXT
+                    ),
+                );
+            }
+            FlowStrategy::Relate | FlowStrategy::Chain => {}
+        }
+        if self.grade == FlowGrade::Concurrency && self.control_behavior != ControlBehavior::Reject
+        {
+            return err(
+                "control_behavior",
+                format!(
+                    "{:?} needs grade qps; the concurrency grade only rejects",
+                    self.control_behavior
+                ),
+            );
+        }
+        let warms = matches!(
+            self.control_behavior,
+            ControlBehavior::WarmUp | ControlBehavior::WarmUpRateLimiter
+        );
+        if warms && self.warm_up_period_sec == 0 {
+            return err("warm_up_period_sec", "must be > 0".into());
+        }
+        if warms && self.warm_up_cold_factor <= 1 {
+            return err(
+                "warm_up_cold_factor",
+                format!("must be > 1, got {}", self.warm_up_cold_factor),
+            );
+        }
+        if self.stat_interval_ms == 0 {
+            return err("stat_interval_ms", "must be > 0".into());
+        }
+        if self.stat_sample_count == 0 {
+            return err("stat_sample_count", "must be > 0".into());
+        }
+        if self.stat_interval_ms % u64::from(self.stat_sample_count) != 0 {
+            return err(
+                "stat_sample_count",
+                format!(
+                    "must divide stat_interval_ms ({} ms into {} buckets)",
+                    self.stat_interval_ms, self.stat_sample_count
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Whether `limit_app` names one origin (not "default" or "other").
+    pub(crate) fn names_origin(&self) -> bool {
+        self.limit_app != LIMIT_APP_DEFAULT && self.limit_app != LIMIT_APP_OTHER
+    }
+}
+
+/// Why an origin name is not usable, if it is not.
+pub(crate) fn origin_problem(origin: &str) -> Option<String> {
+    if origin.is_empty() {
+        return Some("must not be empty (use \"default\" for every caller)".into());
+    }
+    if origin.trim() != origin {
+        return Some(format!("{origin:?} has surrounding whitespace"));
+    }
+    if let Some(c) = origin.chars().find(|c| c.is_control() || *c == ',') {
+        return Some(format!("{origin:?} contains {c:?}: one origin per rule"));
+    }
+    None
+}
+
+impl Default for FlowRule {
+    fn default() -> Self {
+        FlowRule {
+            id: None,
+            resource: String::new(),
+            grade: FlowGrade::Qps,
+            count: 0.0,
+            limit_app: LIMIT_APP_DEFAULT.to_owned(),
+            strategy: FlowStrategy::Direct,
+            ref_resource: None,
+            control_behavior: ControlBehavior::Reject,
+            warm_up_period_sec: 10,
+            warm_up_cold_factor: 3,
+            max_queueing_time_ms: 500,
+            stat_interval_ms: 1_000,
+            stat_sample_count: 2,
+        }
+    }
+}
+
+impl fmt::Display for FlowRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "flow rule")?;
+        if let Some(id) = self.id {
+            write!(f, " #{id}")?;
+        }
+        write!(
+            f,
+            " on {}: {:?} <= {} ({:?}, limit_app {}",
+            self.resource, self.grade, self.count, self.control_behavior, self.limit_app
+        )?;
+        if let Some(reference) = &self.ref_resource {
+            write!(f, ", {:?} {reference}", self.strategy)?;
+        }
+        write!(f, ")")
+    }
+}
+
+impl Rule for FlowRule {
+    fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
