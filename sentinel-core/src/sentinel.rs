@@ -3,13 +3,13 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use arc_swap::{ArcSwap, Guard};
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
-use crate::entry::{Active, Pending, Request};
+use crate::entry::{Active, Request};
 use crate::flow::{self, FlowListener, FlowOutcome, FlowRules};
 use crate::node::registry::{Arena, Registry};
 use crate::node::tree::{EntranceNode, TreeNode, add_child, has_child};
@@ -93,9 +93,22 @@ pub struct Sentinel {
     max_origins: usize,
     /// Every rule kind, swapped as one.
     rules: ArcSwap<RuleSet>,
+    /// The version of `rules`, stored after it (0: no rule loaded yet).
+    rules_version: AtomicU32,
+    /// This instance among all (for the per-thread rule cache).
+    uid: u64,
     /// Serialises rule loads (each builds on the set in force).
     rules_lock: Mutex<()>,
     pub(crate) flow_listeners: Mutex<Vec<FlowListener>>,
+}
+
+/// Instance ids, for the per-thread rule cache.
+static NEXT_UID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The rule set this thread last used: instance id, version, set.
+    static RULES_CACHE: std::cell::RefCell<Option<(u64, u32, Arc<RuleSet>)>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 static GLOBAL: Lazy<Sentinel> = Lazy::new(|| Sentinel::builder().build());
@@ -153,18 +166,18 @@ impl Sentinel {
 
     #[inline]
     pub(crate) fn enter<'s>(&'s self, request: Request<'_, 's>) -> Result<Entry<'s>, BlockError> {
-        let pending = match self.begin(request)? {
-            Begun::Done(entry) => return Ok(entry),
-            Begun::Pending(pending) => pending,
+        let Some(checked) = self.begin(&request)? else {
+            return Ok(Entry::pass_through());
         };
-        if pending.wait_ns == 0 {
-            let now = pending_start(&pending);
-            return Ok(pending.finish(now));
-        }
-        // A rate limiter's queue: wait with nothing held, then count.
-        std::thread::sleep(std::time::Duration::from_nanos(pending.wait_ns));
-        let now = self.clock.now_ms();
-        Ok(pending.finish(now))
+        let now = match checked.wait_ns {
+            0 => checked.start_ms,
+            wait => {
+                // A rate limiter's queue: wait with nothing held, then count.
+                std::thread::sleep(std::time::Duration::from_nanos(wait));
+                self.clock.now_ms()
+            }
+        };
+        Ok(self.admit(&request, &checked, now))
     }
 
     /// As [`enter`](Self::enter), waiting in a rate limiter's queue with
@@ -174,23 +187,67 @@ impl Sentinel {
         &'s self,
         request: Request<'_, 's>,
     ) -> Result<Entry<'s>, BlockError> {
-        let pending = match self.begin(request)? {
-            Begun::Done(entry) => return Ok(entry),
-            Begun::Pending(pending) => pending,
+        let Some(checked) = self.begin(&request)? else {
+            return Ok(Entry::pass_through());
         };
-        if pending.wait_ns > 0 {
-            tokio::time::sleep(std::time::Duration::from_nanos(pending.wait_ns)).await;
+        if checked.wait_ns == 0 {
+            return Ok(self.admit(&request, &checked, checked.start_ms));
         }
-        let now = self.clock.now_ms();
-        Ok(pending.finish(now))
+        // Dropped while waiting (a cancelled future), the guard gives back
+        // the concurrency the checks took; nothing is counted.
+        let guard = Unadmitted {
+            checked: &checked,
+            armed: true,
+        };
+        tokio::time::sleep(std::time::Duration::from_nanos(checked.wait_ns)).await;
+        let mut guard = guard;
+        guard.armed = false;
+        Ok(self.admit(&request, &checked, self.clock.now_ms()))
+    }
+
+    /// Counts the pass of a checked entry at `now` and hands out its guard.
+    #[inline(always)]
+    fn admit<'a, 's>(
+        &'s self,
+        request: &Request<'a, 's>,
+        checked: &Checked<'a, 's>,
+        now: u64,
+    ) -> Entry<'s> {
+        let batch = u64::from(request.batch);
+        let counted = Counted {
+            resource: checked.resource,
+            context: checked.context_stats,
+            origin: checked.origin,
+            inbound: (request.entry_type == EntryType::Inbound).then_some(&self.inbound),
+        };
+        counted.each(
+            #[inline(always)]
+            |node| node.add_pass(now, batch),
+        );
+        Entry::active(Active::new(
+            self,
+            checked.resource,
+            checked.node,
+            checked.context,
+            checked.context_stats,
+            checked.origin,
+            checked.origin_name(request),
+            request.entry_type,
+            checked.start_ms,
+            request.batch,
+            checked.reserved,
+        ))
     }
 
     /// Everything up to counting the pass: node selection, the slots, the
     /// rule checks.
-    #[inline]
-    fn begin<'s>(&'s self, request: Request<'_, 's>) -> Result<Begun<'s>, BlockError> {
+    #[inline(always)]
+    fn begin<'a, 's>(
+        &'s self,
+        request: &Request<'a, 's>,
+    ) -> Result<Option<Checked<'a, 's>>, BlockError> {
         if !self.enabled.load(Ordering::Relaxed) {
-            return Ok(Begun::Done(Entry::pass_through()));
+            return Ok(None);
         }
         let resource = match request.resource {
             Some(resolved) => resolved,
@@ -201,7 +258,7 @@ impl Sentinel {
                 // A handle made past the cap: still counted as refused.
                 self.resources.refuse(request.name);
             }
-            return Ok(Begun::Done(Entry::pass_through()));
+            return Ok(None);
         };
         let now = self.clock.now_ms();
 
@@ -218,7 +275,7 @@ impl Sentinel {
                     .contexts
                     .get_or_create(name, |_| EntranceNode::new(name))
                 else {
-                    return Ok(Begun::Done(Entry::pass_through()));
+                    return Ok(None);
                 };
                 (context, self.top_node(resource, context))
             }
@@ -238,13 +295,14 @@ impl Sentinel {
             name => resource.origin_node(name),
         };
 
-        let mut outcome = FlowOutcome::default();
         // The chain runs only when something can block: a user slot or a
         // rule on this resource. Otherwise the entry pays for statistics
         // alone.
-        let rules = self.rules.load();
-        let resource_rules = rules.for_resource(resource);
-        if !self.chain.is_empty() || resource_rules.is_some() {
+        let checked = |rules: Option<&RuleSet>| -> Result<FlowOutcome, BlockError> {
+            let resource_rules = rules.and_then(|set| set.for_resource(resource));
+            if self.chain.is_empty() && resource_rules.is_none() {
+                return Ok(FlowOutcome::default());
+            }
             let ctx = EntryContext {
                 resource,
                 entry_type: request.entry_type,
@@ -260,50 +318,42 @@ impl Sentinel {
                 slot.entry(&ctx)?;
             }
             // Statistic: run the checks, then count what they decided.
-            match self.check(&ctx, resource_rules) {
-                Ok(decided) => outcome = decided,
-                Err(block) => {
-                    let counted = Counted {
-                        resource,
-                        context: context_stats,
-                        origin,
-                        inbound: (request.entry_type == EntryType::Inbound)
-                            .then_some(&self.inbound),
-                    };
-                    let batch = u64::from(request.batch);
-                    counted.each(|node| node.add_block(now, batch));
-                    return Err(block);
-                }
-            }
-        }
-        drop(rules);
-        let active = Active::new(
-            self,
+            self.check(&ctx, resource_rules).inspect_err(|_| {
+                let counted = Counted {
+                    resource,
+                    context: context_stats,
+                    origin,
+                    inbound: (request.entry_type == EntryType::Inbound).then_some(&self.inbound),
+                };
+                let batch = u64::from(request.batch);
+                counted.each(|node| node.add_block(now, batch));
+            })
+        };
+        // The chain runs only when something can block: a user slot or a
+        // rule on this resource. Otherwise the entry pays for statistics
+        // alone.
+        let outcome = match self.rules_version.load(Ordering::Acquire) {
+            0 => checked(None)?,
+            version => self.with_rules(version, |rules| checked(Some(rules)))?,
+        };
+        Ok(Some(Checked {
             resource,
             node,
             context,
             context_stats,
             origin,
-            origin_name,
-            request.entry_type,
-            now,
-            request.batch,
-            outcome.reserved,
-        );
-        Ok(Begun::Pending(Pending::new(active, outcome.wait_ns)))
+            inherited_origin: match (request.origin, parent) {
+                ("", Some(parent)) => Some(parent),
+                _ => None,
+            },
+            start_ms: now,
+            wait_ns: outcome.wait_ns,
+            reserved: outcome.reserved,
+        }))
     }
 
-    /// Counts the pass of an entry that is let through at `now`.
-    #[inline]
-    pub(crate) fn count_pass(&self, active: &Active<'_>, now: u64) {
-        let batch = u64::from(active.batch);
-        Counted::of(self, active).each(
-            #[inline(always)]
-            |node| node.add_pass(now, batch),
-        );
-    }
-
-    /// Gives back what an entry that will never be counted holds.
+    /// Gives back the exact concurrency an entry holds.
+    #[cold]
     pub(crate) fn abandon(&self, active: &Active<'_>) {
         flow::release_nodes(
             active.resource.stats(),
@@ -363,7 +413,9 @@ impl Sentinel {
                 node.add_rt_and_success(now, rt, batch);
             },
         );
-        self.abandon(active);
+        if active.reserved != 0 {
+            self.abandon(active);
+        }
         if !self.chain.is_empty() {
             let ctx = crate::slot::ExitContext {
                 resource: active.resource,
@@ -518,6 +570,34 @@ impl Sentinel {
         self.rules.load()
     }
 
+    /// Calls `f` with the rule set of `version` (the one in force). Each
+    /// thread caches the set it last used, so while rules stay unchanged
+    /// this costs a thread-local read and a compare, where
+    /// `ArcSwap::load` costs two locked instructions.
+    #[inline]
+    fn with_rules<T>(&self, version: u32, f: impl FnOnce(&RuleSet) -> T) -> T {
+        let mut f = Some(f);
+        let cached = RULES_CACHE.try_with(|cache| {
+            let fresh = matches!(
+                cache.try_borrow().as_deref(),
+                Ok(Some((id, v, _))) if *id == self.uid && *v == version
+            );
+            if !fresh {
+                // Refill, unless a caller up the stack is reading the cache
+                // (a user slot entering a resource from inside a check).
+                *cache.try_borrow_mut().ok()? = Some((self.uid, version, self.rules.load_full()));
+            }
+            let guard = cache.try_borrow().ok()?;
+            let (_, _, set) = guard.as_ref()?;
+            Some((f.take()?)(set))
+        });
+        match (cached, f) {
+            (Ok(Some(result)), _) => result,
+            (_, Some(f)) => f(&self.rules.load()),
+            (_, None) => unreachable!("the closure ran but gave no result"),
+        }
+    }
+
     /// Builds and swaps in a new rule set from the one in force, one load at
     /// a time.
     pub(crate) fn update_rules(&self, build: impl FnOnce(&RuleSet) -> RuleSetParts) {
@@ -526,6 +606,7 @@ impl Sentinel {
         let version = current.version.wrapping_add(1).max(1);
         let next = RuleSet::build(version, build(&current));
         self.rules.store(Arc::new(next));
+        self.rules_version.store(version, Ordering::Release);
     }
 
     pub(crate) fn resource_id(&self, name: &str) -> Option<u32> {
@@ -623,18 +704,50 @@ impl fmt::Debug for Sentinel {
     }
 }
 
-/// What [`Sentinel::begin`] ends with.
-enum Begun<'s> {
-    /// Nothing to check or count: the entry passes as is.
-    Done(Entry<'s>),
-    /// Checked; count it (after waiting, if asked to).
-    Pending(Pending<'s>),
+/// An entry that passed its checks, not counted yet.
+struct Checked<'a, 's> {
+    resource: &'s ResourceNode,
+    node: u32,
+    context: u32,
+    context_stats: Option<&'s StatisticNode>,
+    origin: Option<&'s OriginNode>,
+    /// The parent whose origin the entry took, if it named none.
+    inherited_origin: Option<&'a Active<'s>>,
+    start_ms: u64,
+    wait_ns: u64,
+    reserved: u8,
 }
 
-/// The entry's start time, for a pending entry that needs no wait.
-#[inline(always)]
-fn pending_start(pending: &Pending<'_>) -> u64 {
-    pending.start_ms()
+impl<'a, 's> Checked<'a, 's> {
+    /// The caller's origin, given or inherited.
+    #[inline(always)]
+    fn origin_name(&self, request: &Request<'a, 's>) -> &'a str {
+        match self.inherited_origin {
+            Some(parent) => parent.origin_name(),
+            None => request.origin,
+        }
+    }
+}
+
+/// Gives back what a checked entry holds if it is never admitted.
+#[cfg(feature = "tokio")]
+struct Unadmitted<'c, 'a, 's> {
+    checked: &'c Checked<'a, 's>,
+    armed: bool,
+}
+
+#[cfg(feature = "tokio")]
+impl Drop for Unadmitted<'_, '_, '_> {
+    fn drop(&mut self) {
+        if self.armed && self.checked.reserved != 0 {
+            flow::release_nodes(
+                self.checked.resource.stats(),
+                self.checked.origin.map(OriginNode::stats),
+                self.checked.context_stats,
+                self.checked.reserved,
+            );
+        }
+    }
 }
 
 /// The nodes one entry counts on.
@@ -760,6 +873,8 @@ impl SentinelBuilder {
             max_origins: self.max_origins.unwrap_or(DEFAULT_MAX_ORIGINS),
             config: self.stat,
             rules: ArcSwap::from_pointee(RuleSet::default()),
+            rules_version: AtomicU32::new(0),
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             rules_lock: Mutex::new(()),
             flow_listeners: Mutex::new(Vec::new()),
         }

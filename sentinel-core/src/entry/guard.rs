@@ -42,7 +42,7 @@ pub(crate) struct Active<'s> {
 
 impl<'s> Active<'s> {
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     pub(crate) fn new(
         sentinel: &'s Sentinel,
         resource: &'s ResourceNode,
@@ -76,6 +76,7 @@ impl<'s> Active<'s> {
         }
     }
 
+    #[inline]
     pub(crate) fn has_error(&self) -> bool {
         self.error.load(Ordering::Relaxed)
     }
@@ -90,52 +91,8 @@ impl<'s> Active<'s> {
     }
 }
 
-/// An entry that passed its checks and may have to wait (a rate limiter's
-/// queue) before it is counted. Dropped unfinished (a cancelled future), it
-/// gives back what it holds and counts nothing.
-pub(crate) struct Pending<'s> {
-    active: Option<Active<'s>>,
-    /// How long to wait before [`finish`](Self::finish).
-    pub(crate) wait_ns: u64,
-}
-
-impl<'s> Pending<'s> {
-    pub(crate) fn new(active: Active<'s>, wait_ns: u64) -> Self {
-        Pending {
-            active: Some(active),
-            wait_ns,
-        }
-    }
-
-    /// When the entry started (its checks ran).
-    #[inline]
-    pub(crate) fn start_ms(&self) -> u64 {
-        self.active.as_ref().map_or(0, |a| a.start_ms)
-    }
-
-    /// Counts the pass at `now_ms` and hands out the entry.
-    #[inline]
-    pub(crate) fn finish(mut self, now_ms: u64) -> Entry<'s> {
-        match self.active.take() {
-            Some(active) => {
-                active.sentinel.count_pass(&active, now_ms);
-                Entry::active(active)
-            }
-            None => Entry::pass_through(),
-        }
-    }
-}
-
-impl Drop for Pending<'_> {
-    fn drop(&mut self) {
-        if let Some(active) = &self.active {
-            active.sentinel.abandon(active);
-        }
-    }
-}
-
 impl<'s> Entry<'s> {
-    #[inline]
+    #[inline(always)]
     pub(crate) fn active(active: Active<'s>) -> Self {
         Entry {
             active: Some(active),

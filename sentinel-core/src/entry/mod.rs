@@ -12,4 +12,4 @@ pub use guard::Entry;
 pub use resource::Resource;
 
 pub(crate) use builder::Request;
-pub(crate) use guard::{Active, Pending};
+pub(crate) use guard::Active;

@@ -165,13 +165,14 @@ impl WarmUp {
     }
 
     fn cool_down(&self, old: i64, second: u64, last: u64, previous_qps: i64) -> i64 {
-        let refill = || old + ((second - last) as f64 * self.count / 1_000.0) as i64;
-        let new = if old < self.warning_token {
-            refill()
-        } else if old > self.warning_token
-            && (previous_qps as f64) < ((self.count as i64) as f64 / self.cold_factor).trunc()
-        {
-            refill()
+        // Below the warning line the bucket always refills; above it, only
+        // while the traffic stays under count / cold_factor (Sentinel's
+        // integer division).
+        let refills = old < self.warning_token
+            || (old > self.warning_token
+                && (previous_qps as f64) < ((self.count as i64) as f64 / self.cold_factor).trunc());
+        let new = if refills {
+            old + ((second - last) as f64 * self.count / 1_000.0) as i64
         } else {
             old
         };
