@@ -298,43 +298,39 @@ impl Sentinel {
         // The chain runs only when something can block: a user slot or a
         // rule on this resource. Otherwise the entry pays for statistics
         // alone.
-        let checked = |rules: Option<&RuleSet>| -> Result<FlowOutcome, BlockError> {
+        // A block is written to `blocked` rather than returned: the outcome
+        // of a pass then travels in registers, not through a large `Result`.
+        let mut blocked = None;
+        let checked = |rules: Option<&RuleSet>, blocked: &mut Option<BlockError>| {
             let resource_rules = rules.and_then(|set| set.for_resource(resource));
             if self.chain.is_empty() && resource_rules.is_none() {
-                return Ok(FlowOutcome::default());
+                return Some(FlowOutcome::default());
             }
-            let ctx = EntryContext {
-                resource,
-                entry_type: request.entry_type,
-                batch: request.batch,
-                origin,
-                origin_name,
-                context_name: self.context_name(context),
-                context_stats,
-                args: request.args,
-                now_ms: now,
-            };
-            for slot in self.chain.before_statistic.iter() {
-                slot.entry(&ctx)?;
-            }
-            // Statistic: run the checks, then count what they decided.
-            self.check(&ctx, resource_rules).inspect_err(|_| {
-                let counted = Counted {
+            self.run_chain(
+                &EntryContext {
                     resource,
-                    context: context_stats,
+                    entry_type: request.entry_type,
+                    batch: request.batch,
                     origin,
-                    inbound: (request.entry_type == EntryType::Inbound).then_some(&self.inbound),
-                };
-                let batch = u64::from(request.batch);
-                counted.each(|node| node.add_block(now, batch));
-            })
+                    origin_name,
+                    context_name: self.context_name(context),
+                    context_stats,
+                    args: request.args,
+                    now_ms: now,
+                },
+                resource_rules,
+                blocked,
+            )
         };
         // The chain runs only when something can block: a user slot or a
         // rule on this resource. Otherwise the entry pays for statistics
         // alone.
         let outcome = match self.rules_version.load(Ordering::Acquire) {
-            0 => checked(None)?,
-            version => self.with_rules(version, |rules| checked(Some(rules)))?,
+            0 => checked(None, &mut blocked),
+            version => self.with_rules(version, |rules| checked(Some(rules), &mut blocked)),
+        };
+        let Some(outcome) = outcome else {
+            return Err(blocked.expect("a refused entry has its block"));
         };
         Ok(Some(Checked {
             resource,
@@ -361,6 +357,43 @@ impl Sentinel {
             active.context_stats,
             active.reserved,
         );
+    }
+
+    /// The slots and checks of an entry: `None` (and the block in `blocked`)
+    /// if refused, counted as blocked on every node of the entry.
+    #[inline(never)]
+    fn run_chain(
+        &self,
+        ctx: &EntryContext<'_>,
+        rules: Option<&ResourceRules>,
+        blocked: &mut Option<BlockError>,
+    ) -> Option<FlowOutcome> {
+        // Slots before the statistic slot refuse without a block count.
+        if let Err(block) = self
+            .chain
+            .before_statistic
+            .iter()
+            .try_for_each(|slot| slot.entry(ctx))
+        {
+            *blocked = Some(block);
+            return None;
+        }
+        match self.check(ctx, rules) {
+            Ok(outcome) => Some(outcome),
+            Err(block) => {
+                // Statistic: a refusal by a check is counted as a block.
+                let counted = Counted {
+                    resource: ctx.resource,
+                    context: ctx.context_stats,
+                    origin: ctx.origin,
+                    inbound: (ctx.entry_type == EntryType::Inbound).then_some(&self.inbound),
+                };
+                let batch = u64::from(ctx.batch);
+                counted.each(|node| node.add_block(ctx.now_ms, batch));
+                *blocked = Some(block);
+                None
+            }
+        }
     }
 
     /// The rule checks and the user slots among them; the first block wins
