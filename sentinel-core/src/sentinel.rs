@@ -224,6 +224,9 @@ impl Sentinel {
             #[inline(always)]
             |node| node.add_pass(now, batch),
         );
+        if checked.windows {
+            self.count_rule_windows(request, checked, now);
+        }
         Entry::active(Active::new(
             self,
             checked.resource,
@@ -345,7 +348,31 @@ impl Sentinel {
             start_ms: now,
             wait_ns: outcome.wait_ns,
             reserved: outcome.reserved,
+            windows: outcome.windows,
         }))
+    }
+
+    /// Counts an admitted entry in the windows its flow rules keep.
+    #[cold]
+    fn count_rule_windows(&self, request: &Request<'_, '_>, checked: &Checked<'_, '_>, now: u64) {
+        let version = self.rules_version.load(Ordering::Acquire);
+        self.with_rules(version, |set| {
+            let Some(rules) = set.for_resource(checked.resource) else {
+                return;
+            };
+            let ctx = EntryContext {
+                resource: checked.resource,
+                entry_type: request.entry_type,
+                batch: request.batch,
+                origin: checked.origin,
+                origin_name: checked.origin_name(request),
+                context_name: self.context_name(checked.context),
+                context_stats: checked.context_stats,
+                args: request.args,
+                now_ms: now,
+            };
+            flow::count_windows(self, &rules.flow, |o| rules.names_origin(o), &ctx);
+        });
     }
 
     /// Gives back the exact concurrency an entry holds.
@@ -749,6 +776,8 @@ struct Checked<'a, 's> {
     start_ms: u64,
     wait_ns: u64,
     reserved: u8,
+    /// A flow rule of the resource keeps a window of its own.
+    windows: bool,
 }
 
 impl<'a, 's> Checked<'a, 's> {

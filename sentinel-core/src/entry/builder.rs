@@ -141,7 +141,9 @@ impl<'a, 's> EntryBuilder<'a, 's> {
 
     /// As [`enter`](Self::enter), but a rate limiter's queue is waited on
     /// with a tokio timer, so the executor thread stays free. Dropping the
-    /// future while it waits gives the place back and counts nothing.
+    /// future while it waits counts nothing and gives back the concurrency
+    /// its checks took; its place in the rate limiter's queue stays taken
+    /// (later requests are paced behind it, as if it had run).
     #[cfg(feature = "tokio")]
     pub async fn enter_async(self) -> Result<Entry<'s>, BlockError> {
         self.sentinel.enter_async(self.request).await

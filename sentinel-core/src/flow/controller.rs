@@ -63,7 +63,8 @@ impl Controller {
         let acquire = f64::from(acquire);
         match self {
             Controller::Reject => {
-                if usage.current() + acquire <= count {
+                // Sentinel compares the whole part of the current figure.
+                if usage.current().trunc() + acquire <= count {
                     Decision::Pass
                 } else {
                     Decision::Block

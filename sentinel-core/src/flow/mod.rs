@@ -225,6 +225,9 @@ pub(crate) struct FlowOutcome {
     pub(crate) wait_ns: u64,
     /// Nodes whose exact concurrency this entry holds (see [`Reserved`]).
     pub(crate) reserved: u8,
+    /// Whether a rule of the resource keeps a window of its own, to count
+    /// the entry in once admitted.
+    pub(crate) windows: bool,
 }
 
 /// Bits of [`FlowOutcome::reserved`].
@@ -305,7 +308,20 @@ pub(crate) fn check(
             ));
         }
     }
-    // Passed every flow rule: rules with windows of their own count it.
+    // Rules with windows of their own count the entry once it is admitted
+    // (every later check passed, any queue waited): see `count_windows`.
+    outcome.windows = rules.iter().any(|c| c.window.is_some());
+    Ok(outcome)
+}
+
+/// Counts an admitted entry in the windows of the rules (of its resource)
+/// that keep their own and apply to it.
+pub(crate) fn count_windows(
+    sentinel: &Sentinel,
+    rules: &[Arc<CompiledFlow>],
+    named_origin: impl Fn(&str) -> bool,
+    ctx: &EntryContext<'_>,
+) {
     for compiled in rules {
         if let Some(window) = &compiled.window
             && select(sentinel, compiled, &named_origin, ctx).is_some()
@@ -313,7 +329,6 @@ pub(crate) fn check(
             window.add(ctx.now_ms, MetricEvent::Pass, u64::from(ctx.batch));
         }
     }
-    Ok(outcome)
 }
 
 /// The node `compiled` limits for this entry, with its reservation bit (0:
