@@ -11,7 +11,7 @@
 //! origin first and `"default"` rules last, as Sentinel orders them. Each
 //! rule selects the node whose figures it limits (by `limit_app` and
 //! `strategy`); a rule that selects none does not apply. The first rule that
-//! refuses blocks the entry with [`BlockKind::Flow`](crate::BlockKind::Flow).
+//! refuses blocks the entry with [`BlockKind::Flow`].
 //!
 //! ```
 //! use sentinel_core::flow::FlowRule;
