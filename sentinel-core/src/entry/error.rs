@@ -47,11 +47,12 @@ impl fmt::Display for BlockKind {
 /// An entry refused by a rule or a slot: which kind of check, which
 /// resource, and which rule when there is one.
 ///
-/// Building one allocates nothing: the resource name and the rule are shared.
+/// Building one allocates nothing: the resource name and the rule are shared
+/// (a block by a rule holds just the rule, whose resource it names).
 #[derive(Clone)]
 pub struct BlockError {
     kind: BlockKind,
-    resource: Arc<str>,
+    resource: Option<Arc<str>>,
     rule: Option<Arc<dyn Rule>>,
 }
 
@@ -60,8 +61,18 @@ impl BlockError {
     pub fn new(kind: BlockKind, resource: Arc<str>, rule: Option<Arc<dyn Rule>>) -> Self {
         BlockError {
             kind,
-            resource,
+            resource: Some(resource),
             rule,
+        }
+    }
+
+    /// A block of `kind` by `rule`, on the rule's resource: one reference
+    /// count taken, where [`new`](Self::new) takes two.
+    pub fn by_rule(kind: BlockKind, rule: Arc<dyn Rule>) -> Self {
+        BlockError {
+            kind,
+            resource: None,
+            rule: Some(rule),
         }
     }
 
@@ -72,7 +83,11 @@ impl BlockError {
 
     /// The resource refused.
     pub fn resource(&self) -> &str {
-        &self.resource
+        match (&self.resource, &self.rule) {
+            (Some(resource), _) => resource,
+            (None, Some(rule)) => rule.resource(),
+            (None, None) => "",
+        }
     }
 
     /// The rule that refused it, if a rule did.
@@ -91,7 +106,8 @@ impl fmt::Display for BlockError {
         write!(
             f,
             "blocked by {} on resource `{}`",
-            self.kind, self.resource
+            self.kind,
+            self.resource()
         )?;
         if let Some(rule) = &self.rule {
             write!(f, " ({rule})")?;
@@ -104,7 +120,7 @@ impl fmt::Debug for BlockError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BlockError")
             .field("kind", &self.kind)
-            .field("resource", &self.resource)
+            .field("resource", &self.resource())
             .field("rule", &self.rule)
             .finish()
     }

@@ -301,11 +301,7 @@ pub(crate) fn check(
         if refused {
             release(ctx, outcome.reserved);
             let rule: Arc<dyn Rule> = compiled.rule.clone();
-            return Err(BlockError::new(
-                BlockKind::Flow,
-                ctx.resource.name_arc().clone(),
-                Some(rule),
-            ));
+            return Err(BlockError::by_rule(BlockKind::Flow, rule));
         }
     }
     // Rules with windows of their own count the entry once it is admitted
@@ -362,7 +358,7 @@ fn select<'a>(
             };
             Some((node.stats(), 0))
         }
-        Strategy::Chain(context) if **context == *ctx.context_name => {
+        Strategy::Chain(context) if **context == *ctx.context_name() => {
             Some((ctx.context_stats?, Reserved::CONTEXT))
         }
         Strategy::Chain(_) => None,

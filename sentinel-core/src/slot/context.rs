@@ -12,7 +12,9 @@ pub struct EntryContext<'a> {
     pub(crate) batch: u32,
     pub(crate) origin: Option<&'a OriginNode>,
     pub(crate) origin_name: &'a str,
-    pub(crate) context_name: &'a str,
+    /// The context's id; its name is looked up when asked for.
+    pub(crate) context: u32,
+    pub(crate) sentinel: &'a crate::Sentinel,
     pub(crate) context_stats: Option<&'a StatisticNode>,
     pub(crate) args: &'a [ParamValue],
     pub(crate) now_ms: u64,
@@ -51,7 +53,7 @@ impl<'a> EntryContext<'a> {
 
     /// The context's name.
     pub fn context_name(&self) -> &'a str {
-        self.context_name
+        self.sentinel.context_name(self.context)
     }
 
     /// The statistics of this resource in this context, when the context is
@@ -84,7 +86,7 @@ impl fmt::Debug for EntryContext<'_> {
             .field("entry_type", &self.entry_type)
             .field("batch", &self.batch)
             .field("origin", &self.origin_name)
-            .field("context", &self.context_name)
+            .field("context", &self.context_name())
             .field("args", &self.args)
             .field("now_ms", &self.now_ms)
             .finish()
