@@ -1258,3 +1258,39 @@ fn a_rules_own_window_counts_only_entries_that_pass() {
     // 4 QPS over 500 ms: 2 passes fit in the bucket.
     assert_eq!(admit(&sentinel, "r", 5), 2);
 }
+
+#[test]
+fn warm_up_rate_limiter_paces_at_the_cold_rate_first() {
+    // Cold, the bucket is full: the warm-up rate is count / cold_factor,
+    // 33.3 QPS, so entries are paced 30 ms apart (a plain rate limiter at
+    // the same count paces them 10 ms apart).
+    let (clock, sentinel) = setup();
+    sentinel
+        .flow_rules()
+        .load(vec![
+            FlowRule {
+                control_behavior: ControlBehavior::WarmUpRateLimiter,
+                max_queueing_time_ms: 0,
+                ..FlowRule::new("warm", 100.0)
+            },
+            FlowRule {
+                control_behavior: ControlBehavior::RateLimiter,
+                max_queueing_time_ms: 0,
+                ..FlowRule::new("plain", 100.0)
+            },
+        ])
+        .unwrap();
+    assert!(sentinel.entry("warm").is_ok());
+    assert!(sentinel.entry("plain").is_ok());
+    clock.advance_ms(10);
+    assert!(sentinel.entry("plain").is_ok(), "10 ms is the plain pace");
+    assert_eq!(
+        sentinel.entry("warm").unwrap_err().kind(),
+        BlockKind::Flow,
+        "too early for the warm-up pace"
+    );
+    clock.advance_ms(19);
+    assert!(sentinel.entry("warm").is_err(), "29 ms is still too early");
+    clock.advance_ms(1);
+    assert!(sentinel.entry("warm").is_ok(), "30 ms is the cold pace");
+}
