@@ -100,6 +100,8 @@ pub struct Sentinel {
     /// Serialises rule loads (each builds on the set in force).
     rules_lock: Mutex<()>,
     pub(crate) flow_listeners: Mutex<Vec<FlowListener>>,
+    /// The newest rule version announced to listeners.
+    announced: AtomicU32,
 }
 
 /// Instance ids, for the per-thread rule cache.
@@ -662,13 +664,24 @@ impl Sentinel {
 
     /// Builds and swaps in a new rule set from the one in force, one load at
     /// a time.
-    pub(crate) fn update_rules(&self, build: impl FnOnce(&RuleSet) -> RuleSetParts) {
+    pub(crate) fn update_rules(
+        &self,
+        build: impl FnOnce(&RuleSet) -> RuleSetParts,
+    ) -> Arc<RuleSet> {
         let _guard = self.rules_lock.lock();
         let current = self.rules.load_full();
         let version = current.version.wrapping_add(1).max(1);
-        let next = RuleSet::build(version, build(&current));
-        self.rules.store(Arc::new(next));
+        let next = Arc::new(RuleSet::build(version, build(&current)));
+        self.rules.store(Arc::clone(&next));
         self.rules_version.store(version, Ordering::Release);
+        next
+    }
+
+    /// Whether listeners should hear of `version`: `false` once a newer
+    /// version has been announced (two loads racing), so that listeners
+    /// never end on an older list than the one in force.
+    pub(crate) fn announce(&self, version: u32) -> bool {
+        self.announced.fetch_max(version, Ordering::AcqRel) < version
     }
 
     pub(crate) fn resource_id(&self, name: &str) -> Option<u32> {
@@ -941,6 +954,7 @@ impl SentinelBuilder {
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             rules_lock: Mutex::new(()),
             flow_listeners: Mutex::new(Vec::new()),
+            announced: AtomicU32::new(0),
         }
     }
 }

@@ -1294,3 +1294,30 @@ fn warm_up_rate_limiter_paces_at_the_cold_rate_first() {
     clock.advance_ms(1);
     assert!(sentinel.entry("warm").is_ok(), "30 ms is the cold pace");
 }
+
+#[test]
+fn a_listener_may_load_rules_itself() {
+    // A listener that reacts to a load by loading again (say, adding a
+    // derived rule) must not deadlock, and hears both loads.
+    let (_clock, sentinel) = setup();
+    let sentinel = Arc::new(sentinel);
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let (inner, log) = (Arc::downgrade(&sentinel), Arc::clone(&heard));
+    sentinel.flow_rules().on_change(move |rules| {
+        log.lock().unwrap().push(rules.len());
+        if rules.len() == 1
+            && let Some(sentinel) = inner.upgrade()
+        {
+            let mut more = rules.to_vec();
+            more.push(FlowRule::new("derived", 5.0));
+            sentinel.flow_rules().load(more).unwrap();
+        }
+    });
+    sentinel
+        .flow_rules()
+        .load(vec![FlowRule::new("r", 1.0)])
+        .unwrap();
+    assert_eq!(sentinel.flow_rules().rules().len(), 2);
+    let heard = heard.lock().unwrap().clone();
+    assert_eq!(heard, vec![1, 2]);
+}

@@ -60,7 +60,7 @@ pub fn rules() -> Vec<FlowRule> {
 }
 
 /// A listener of flow-rule changes: called with the rules now in force.
-pub type FlowListener = Box<dyn Fn(&[FlowRule]) + Send + Sync>;
+pub type FlowListener = Arc<dyn Fn(&[FlowRule]) + Send + Sync>;
 
 /// An instance's flow rules: load, read, listen.
 pub struct FlowRules<'s> {
@@ -81,16 +81,19 @@ impl FlowRules<'_> {
             tracing::warn!(errors = %RuleErrors(errors.clone()), "sentinel: flow rules refused");
             return Err(RuleErrors(errors));
         }
-        self.sentinel.update_rules(|current| {
+        let set = self.sentinel.update_rules(|current| {
             let flow = FlowRuleSet::compile(rules, Some(&current.flow));
             tracing::info!(rules = flow.rules.len(), "sentinel: flow rules loaded");
             crate::rules::RuleSetParts {
                 flow: Arc::new(flow),
             }
         });
-        let rules = self.rules();
-        for listener in self.sentinel.flow_listeners.lock().iter() {
-            listener(&rules);
+        // Listeners run with no lock held (one may load rules itself).
+        let listeners = self.sentinel.flow_listeners.lock().clone();
+        if self.sentinel.announce(set.version) {
+            for listener in &listeners {
+                listener(&set.flow.rules);
+            }
         }
         Ok(())
     }
@@ -100,9 +103,11 @@ impl FlowRules<'_> {
         self.sentinel.rule_set().flow.rules.clone()
     }
 
-    /// Calls `listener` with the rules in force after each successful load.
+    /// Calls `listener` with the rules in force after each successful load
+    /// (not for a load that a newer one overtook). It runs with no lock
+    /// held: it may load rules or add listeners itself.
     pub fn on_change(&self, listener: impl Fn(&[FlowRule]) + Send + Sync + 'static) {
-        self.sentinel.flow_listeners.lock().push(Box::new(listener));
+        self.sentinel.flow_listeners.lock().push(Arc::new(listener));
     }
 }
 
