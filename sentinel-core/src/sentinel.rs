@@ -216,12 +216,13 @@ impl Sentinel {
         now: u64,
     ) -> Entry<'s> {
         let batch = u64::from(request.batch);
-        let counted = Counted {
-            resource: checked.resource,
-            context: checked.context_stats,
-            origin: checked.origin,
-            inbound: (request.entry_type == EntryType::Inbound).then_some(&self.inbound),
-        };
+        let counted = Counted::new(
+            self,
+            checked.resource,
+            checked.context_stats,
+            checked.origin,
+            request.entry_type,
+        );
         counted.each(
             #[inline(always)]
             |node| node.add_pass(now, batch),
@@ -236,7 +237,7 @@ impl Sentinel {
             checked.context,
             checked.context_stats,
             checked.origin,
-            checked.origin_name(request),
+            checked.origin_name,
             request.entry_type,
             checked.start_ms,
             request.batch,
@@ -344,10 +345,7 @@ impl Sentinel {
             context,
             context_stats,
             origin,
-            inherited_origin: match (request.origin, parent) {
-                ("", Some(parent)) => Some(parent),
-                _ => None,
-            },
+            origin_name,
             start_ms: now,
             wait_ns: outcome.wait_ns,
             reserved: outcome.reserved,
@@ -368,7 +366,7 @@ impl Sentinel {
                 entry_type: request.entry_type,
                 batch: request.batch,
                 origin: checked.origin,
-                origin_name: checked.origin_name(request),
+                origin_name: checked.origin_name,
                 context: checked.context,
                 sentinel: self,
                 context_stats: checked.context_stats,
@@ -413,12 +411,13 @@ impl Sentinel {
             Ok(outcome) => Some(outcome),
             Err(block) => {
                 // Statistic: a refusal by a check is counted as a block.
-                let counted = Counted {
-                    resource: ctx.resource,
-                    context: ctx.context_stats,
-                    origin: ctx.origin,
-                    inbound: (ctx.entry_type == EntryType::Inbound).then_some(&self.inbound),
-                };
+                let counted = Counted::new(
+                    self,
+                    ctx.resource,
+                    ctx.context_stats,
+                    ctx.origin,
+                    ctx.entry_type,
+                );
                 let batch = u64::from(ctx.batch);
                 counted.each(|node| node.add_block(ctx.now_ms, batch));
                 *blocked = Some(block);
@@ -786,24 +785,13 @@ struct Checked<'a, 's> {
     context: u32,
     context_stats: Option<&'s StatisticNode>,
     origin: Option<&'s OriginNode>,
-    /// The parent whose origin the entry took, if it named none.
-    inherited_origin: Option<&'a Active<'s>>,
+    /// The caller's origin, given or inherited from the parent.
+    origin_name: &'a str,
     start_ms: u64,
     wait_ns: u64,
     reserved: u8,
     /// A flow rule of the resource keeps a window of its own.
     windows: bool,
-}
-
-impl<'a, 's> Checked<'a, 's> {
-    /// The caller's origin, given or inherited.
-    #[inline(always)]
-    fn origin_name(&self, request: &Request<'a, 's>) -> &'a str {
-        match self.inherited_origin {
-            Some(parent) => parent.origin_name(),
-            None => request.origin,
-        }
-    }
 }
 
 /// Gives back what a checked entry holds if it is never admitted.
@@ -836,15 +824,35 @@ struct Counted<'a> {
 }
 
 impl<'a> Counted<'a> {
+    /// The nodes of an entry: its resource, its context's node, its
+    /// origin's, and the inbound total for inbound entries.
     #[inline(always)]
-    fn of(sentinel: &'a Sentinel, active: &Active<'a>) -> Self {
+    fn new(
+        sentinel: &'a Sentinel,
+        resource: &'a ResourceNode,
+        context: Option<&'a StatisticNode>,
+        origin: Option<&'a OriginNode>,
+        entry_type: EntryType,
+    ) -> Self {
         Counted {
-            resource: active.resource,
-            context: active.context_stats,
-            origin: active.origin,
-            inbound: (active.entry_type == EntryType::Inbound).then_some(&sentinel.inbound),
+            resource,
+            context,
+            origin,
+            inbound: (entry_type == EntryType::Inbound).then_some(&sentinel.inbound),
         }
     }
+
+    #[inline(always)]
+    fn of(sentinel: &'a Sentinel, active: &Active<'a>) -> Self {
+        Self::new(
+            sentinel,
+            active.resource,
+            active.context_stats,
+            active.origin,
+            active.entry_type,
+        )
+    }
+
     /// Calls `f` on every node of the entry: the resource's inline, the
     /// others (context, origin, inbound), when there are any, in a loop.
     #[inline(always)]

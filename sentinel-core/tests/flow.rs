@@ -30,6 +30,14 @@ fn setup() -> (ManualClock, Sentinel) {
     (clock, sentinel)
 }
 
+/// A QPS rule on `resource` for the callers `limit_app` selects.
+fn for_app(resource: &str, limit_app: &str, count: f64) -> FlowRule {
+    FlowRule {
+        limit_app: limit_app.into(),
+        ..FlowRule::new(resource, count)
+    }
+}
+
 /// The statistics of resource `name`.
 fn stats<'s>(sentinel: &'s Sentinel, name: &str) -> &'s StatisticNode {
     sentinel
@@ -290,14 +298,8 @@ fn a_rule_naming_an_origin_limits_only_that_origin() {
     sentinel
         .flow_rules()
         .load(vec![
-            FlowRule {
-                limit_app: "a".into(),
-                ..FlowRule::new("r", 1.0)
-            },
-            FlowRule {
-                limit_app: LIMIT_APP_DEFAULT.into(),
-                ..FlowRule::new("r", 100.0)
-            },
+            for_app("r", "a", 1.0),
+            for_app("r", LIMIT_APP_DEFAULT, 100.0),
         ])
         .unwrap();
 
@@ -327,14 +329,8 @@ fn an_other_rule_limits_each_unnamed_origin_on_its_own() {
     sentinel
         .flow_rules()
         .load(vec![
-            FlowRule {
-                limit_app: "a".into(),
-                ..FlowRule::new("r", 100.0)
-            },
-            FlowRule {
-                limit_app: LIMIT_APP_OTHER.into(),
-                ..FlowRule::new("r", 1.0)
-            },
+            for_app("r", "a", 100.0),
+            for_app("r", LIMIT_APP_OTHER, 1.0),
         ])
         .unwrap();
 
