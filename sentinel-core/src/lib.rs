@@ -30,6 +30,9 @@
 //! Services usually enter resources of the [`global`] instance with
 //! [`entry`] or a [`Resource`] handle kept in a `static`.
 
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
 mod clock;
 mod entry;
 pub mod flow;

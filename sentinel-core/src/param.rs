@@ -85,6 +85,12 @@ impl From<String> for ParamValue {
     }
 }
 
+impl From<&String> for ParamValue {
+    fn from(v: &String) -> Self {
+        ParamValue::Str(v.as_str().into())
+    }
+}
+
 impl From<Arc<str>> for ParamValue {
     fn from(v: Arc<str>) -> Self {
         ParamValue::Str(v)
