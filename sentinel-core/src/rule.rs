@@ -4,6 +4,8 @@
 use std::any::Any;
 use std::fmt;
 
+use crate::BlockKind;
+
 /// A rule that can refuse an entry. Each rule kind (flow, degrade, ...)
 /// implements it; a user slot can too, to say which of its rules blocked.
 ///
@@ -11,6 +13,13 @@ use std::fmt;
 pub trait Rule: fmt::Debug + fmt::Display + Send + Sync + 'static {
     /// The resource the rule guards.
     fn resource(&self) -> &str;
+
+    /// The kind of check that blocks by this rule: [`BlockKind::Flow`] for
+    /// a [`FlowRule`](crate::flow::FlowRule), and so on; a user rule keeps
+    /// the default, `Custom("rule")`, or names its own.
+    fn block_kind(&self) -> BlockKind {
+        BlockKind::Custom("rule")
+    }
 
     /// The rule as `Any`, to get its concrete type back
     /// ([`BlockError::rule_as`](crate::BlockError::rule_as)).

@@ -18,7 +18,7 @@ use crate::rules::{ResourceRules, RuleSet, RuleSetParts};
 use crate::slot::{Check, EntryContext, Slot, SlotChain};
 use crate::stat::StatConfig;
 use crate::{
-    BlockError, Clock, Entry, EntryBuilder, EntryType, MonotonicClock, Resource, SystemClock,
+    BlockError, Clock, Entry, EntryBuilder, EntryType, MonotonicClock, Resource, Rule, SystemClock,
 };
 
 /// The name of the context of entries that name none, as in Sentinel.
@@ -303,11 +303,11 @@ impl Sentinel {
 
         // The chain runs only when something can block: a user slot or a
         // rule on this resource. Otherwise the entry pays for statistics
-        // alone.
-        // A block is written to `blocked` rather than returned: the outcome
-        // of a pass then travels in registers, not through a large `Result`.
-        let mut blocked = None;
-        let checked = |rules: Option<&RuleSet>, blocked: &mut Option<BlockError>| {
+        // alone. A refusal is left in `refusal`, so that the outcome of a
+        // pass travels in registers, and becomes a `BlockError` only here,
+        // in the caller's result.
+        let mut refusal = Refusal::default();
+        let checked = |rules: Option<&RuleSet>, refusal: &mut Refusal| {
             let resource_rules = rules.and_then(|set| set.for_resource(resource));
             if self.chain.is_empty() && resource_rules.is_none() {
                 return Some(FlowOutcome::default());
@@ -326,18 +326,15 @@ impl Sentinel {
                     now_ms: now,
                 },
                 resource_rules,
-                blocked,
+                refusal,
             )
         };
-        // The chain runs only when something can block: a user slot or a
-        // rule on this resource. Otherwise the entry pays for statistics
-        // alone.
         let outcome = match self.rules_version.load(Ordering::Acquire) {
-            0 => checked(None, &mut blocked),
-            version => self.with_rules(version, |rules| checked(Some(rules), &mut blocked)),
+            0 => checked(None, &mut refusal),
+            version => self.with_rules(version, |rules| checked(Some(rules), &mut refusal)),
         };
         let Some(outcome) = outcome else {
-            return Err(blocked.expect("a refused entry has its block"));
+            return Err(refusal.into_error());
         };
         Ok(Some(Checked {
             resource,
@@ -347,9 +344,9 @@ impl Sentinel {
             origin,
             origin_name,
             start_ms: now,
-            wait_ns: outcome.wait_ns,
-            reserved: outcome.reserved,
-            windows: outcome.windows,
+            wait_ns: outcome.wait_ns(),
+            reserved: outcome.reserved(),
+            windows: outcome.windows(),
         }))
     }
 
@@ -388,14 +385,14 @@ impl Sentinel {
         );
     }
 
-    /// The slots and checks of an entry: `None` (and the block in `blocked`)
-    /// if refused, counted as blocked on every node of the entry.
+    /// The slots and checks of an entry: `None` (and the reason in
+    /// `refusal`) if refused, counted as blocked on every node of the entry.
     #[inline(never)]
     fn run_chain(
         &self,
         ctx: &EntryContext<'_>,
         rules: Option<&ResourceRules>,
-        blocked: &mut Option<BlockError>,
+        refusal: &mut Refusal,
     ) -> Option<FlowOutcome> {
         // Slots before the statistic slot refuse without a block count.
         if let Err(block) = self
@@ -404,26 +401,23 @@ impl Sentinel {
             .iter()
             .try_for_each(|slot| slot.entry(ctx))
         {
-            *blocked = Some(block);
+            refusal.slot = Some(block);
             return None;
         }
-        match self.check(ctx, rules) {
-            Ok(outcome) => Some(outcome),
-            Err(block) => {
-                // Statistic: a refusal by a check is counted as a block.
-                let counted = Counted::new(
-                    self,
-                    ctx.resource,
-                    ctx.context_stats,
-                    ctx.origin,
-                    ctx.entry_type,
-                );
-                let batch = u64::from(ctx.batch);
-                counted.each(|node| node.add_block(ctx.now_ms, batch));
-                *blocked = Some(block);
-                None
-            }
+        let outcome = self.check(ctx, rules, refusal);
+        if outcome.is_none() {
+            // Statistic: a refusal by a check is counted as a block.
+            let counted = Counted::new(
+                self,
+                ctx.resource,
+                ctx.context_stats,
+                ctx.origin,
+                ctx.entry_type,
+            );
+            let batch = u64::from(ctx.batch);
+            counted.each(|node| node.add_block(ctx.now_ms, batch));
         }
+        outcome
     }
 
     /// The rule checks and the user slots among them; the first block wins
@@ -433,31 +427,36 @@ impl Sentinel {
         &self,
         ctx: &EntryContext<'_>,
         rules: Option<&ResourceRules>,
-    ) -> Result<FlowOutcome, BlockError> {
+        refusal: &mut Refusal,
+    ) -> Option<FlowOutcome> {
         let mut outcome = FlowOutcome::default();
-        let result = (|| {
-            for (i, check) in Check::ALL.into_iter().enumerate() {
-                for slot in self.chain.checks[i].iter() {
-                    slot.entry(ctx)?;
-                }
-                if let (Check::Flow, Some(rules)) = (check, rules)
-                    && !rules.flow.is_empty()
-                {
-                    outcome = flow::check(self, &rules.flow, |o| rules.names_origin(o), ctx)?;
-                }
+        let mut slots = |i: usize, outcome: FlowOutcome| {
+            let refused = self.chain.checks[i]
+                .iter()
+                .try_for_each(|slot| slot.entry(ctx));
+            if let Err(block) = refused {
+                flow::release(ctx, outcome.reserved());
+                refusal.slot = Some(block);
+                return None;
             }
-            for slot in self.chain.checks[Check::ALL.len()].iter() {
-                slot.entry(ctx)?;
-            }
-            Ok(())
-        })();
-        match result {
-            Ok(()) => Ok(outcome),
-            Err(block) => {
-                flow::release(ctx, outcome.reserved);
-                Err(block)
+            Some(())
+        };
+        for (i, check) in Check::ALL.into_iter().enumerate() {
+            slots(i, outcome)?;
+            if let (Check::Flow, Some(rules)) = (check, rules)
+                && !rules.flow.is_empty()
+            {
+                match flow::check(self, &rules.flow, |o| rules.names_origin(o), ctx) {
+                    Ok(passed) => outcome = passed,
+                    Err(rule) => {
+                        refusal.rule = Some(rule);
+                        return None;
+                    }
+                }
             }
         }
+        slots(Check::ALL.len(), outcome)?;
+        Some(outcome)
     }
 
     /// Counts the completion of an entry that passed.
@@ -775,6 +774,25 @@ impl fmt::Debug for Sentinel {
             .field("contexts", &self.contexts)
             .field("slots", &self.chain)
             .finish_non_exhaustive()
+    }
+}
+
+/// Why the checks refused an entry: a rule, or a user slot's block.
+#[derive(Default)]
+struct Refusal {
+    rule: Option<Arc<dyn Rule>>,
+    slot: Option<BlockError>,
+}
+
+impl Refusal {
+    /// The error of a refused entry.
+    #[inline]
+    fn into_error(self) -> BlockError {
+        match (self.rule, self.slot) {
+            (Some(rule), _) => BlockError::refused(rule),
+            (None, Some(block)) => block,
+            (None, None) => unreachable!("a refused entry has its reason"),
+        }
     }
 }
 

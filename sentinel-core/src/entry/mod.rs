@@ -5,6 +5,7 @@ mod builder;
 mod error;
 mod guard;
 mod resource;
+pub(crate) mod spare;
 
 pub use builder::{EntryBuilder, EntryType};
 pub use error::{BlockError, BlockKind};

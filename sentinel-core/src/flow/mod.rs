@@ -11,7 +11,7 @@
 //! origin first and `"default"` rules last, as Sentinel orders them. Each
 //! rule selects the node whose figures it limits (by `limit_app` and
 //! `strategy`); a rule that selects none does not apply. The first rule that
-//! refuses blocks the entry with [`BlockKind::Flow`].
+//! refuses blocks the entry with [`BlockKind::Flow`](crate::BlockKind::Flow).
 //!
 //! ```
 //! use sentinel_core::flow::FlowRule;
@@ -41,11 +41,12 @@ pub use rule::{
     ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
 };
 
+use crate::entry::spare;
 use crate::node::StatisticNode;
 use crate::rule::{RuleError, RuleErrors};
 use crate::slot::EntryContext;
 use crate::stat::{LeapArray, MetricBucket, MetricEvent, WindowShape};
-use crate::{BlockError, BlockKind, Rule, Sentinel};
+use crate::{Rule, Sentinel};
 use controller::{Controller, Decision, Usage};
 
 /// Loads `rules` into the [`global`](crate::global) instance's flow rules,
@@ -223,16 +224,49 @@ impl FlowRuleSet {
     }
 }
 
-/// What the flow check decided for an entry that may pass.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct FlowOutcome {
+/// What the flow check decided for an entry that may pass, in one word so
+/// that the checks' `Result<FlowOutcome, Arc<dyn Rule>>` travels in two
+/// registers: the wait in nanoseconds above four flag bits (the
+/// [`Reserved`] nodes and [`WINDOWS`](Self::WINDOWS)).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FlowOutcome(u64);
+
+impl FlowOutcome {
+    const FLAGS: u32 = 4;
+    const RESERVED: u64 = 0b0111;
+    /// A rule of the resource keeps a window of its own, to count the entry
+    /// in once admitted.
+    const WINDOWS: u64 = 0b1000;
+
     /// How long the entry must wait before it passes (rate limiters).
-    pub(crate) wait_ns: u64,
+    #[inline]
+    pub(crate) fn wait_ns(self) -> u64 {
+        self.0 >> Self::FLAGS
+    }
+
     /// Nodes whose exact concurrency this entry holds (see [`Reserved`]).
-    pub(crate) reserved: u8,
-    /// Whether a rule of the resource keeps a window of its own, to count
-    /// the entry in once admitted.
-    pub(crate) windows: bool,
+    #[inline]
+    pub(crate) fn reserved(self) -> u8 {
+        (self.0 & Self::RESERVED) as u8
+    }
+
+    /// Whether a rule of the resource keeps a window of its own.
+    #[inline]
+    pub(crate) fn windows(self) -> bool {
+        self.0 & Self::WINDOWS != 0
+    }
+
+    /// Waits at least `ns` (capped at 2^60 ns, 36 years).
+    fn wait_at_least(&mut self, ns: u64) {
+        let ns = ns.min(u64::MAX >> Self::FLAGS);
+        if ns > self.wait_ns() {
+            self.0 = ns << Self::FLAGS | (self.0 & (Self::RESERVED | Self::WINDOWS));
+        }
+    }
+
+    fn reserve(&mut self, bit: u8) {
+        self.0 |= u64::from(bit) & Self::RESERVED;
+    }
 }
 
 /// Bits of [`FlowOutcome::reserved`].
@@ -274,7 +308,7 @@ pub(crate) fn check(
     rules: &[Arc<CompiledFlow>],
     named_origin: impl Fn(&str) -> bool,
     ctx: &EntryContext<'_>,
-) -> Result<FlowOutcome, BlockError> {
+) -> Result<FlowOutcome, Arc<dyn Rule>> {
     let mut outcome = FlowOutcome::default();
     for compiled in rules {
         let Some((node, bit)) = select(sentinel, compiled, &named_origin, ctx) else {
@@ -297,21 +331,22 @@ pub(crate) fn check(
             ) {
                 Decision::Pass => false,
                 Decision::Wait(ns) => {
-                    outcome.wait_ns = outcome.wait_ns.max(ns);
+                    outcome.wait_at_least(ns);
                     false
                 }
                 Decision::Block => true,
             }
         };
         if refused {
-            release(ctx, outcome.reserved);
-            let rule: Arc<dyn Rule> = compiled.rule.clone();
-            return Err(BlockError::by_rule(BlockKind::Flow, rule));
+            release(ctx, outcome.reserved());
+            return Err(spare::share(&compiled.rule));
         }
     }
     // Rules with windows of their own count the entry once it is admitted
     // (every later check passed, any queue waited): see `count_windows`.
-    outcome.windows = rules.iter().any(|c| c.window.is_some());
+    if rules.iter().any(|c| c.window.is_some()) {
+        outcome.0 |= FlowOutcome::WINDOWS;
+    }
     Ok(outcome)
 }
 
@@ -385,14 +420,14 @@ fn reserve(
         // A related resource: read, not held.
         return node.cur_concurrency() as f64 + acquire <= count;
     }
-    if outcome.reserved & bit != 0 {
+    if outcome.reserved() & bit != 0 {
         // Already held by an earlier rule of this entry: the others inside.
         let others = node.exact_concurrency().saturating_sub(1);
         return others as f64 + acquire <= count;
     }
     let others = node.reserve_concurrency();
     if others as f64 + acquire <= count {
-        outcome.reserved |= bit;
+        outcome.reserve(bit);
         true
     } else {
         node.release_concurrency();

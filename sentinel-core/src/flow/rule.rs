@@ -3,6 +3,7 @@
 use std::any::Any;
 use std::fmt;
 
+use crate::BlockKind;
 use crate::rule::{Rule, RuleError};
 
 /// `limit_app` value: the rule counts every caller together.
@@ -256,6 +257,10 @@ impl fmt::Display for FlowRule {
 impl Rule for FlowRule {
     fn resource(&self) -> &str {
         &self.resource
+    }
+
+    fn block_kind(&self) -> BlockKind {
+        BlockKind::Flow
     }
 
     fn as_any(&self) -> &dyn Any {
