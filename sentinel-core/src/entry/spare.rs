@@ -74,7 +74,7 @@ pub(crate) fn park(rule: Arc<dyn Rule>) {
         };
         // Stored before anything is released, so `rule` is written from
         // registers (a spill and a wider reload would stall the store).
-        std::mem::replace(&mut parked.rules[slot], Some(rule))
+        parked.rules[slot].replace(rule)
     });
     // An evicted rule (or this one, on an exiting thread) is released here.
     drop(evicted);
