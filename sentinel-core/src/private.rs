@@ -103,3 +103,24 @@ where
         ParamValue::from(self.clone())
     }
 }
+
+/// The error a blocked call returns when its function has no block handler:
+/// `E::from(block)`, with a message that says what to do when `E` has no
+/// `From<BlockError>`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no `From<BlockError>`, so a blocked call cannot return it",
+    label = "a blocked call returns `Err({Self}::from(block))`",
+    note = "implement `From<sentinel_core::BlockError>` for `{Self}`, or give \
+            `#[sentinel_resource]` a `block_handler = path::to::fn`"
+)]
+pub trait FromBlock: Sized {
+    /// The error for `block`.
+    fn __sentinel_from_block(block: BlockError) -> Self;
+}
+
+impl<E: From<BlockError>> FromBlock for E {
+    #[inline]
+    fn __sentinel_from_block(block: BlockError) -> Self {
+        E::from(block)
+    }
+}

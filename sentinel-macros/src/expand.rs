@@ -129,8 +129,11 @@ fn guard(args: &Args, func: ItemFn) -> syn::Result<TokenStream> {
         }
         None => {
             // Checked above: the function returns `Result`.
-            let ty_span = output.map_or_else(Span::call_site, Spanned::span);
-            let converted = quote_spanned!(ty_span=> ::core::convert::From::from(#block_error));
+            let at = output.map_or_else(Span::call_site, error_type_span);
+            let block_error = located(&block_error, at);
+            let converted = quote_spanned!(at=>
+                <_ as ::sentinel_core::__private::FromBlock>::__sentinel_from_block(#block_error)
+            );
             match &args.fallback {
                 Some(fallback) => {
                     let path = &fallback.path;
@@ -297,10 +300,32 @@ fn forwarded_at(params: &[Ident], span: Span) -> Vec<Ident> {
         .iter()
         .map(|param| {
             let mut param = param.clone();
-            param.set_span(param.span().resolved_at(span).located_at(span));
+            param.set_span(span);
             param
         })
         .collect()
+}
+
+/// `ident` (a local of the generated code) shown at `span` in errors.
+fn located(ident: &Ident, span: Span) -> Ident {
+    let mut ident = ident.clone();
+    ident.set_span(ident.span().located_at(span));
+    ident
+}
+
+/// Where the error type of a `Result` is written: `E` in `Result<T, E>`, or
+/// the whole type (`io::Result<T>`).
+fn error_type_span(ty: &Type) -> Span {
+    if let Type::Path(path) = ty {
+        if let Some(segment) = path.path.segments.last() {
+            if let syn::PathArguments::AngleBracketed(generics) = &segment.arguments {
+                if generics.args.len() == 2 {
+                    return generics.args[1].span();
+                }
+            }
+        }
+    }
+    ty.span()
 }
 
 /// A pattern of `exceptions_to_ignore`. A lone name is read as a unit

@@ -1,0 +1,10 @@
+use sentinel_macros::sentinel_resource;
+
+#[sentinel_resource("audit")]
+fn audit(event: &str) {
+    println!("{event}");
+}
+
+fn main() {
+    audit("login");
+}
