@@ -75,7 +75,7 @@ pub struct Panicked;
 
 /// Enters an `async fn`'s resource: with the `tokio` feature a rate
 /// limiter's queue is waited on with a tokio timer
-/// ([`EntryBuilder::enter_async`]), otherwise as [`EntryBuilder::enter`].
+/// (`EntryBuilder::enter_async`), otherwise as [`EntryBuilder::enter`].
 #[inline]
 pub async fn enter_async<'s>(builder: EntryBuilder<'_, 's>) -> Result<Entry<'s>, BlockError> {
     #[cfg(feature = "tokio")]
