@@ -1,21 +1,24 @@
 //! Behaviour of `#[sentinel_resource]`: passes, blocks with and without a
 //! handler, error recording and `exceptions_to_ignore`, fallbacks, early
-//! returns, panics, methods, generics, `async fn`s (completed, blocked and
-//! cancelled), and the entry's settings.
+//! returns, panics, methods, generics, `async fn`s (completed, blocked,
+//! cancelled, and waiting in a rate limiter's queue), and the entry's
+//! settings.
 //!
 //! Every function enters one instance of these tests, on a [`ManualClock`]
 //! that no test moves, and each function is a resource of its own, so the
 //! tests run in parallel. Resources that must block get a flow rule of 0 QPS
-//! when the instance is made; no test changes rules afterwards.
+//! (the queue test a rate limiter) when the instance is made; no test
+//! changes rules afterwards.
 
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use once_cell::sync::Lazy;
-use sentinel_core::flow::FlowRule;
+use sentinel_core::flow::{ControlBehavior, FlowRule};
 use sentinel_core::node::NodeSnapshot;
 use sentinel_core::slot::{EntryContext, Slot};
 use sentinel_core::{BlockError, BlockKind, EntryType, ManualClock, ParamValue, Sentinel};
@@ -41,10 +44,16 @@ static SENTINEL: Lazy<Sentinel> = Lazy::new(|| {
         .clock(CLOCK.clone())
         .slot(Recorder)
         .build();
-    let rules = BLOCKED
+    let mut rules: Vec<_> = BLOCKED
         .iter()
         .map(|name| FlowRule::new(*name, 0.0))
         .collect();
+    // 10 QPS, paced: one entry per 100 ms, waiting up to 500 ms for its turn.
+    rules.push(FlowRule {
+        control_behavior: ControlBehavior::RateLimiter,
+        max_queueing_time_ms: 500,
+        ..FlowRule::new("queued:async", 10.0)
+    });
     sentinel.flow_rules().load(rules).unwrap();
     sentinel
 });
@@ -530,6 +539,24 @@ fn an_async_block_awaits_the_handler_or_the_fallback() {
     );
     assert_eq!(stats("blocked:async").total_block, 1);
     assert_eq!(stats("blocked:async_fallback").total_block, 1);
+}
+
+#[sentinel_resource("queued:async", sentinel = sentinel)]
+async fn queued(id: u32) -> Result<u32, AppError> {
+    Ok(id)
+}
+
+/// With sentinel-core's `tokio` feature (on in these tests) an `async fn`
+/// waits for its turn on the tokio timer instead of sleeping the thread, so
+/// a timeout can drop it while it waits, and it then counts nothing.
+#[tokio::test(start_paused = true)]
+async fn an_async_fn_waits_in_a_rate_limiter_queue_on_the_tokio_timer() {
+    assert_eq!(queued(1).await, Ok(1));
+    // Its turn is 100 ms away; the timeout fires first and drops it.
+    let cancelled = tokio::time::timeout(Duration::from_millis(1), queued(2)).await;
+    assert!(cancelled.is_err(), "the second call waited in the queue");
+    let s = stats("queued:async");
+    assert_eq!((s.total_pass, s.total_block, s.concurrency), (1, 0, 0));
 }
 
 #[test]
