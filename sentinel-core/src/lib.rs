@@ -33,6 +33,7 @@
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
+pub mod authority;
 mod clock;
 mod entry;
 pub mod flow;
@@ -43,11 +44,13 @@ mod rules;
 mod sentinel;
 pub mod slot;
 pub mod stat;
+pub mod system;
 
 pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
 pub use entry::{BlockError, BlockKind, Entry, EntryBuilder, EntryType, Resource};
 pub use param::ParamValue;
 pub use rule::{Rule, RuleError, RuleErrors};
+pub use rules::{Listener, RuleManager};
 pub use sentinel::{
     DEFAULT_CONTEXT, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES, Sentinel,
     SentinelBuilder, global,

@@ -99,3 +99,17 @@ impl fmt::Display for RuleErrors {
 }
 
 impl std::error::Error for RuleErrors {}
+
+/// Why an origin name is not usable, if it is not.
+pub(crate) fn origin_problem(origin: &str) -> Option<String> {
+    if origin.is_empty() {
+        return Some("must not be empty (use \"default\" for every caller)".into());
+    }
+    if origin.trim() != origin {
+        return Some(format!("{origin:?} has surrounding whitespace"));
+    }
+    if let Some(c) = origin.chars().find(|c| c.is_control() || *c == ',') {
+        return Some(format!("{origin:?} contains {c:?}: one origin per rule"));
+    }
+    None
+}

@@ -9,16 +9,19 @@ use arc_swap::{ArcSwap, Guard};
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
+use crate::authority::{self, AuthorityRule};
 use crate::entry::{Active, Request};
-use crate::flow::{self, FlowListener, FlowOutcome, FlowRules};
+use crate::flow::{self, FlowOutcome, FlowRules};
 use crate::node::registry::{Arena, Registry};
 use crate::node::tree::{EntranceNode, TreeNode, add_child, has_child};
 use crate::node::{ContextNode, Entrance, OriginNode, ResourceNode, StatisticNode};
-use crate::rules::{ResourceRules, RuleSet, RuleSetParts};
+use crate::rules::{AllListeners, ResourceRules, RuleManager, RuleSet, RuleSetParts};
 use crate::slot::{Check, EntryContext, Slot, SlotChain};
 use crate::stat::StatConfig;
+use crate::system::{self, ProcStatus, SystemLimits, SystemRule, SystemStatus};
 use crate::{
-    BlockError, Clock, Entry, EntryBuilder, EntryType, MonotonicClock, Resource, Rule, SystemClock,
+    BlockError, BlockKind, Clock, Entry, EntryBuilder, EntryType, MonotonicClock, Resource, Rule,
+    SystemClock,
 };
 
 /// The name of the context of entries that name none, as in Sentinel.
@@ -99,9 +102,9 @@ pub struct Sentinel {
     uid: u64,
     /// Serialises rule loads (each builds on the set in force).
     rules_lock: Mutex<()>,
-    pub(crate) flow_listeners: Mutex<Vec<FlowListener>>,
-    /// The newest rule version announced to listeners.
-    announced: AtomicU32,
+    pub(crate) listeners: AllListeners,
+    /// Load and CPU readings for system rules.
+    status: Arc<dyn SystemStatus>,
 }
 
 /// Instance ids, for the per-thread rule cache.
@@ -309,7 +312,11 @@ impl Sentinel {
         let mut refusal = Refusal::default();
         let checked = |rules: Option<&RuleSet>, refusal: &mut Refusal| {
             let resource_rules = rules.and_then(|set| set.for_resource(resource));
-            if self.chain.is_empty() && resource_rules.is_none() {
+            let system = match request.entry_type {
+                EntryType::Inbound => rules.and_then(RuleSet::system),
+                EntryType::Outbound => None,
+            };
+            if self.chain.is_empty() && resource_rules.is_none() && system.is_none() {
                 return Some(FlowOutcome::default());
             }
             self.run_chain(
@@ -325,7 +332,10 @@ impl Sentinel {
                     args: request.args,
                     now_ms: now,
                 },
-                resource_rules,
+                Checks {
+                    resource: resource_rules,
+                    system,
+                },
                 refusal,
             )
         };
@@ -391,7 +401,7 @@ impl Sentinel {
     fn run_chain(
         &self,
         ctx: &EntryContext<'_>,
-        rules: Option<&ResourceRules>,
+        rules: Checks<'_>,
         refusal: &mut Refusal,
     ) -> Option<FlowOutcome> {
         // Slots before the statistic slot refuse without a block count.
@@ -401,7 +411,7 @@ impl Sentinel {
             .iter()
             .try_for_each(|slot| slot.entry(ctx))
         {
-            refusal.slot = Some(block);
+            refusal.block = Some(block);
             return None;
         }
         let outcome = self.check(ctx, rules, refusal);
@@ -426,36 +436,64 @@ impl Sentinel {
     fn check(
         &self,
         ctx: &EntryContext<'_>,
-        rules: Option<&ResourceRules>,
+        checks: Checks<'_>,
         refusal: &mut Refusal,
     ) -> Option<FlowOutcome> {
         let mut outcome = FlowOutcome::default();
-        let mut slots = |i: usize, outcome: FlowOutcome| {
+        let slots = |i: usize, outcome: FlowOutcome, refusal: &mut Refusal| {
             let refused = self.chain.checks[i]
                 .iter()
                 .try_for_each(|slot| slot.entry(ctx));
             if let Err(block) = refused {
                 flow::release(ctx, outcome.reserved());
-                refusal.slot = Some(block);
+                refusal.block = Some(block);
                 return None;
             }
             Some(())
         };
+        let rules = checks.resource;
         for (i, check) in Check::ALL.into_iter().enumerate() {
-            slots(i, outcome)?;
-            if let (Check::Flow, Some(rules)) = (check, rules)
-                && !rules.flow.is_empty()
-            {
-                match flow::check(self, &rules.flow, |o| rules.names_origin(o), ctx) {
-                    Ok(passed) => outcome = passed,
-                    Err(rule) => {
-                        refusal.rule = Some(rule);
+            slots(i, outcome, refusal)?;
+            let refused = match (check, rules) {
+                (Check::Authority, Some(rules)) if !rules.authority.is_empty() => {
+                    authority::check(&rules.authority, ctx.origin_name).err()
+                }
+                (Check::System, _) => {
+                    if let Some(limits) = checks.system
+                        && let Err(rule) =
+                            limits.check(&self.inbound, &*self.status, ctx.batch, ctx.now_ms)
+                    {
+                        // Named with the resource entered, not the rule's.
+                        refusal.block = Some(BlockError::new(
+                            BlockKind::System,
+                            ctx.resource.name_arc().clone(),
+                            Some(Arc::clone(rule) as Arc<dyn Rule>),
+                        ));
                         return None;
                     }
+                    None
                 }
+                (Check::Flow, Some(rules)) if !rules.flow.is_empty() => {
+                    match flow::check(self, &rules.flow, |o| rules.names_origin(o), ctx) {
+                        Ok(passed) => {
+                            outcome = match rules.flow_windows {
+                                true => passed.with_windows(),
+                                false => passed,
+                            };
+                            None
+                        }
+                        Err(rule) => Some(rule),
+                    }
+                }
+                _ => None,
+            };
+            if let Some(rule) = refused {
+                flow::release(ctx, outcome.reserved());
+                refusal.rule = Some(rule);
+                return None;
             }
         }
-        slots(Check::ALL.len(), outcome)?;
+        slots(Check::ALL.len(), outcome, refusal)?;
         Some(outcome)
     }
 
@@ -624,7 +662,17 @@ impl Sentinel {
 
     /// The flow rules of this instance: load, read, listen.
     pub fn flow_rules(&self) -> FlowRules<'_> {
-        FlowRules { sentinel: self }
+        RuleManager::new(self, &flow::KIND)
+    }
+
+    /// The authority rules (origin white and black lists) of this instance.
+    pub fn authority_rules(&self) -> RuleManager<'_, AuthorityRule> {
+        RuleManager::new(self, &authority::KIND)
+    }
+
+    /// The system rules of this instance.
+    pub fn system_rules(&self) -> RuleManager<'_, SystemRule> {
+        RuleManager::new(self, &system::KIND)
     }
 
     /// The rule set in force.
@@ -662,24 +710,16 @@ impl Sentinel {
 
     /// Builds and swaps in a new rule set from the one in force, one load at
     /// a time.
-    pub(crate) fn update_rules(
-        &self,
-        build: impl FnOnce(&RuleSet) -> RuleSetParts,
-    ) -> Arc<RuleSet> {
+    pub(crate) fn update_rules(&self, change: impl FnOnce(&mut RuleSetParts)) -> Arc<RuleSet> {
         let _guard = self.rules_lock.lock();
         let current = self.rules.load_full();
         let version = current.version.wrapping_add(1).max(1);
-        let next = Arc::new(RuleSet::build(version, build(&current)));
+        let mut parts = current.parts.clone();
+        change(&mut parts);
+        let next = Arc::new(RuleSet::build(version, parts));
         self.rules.store(Arc::clone(&next));
         self.rules_version.store(version, Ordering::Release);
         next
-    }
-
-    /// Whether listeners should hear of `version`: `false` once a newer
-    /// version has been announced (two loads racing), so that listeners
-    /// never end on an older list than the one in force.
-    pub(crate) fn announce(&self, version: u32) -> bool {
-        self.announced.fetch_max(version, Ordering::AcqRel) < version
     }
 
     pub(crate) fn resource_id(&self, name: &str) -> Option<u32> {
@@ -777,18 +817,28 @@ impl fmt::Debug for Sentinel {
     }
 }
 
-/// Why the checks refused an entry: a rule, or a user slot's block.
+/// What the checks of one entry read.
+#[derive(Clone, Copy)]
+struct Checks<'r> {
+    /// The rules of the entry's resource.
+    resource: Option<&'r ResourceRules>,
+    /// The system limits, for an inbound entry while any is set.
+    system: Option<&'r SystemLimits>,
+}
+
+/// Why the checks refused an entry: a rule of the resource, or a block made
+/// whole by its check (a user slot's, a system limit's).
 #[derive(Default)]
 struct Refusal {
     rule: Option<Arc<dyn Rule>>,
-    slot: Option<BlockError>,
+    block: Option<BlockError>,
 }
 
 impl Refusal {
     /// The error of a refused entry.
     #[inline]
     fn into_error(self) -> BlockError {
-        match (self.rule, self.slot) {
+        match (self.rule, self.block) {
             (Some(rule), _) => BlockError::refused(rule),
             (None, Some(block)) => block,
             (None, None) => unreachable!("a refused entry has its reason"),
@@ -899,6 +949,7 @@ pub struct SentinelBuilder {
     max_origins: Option<usize>,
     stat: StatConfig,
     slots: Vec<Arc<dyn Slot>>,
+    status: Option<Arc<dyn SystemStatus>>,
 }
 
 impl SentinelBuilder {
@@ -937,6 +988,14 @@ impl SentinelBuilder {
     /// The windows of every node (default: 1 s in 2 buckets, 60 s in 60).
     pub fn stat_config(mut self, config: StatConfig) -> Self {
         self.stat = config;
+        self
+    }
+
+    /// Where system rules read the machine's load and CPU usage (default:
+    /// [`ProcStatus`], `/proc` on Linux); tests pass a
+    /// [`ManualStatus`](crate::system::ManualStatus).
+    pub fn system_status(mut self, status: impl SystemStatus) -> Self {
+        self.status = Some(Arc::new(status));
         self
     }
 
@@ -979,8 +1038,8 @@ impl SentinelBuilder {
             rules_version: AtomicU32::new(0),
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             rules_lock: Mutex::new(()),
-            flow_listeners: Mutex::new(Vec::new()),
-            announced: AtomicU32::new(0),
+            listeners: AllListeners::default(),
+            status: self.status.unwrap_or_else(|| Arc::new(ProcStatus)),
         }
     }
 }

@@ -32,8 +32,6 @@
 mod controller;
 mod rule;
 
-use std::collections::HashMap;
-use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -43,14 +41,15 @@ pub use rule::{
 
 use crate::entry::spare;
 use crate::node::StatisticNode;
-use crate::rule::{RuleError, RuleErrors};
+use crate::rule::RuleErrors;
+use crate::rules::{CompiledRule, Kind, KindSet, Listener, RuleManager, RuleSet};
 use crate::slot::EntryContext;
 use crate::stat::{LeapArray, MetricBucket, MetricEvent, WindowShape};
 use crate::{Rule, Sentinel};
 use controller::{Controller, Decision, Usage};
 
 /// Loads `rules` into the [`global`](crate::global) instance's flow rules,
-/// replacing them all. See [`FlowRules::load`].
+/// replacing them all. See [`RuleManager::load`].
 pub fn load_rules(rules: Vec<FlowRule>) -> Result<(), RuleErrors> {
     crate::global().flow_rules().load(rules)
 }
@@ -60,65 +59,20 @@ pub fn rules() -> Vec<FlowRule> {
     crate::global().flow_rules().rules()
 }
 
-/// A listener of flow-rule changes: called with the rules now in force.
-pub type FlowListener = Arc<dyn Fn(&[FlowRule]) + Send + Sync>;
-
 /// An instance's flow rules: load, read, listen.
-pub struct FlowRules<'s> {
-    pub(crate) sentinel: &'s Sentinel,
-}
+pub type FlowRules<'s> = RuleManager<'s, FlowRule>;
 
-impl FlowRules<'_> {
-    /// Replaces every flow rule with `rules`, after checking all of them:
-    /// when any is invalid nothing changes and every problem is returned.
-    /// Unchanged rules keep their state; statistics are never reset.
-    pub fn load(&self, rules: Vec<FlowRule>) -> Result<(), RuleErrors> {
-        let errors: Vec<RuleError> = rules
-            .iter()
-            .enumerate()
-            .filter_map(|(i, rule)| rule.validate(i).err())
-            .collect();
-        if !errors.is_empty() {
-            tracing::warn!(errors = %RuleErrors(errors.clone()), "sentinel: flow rules refused");
-            return Err(RuleErrors(errors));
-        }
-        let set = self.sentinel.update_rules(|current| {
-            let flow = FlowRuleSet::compile(rules, Some(&current.flow));
-            tracing::info!(rules = flow.rules.len(), "sentinel: flow rules loaded");
-            crate::rules::RuleSetParts {
-                flow: Arc::new(flow),
-            }
-        });
-        // Listeners run with no lock held (one may load rules itself).
-        let listeners = self.sentinel.flow_listeners.lock().clone();
-        if self.sentinel.announce(set.version) {
-            for listener in &listeners {
-                listener(&set.flow.rules);
-            }
-        }
-        Ok(())
-    }
+/// A listener of flow-rule changes: called with the rules now in force.
+pub type FlowListener = Listener<FlowRule>;
 
-    /// The rules in force, as loaded.
-    pub fn rules(&self) -> Vec<FlowRule> {
-        self.sentinel.rule_set().flow.rules.clone()
-    }
-
-    /// Calls `listener` with the rules in force after each successful load
-    /// (not for a load that a newer one overtook). It runs with no lock
-    /// held: it may load rules or add listeners itself.
-    pub fn on_change(&self, listener: impl Fn(&[FlowRule]) + Send + Sync + 'static) {
-        self.sentinel.flow_listeners.lock().push(Arc::new(listener));
-    }
-}
-
-impl fmt::Debug for FlowRules<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FlowRules")
-            .field("rules", &self.rules().len())
-            .finish()
-    }
-}
+/// The flow kind, for its [`RuleManager`].
+pub(crate) static KIND: Kind<FlowRule> = Kind {
+    name: "flow",
+    validate: FlowRule::validate,
+    rules: RuleSet::flow_rules,
+    replace: |parts, rules| parts.flow = Arc::new(KindSet::compile(rules, &parts.flow)),
+    listeners: |sentinel| &sentinel.listeners.flow,
+};
 
 /// Whose calls a compiled rule counts.
 #[derive(Debug)]
@@ -155,7 +109,16 @@ impl CompiledFlow {
         &self.rule
     }
 
-    fn new(rule: FlowRule) -> Self {
+    /// Whether the rule keeps a window of its own.
+    pub(crate) fn has_window(&self) -> bool {
+        self.window.is_some()
+    }
+}
+
+impl CompiledRule for CompiledFlow {
+    type Rule = FlowRule;
+
+    fn compile(rule: &FlowRule) -> Self {
         let limit = match rule.limit_app.as_str() {
             LIMIT_APP_DEFAULT => Limit::Default,
             LIMIT_APP_OTHER => Limit::Other,
@@ -172,55 +135,30 @@ impl CompiledFlow {
             .flatten()
             .map(LeapArray::with_shape);
         CompiledFlow {
-            controller: Controller::new(&rule),
+            controller: Controller::new(rule),
             concurrency: rule.grade == FlowGrade::Concurrency,
             limit,
             strategy,
             window,
-            rule: Arc::new(rule),
+            rule: Arc::new(rule.clone()),
         }
     }
-}
 
-/// The flow rules of an instance, compiled.
-#[derive(Debug, Default)]
-pub(crate) struct FlowRuleSet {
-    rules: Vec<FlowRule>,
-    /// Per resource, in check order.
-    pub(crate) by_resource: HashMap<String, Vec<Arc<CompiledFlow>>>,
-}
+    fn source(&self) -> &FlowRule {
+        &self.rule
+    }
 
-impl FlowRuleSet {
-    /// Compiles `rules`, reusing the compiled rule (and its state) of every
-    /// rule in `old` that is unchanged.
-    fn compile(rules: Vec<FlowRule>, old: Option<&FlowRuleSet>) -> Self {
-        let mut reusable: HashMap<&str, Vec<&Arc<CompiledFlow>>> = HashMap::new();
-        if let Some(old) = old {
-            for (resource, list) in &old.by_resource {
-                reusable.entry(resource).or_default().extend(list.iter());
-            }
+    fn resource(rule: &FlowRule) -> &str {
+        &rule.resource
+    }
+
+    /// Rules naming one origin first, "default" last, as Sentinel orders them.
+    fn rank(&self) -> u8 {
+        match self.limit {
+            Limit::Origin(_) => 0,
+            Limit::Other => 1,
+            Limit::Default => 2,
         }
-        let mut by_resource: HashMap<String, Vec<Arc<CompiledFlow>>> = HashMap::new();
-        for rule in &rules {
-            let same = reusable.get_mut(rule.resource.as_str()).and_then(|list| {
-                let at = list.iter().position(|c| *c.rule == *rule)?;
-                Some(Arc::clone(list.remove(at)))
-            });
-            let compiled = same.unwrap_or_else(|| Arc::new(CompiledFlow::new(rule.clone())));
-            by_resource
-                .entry(rule.resource.clone())
-                .or_default()
-                .push(compiled);
-        }
-        for list in by_resource.values_mut() {
-            // Rules naming one origin first, "default" last (a stable sort).
-            list.sort_by_key(|c| match c.limit {
-                Limit::Origin(_) => 0,
-                Limit::Other => 1,
-                Limit::Default => 2,
-            });
-        }
-        FlowRuleSet { rules, by_resource }
     }
 }
 
@@ -254,6 +192,13 @@ impl FlowOutcome {
     #[inline]
     pub(crate) fn windows(self) -> bool {
         self.0 & Self::WINDOWS != 0
+    }
+
+    /// Marks that a rule keeps a window of its own: rules with windows of
+    /// their own count the entry once it is admitted (every later check
+    /// passed, any queue waited): see `count_windows`.
+    pub(crate) fn with_windows(self) -> Self {
+        FlowOutcome(self.0 | Self::WINDOWS)
     }
 
     /// Waits at least `ns` (capped at 2^60 ns, 36 years).
@@ -341,11 +286,6 @@ pub(crate) fn check(
             release(ctx, outcome.reserved());
             return Err(spare::share(&compiled.rule));
         }
-    }
-    // Rules with windows of their own count the entry once it is admitted
-    // (every later check passed, any queue waited): see `count_windows`.
-    if rules.iter().any(|c| c.window.is_some()) {
-        outcome.0 |= FlowOutcome::WINDOWS;
     }
     Ok(outcome)
 }

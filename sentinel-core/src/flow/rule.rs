@@ -4,7 +4,7 @@ use std::any::Any;
 use std::fmt;
 
 use crate::BlockKind;
-use crate::rule::{Rule, RuleError};
+use crate::rule::{Rule, RuleError, origin_problem};
 
 /// `limit_app` value: the rule counts every caller together.
 pub const LIMIT_APP_DEFAULT: &str = "default";
@@ -200,20 +200,6 @@ impl FlowRule {
     pub(crate) fn names_origin(&self) -> bool {
         self.limit_app != LIMIT_APP_DEFAULT && self.limit_app != LIMIT_APP_OTHER
     }
-}
-
-/// Why an origin name is not usable, if it is not.
-pub(crate) fn origin_problem(origin: &str) -> Option<String> {
-    if origin.is_empty() {
-        return Some("must not be empty (use \"default\" for every caller)".into());
-    }
-    if origin.trim() != origin {
-        return Some(format!("{origin:?} has surrounding whitespace"));
-    }
-    if let Some(c) = origin.chars().find(|c| c.is_control() || *c == ',') {
-        return Some(format!("{origin:?} contains {c:?}: one origin per rule"));
-    }
-    None
 }
 
 impl Default for FlowRule {

@@ -1,17 +1,33 @@
 //! The rules of an instance, every kind together, swapped as one.
 //!
-//! An entry loads the set once (`ArcSwap::load`) and finds its resource's
-//! rules through a hint cached on the resource node: the set's version and
-//! the resource's position in it. While the set is unchanged that is a load
-//! and a compare; after a swap the first entry of each resource looks its
-//! name up once.
+//! An entry loads the set once and finds its resource's rules through a
+//! hint cached on the resource node: the set's version and the resource's
+//! position in it. While the set is unchanged that is a load and a compare;
+//! after a swap the first entry of each resource looks its name up once.
+
+mod compiled;
+mod manager;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use crate::flow::{CompiledFlow, FlowRuleSet};
+pub(crate) use compiled::{CompiledRule, KindSet};
+pub(crate) use manager::{Kind, Listeners};
+pub use manager::{Listener, RuleManager};
+
+use crate::authority::{AuthorityRule, CompiledAuthority};
+use crate::flow::{CompiledFlow, FlowRule};
 use crate::node::ResourceNode;
+use crate::system::{SystemLimits, SystemRule};
+
+/// The compiled rules of every kind, the parts a set is built from.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RuleSetParts {
+    pub(crate) flow: Arc<KindSet<CompiledFlow>>,
+    pub(crate) authority: Arc<KindSet<CompiledAuthority>>,
+    pub(crate) system: Arc<SystemLimits>,
+}
 
 /// Every rule kind of an instance, compiled.
 #[derive(Debug, Default)]
@@ -19,22 +35,20 @@ pub(crate) struct RuleSet {
     /// Changes with every swap; 0 only for the empty set an instance starts
     /// with.
     pub(crate) version: u32,
-    pub(crate) flow: Arc<FlowRuleSet>,
+    pub(crate) parts: RuleSetParts,
     index: HashMap<Box<str>, u32>,
     resources: Vec<ResourceRules>,
-}
-
-/// The parts a new set is built from.
-pub(crate) struct RuleSetParts {
-    pub(crate) flow: Arc<FlowRuleSet>,
 }
 
 /// The rules of one resource, every kind.
 #[derive(Debug)]
 pub(crate) struct ResourceRules {
+    pub(crate) authority: Box<[Arc<CompiledAuthority>]>,
     pub(crate) flow: Box<[Arc<CompiledFlow>]>,
     /// Origins that flow rules of the resource name (for `limit_app: other`).
     named_origins: Box<[Box<str>]>,
+    /// A flow rule of the resource keeps a window of its own.
+    pub(crate) flow_windows: bool,
 }
 
 impl ResourceRules {
@@ -46,28 +60,61 @@ impl ResourceRules {
 
 impl RuleSet {
     pub(crate) fn build(version: u32, parts: RuleSetParts) -> Self {
+        let mut names: Vec<&str> = parts
+            .flow
+            .by_resource
+            .keys()
+            .chain(parts.authority.by_resource.keys())
+            .map(String::as_str)
+            .collect();
+        names.sort_unstable();
+        names.dedup();
         let mut index = HashMap::new();
         let mut resources = Vec::new();
-        for (resource, rules) in &parts.flow.by_resource {
-            let mut named: Vec<Box<str>> = rules
+        for resource in names {
+            let flow = parts.flow.of(resource);
+            let mut named: Vec<Box<str>> = flow
                 .iter()
                 .filter(|c| c.rule().names_origin())
                 .map(|c| c.rule().limit_app.as_str().into())
                 .collect();
             named.sort();
             named.dedup();
-            index.insert(resource.as_str().into(), resources.len() as u32);
+            index.insert(resource.into(), resources.len() as u32);
             resources.push(ResourceRules {
-                flow: rules.clone().into_boxed_slice(),
+                authority: parts.authority.of(resource),
+                flow_windows: flow.iter().any(|c| c.has_window()),
+                flow,
                 named_origins: named.into_boxed_slice(),
             });
         }
         RuleSet {
             version,
-            flow: parts.flow,
+            parts,
             index,
             resources,
         }
+    }
+
+    /// The flow rules, as loaded.
+    pub(crate) fn flow_rules(&self) -> &[FlowRule] {
+        &self.parts.flow.rules
+    }
+
+    /// The authority rules, as loaded.
+    pub(crate) fn authority_rules(&self) -> &[AuthorityRule] {
+        &self.parts.authority.rules
+    }
+
+    /// The system rules, as loaded.
+    pub(crate) fn system_rules(&self) -> &[SystemRule] {
+        &self.parts.system.rules
+    }
+
+    /// The system limits, when any is set.
+    #[inline]
+    pub(crate) fn system(&self) -> Option<&SystemLimits> {
+        Some(&*self.parts.system).filter(|limits| limits.is_on())
     }
 
     /// The rules of `node`'s resource, if it has any.
@@ -94,4 +141,12 @@ impl RuleSet {
             .store(u64::from(self.version) << 32 | slot, Ordering::Relaxed);
         self.resources.get(position? as usize)
     }
+}
+
+/// An instance's rule listeners, per kind.
+#[derive(Default)]
+pub(crate) struct AllListeners {
+    pub(crate) flow: Listeners<FlowRule>,
+    pub(crate) authority: Listeners<AuthorityRule>,
+    pub(crate) system: Listeners<SystemRule>,
 }
