@@ -170,29 +170,82 @@ fn lane_of(word: u64, lane: usize) -> u64 {
     }
 }
 
-/// The owner's part of one slot of the second window, with the start of the
-/// slice it holds. On a line of its own.
-#[repr(align(64))]
-struct Slot {
+/// What a QPS check reads of an owner's slot: the start of the slice it
+/// holds and the pass and block lanes (word 0).
+struct Head {
     start: AtomicU64,
-    words: [AtomicU64; WORDS],
+    pass_block: AtomicU64,
+}
+
+const _: () = assert!(LANE_PASS / 2 == 0, "the pass lane is in the head");
+
+/// What only exits write: the other words and the minimum RT.
+struct Tail {
+    words: [AtomicU64; WORDS - 1],
     min_rt: AtomicU32,
 }
 
-impl Slot {
+/// Two slots on a pair of lines of their own (x86 fetches lines in pairs), so
+/// that the owners of two nodes never write the same pair. The heads share
+/// one line and the tails the other: a check on another core reads the
+/// heads, so the owner's exits write a line that no reader pulls away.
+#[repr(align(128))]
+struct SlotPair {
+    heads: [Head; 2],
+    tails: Aligned<[Tail; 2]>,
+}
+
+#[repr(align(64))]
+struct Aligned<T>(T);
+
+impl SlotPair {
     fn new() -> Self {
-        Slot {
+        let head = || Head {
             start: AtomicU64::new(UNUSED),
+            pass_block: AtomicU64::new(0),
+        };
+        let tail = || Tail {
             words: std::array::from_fn(|_| AtomicU64::new(0)),
             min_rt: AtomicU32::new(NO_RT),
+        };
+        SlotPair {
+            heads: [head(), head()],
+            tails: Aligned([tail(), tail()]),
         }
+    }
+}
+
+/// The owner's part of one slot of the second window.
+#[derive(Clone, Copy)]
+struct Slot<'a> {
+    head: &'a Head,
+    tail: &'a Tail,
+}
+
+impl<'a> Slot<'a> {
+    #[inline(always)]
+    fn start(self) -> &'a AtomicU64 {
+        &self.head.start
+    }
+
+    #[inline(always)]
+    fn word(self, word: usize) -> &'a AtomicU64 {
+        match word {
+            0 => &self.head.pass_block,
+            w => &self.tail.words[w - 1],
+        }
+    }
+
+    #[inline(always)]
+    fn min_rt(self) -> &'a AtomicU32 {
+        &self.tail.min_rt
     }
 }
 
 /// One part of a slot, to read.
 #[derive(Clone, Copy)]
 enum Part<'a> {
-    Owned(&'a Slot),
+    Owned(Slot<'a>),
     Shared(&'a SharedPart),
 }
 
@@ -201,16 +254,11 @@ impl Part<'_> {
     #[inline(always)]
     fn lane(self, lane: usize) -> u64 {
         match self {
-            Part::Owned(slot) => lane_of(slot.words[lane / 2].load(Relaxed), lane),
+            Part::Owned(slot) => lane_of(slot.word(lane / 2).load(Relaxed), lane),
             Part::Shared(part) => part.lanes.sum(lane),
         }
     }
 }
-
-/// Two slots on a pair of lines of their own (x86 fetches lines in pairs), so
-/// that the owners of two nodes never write the same pair.
-#[repr(align(128))]
-struct SlotPair([Slot; 2]);
 
 /// The part of one slot every other thread writes. Allocated on the first
 /// such write, padded to its own lines so that the owner's stores and the
@@ -231,23 +279,57 @@ impl SharedPart {
     }
 }
 
-/// The second window (written), the minute window (folded into) and the
-/// lifetime totals of one node.
-pub(crate) struct LiveWindows {
-    interval_ms: u64,
-    bucket_len: Divisor,
-    sample_count: Divisor,
-    slots: Box<[SlotPair]>,
-    /// The number of slots (`sample_count`).
-    slot_count: usize,
-    shared: OnceBox<Box<[CachePadded<SharedPart>]>>,
-    minute: LeapArray<MetricBucket>,
-    /// The owner's token; 0 until a thread claims the node.
+/// The slots of the second window one thread owns: it alone writes them,
+/// with plain loads and stores.
+struct Owned {
+    /// The owner's token; 0 until a thread claims the part.
     owner: AtomicU64,
+    slots: Box<[SlotPair]>,
     /// The owner's latest slice and its slot, written by the owner only: while
     /// time stays in that slice the owner finds its slot without dividing.
     hint_start: AtomicU64,
     hint_slot: AtomicU32,
+}
+
+impl Owned {
+    fn new(slot_count: usize) -> Self {
+        Owned {
+            owner: AtomicU64::new(0),
+            slots: (0..slot_count.div_ceil(2))
+                .map(|_| SlotPair::new())
+                .collect(),
+            hint_start: AtomicU64::new(UNUSED),
+            hint_slot: AtomicU32::new(0),
+        }
+    }
+
+    #[inline]
+    fn slot(&self, index: usize) -> Slot<'_> {
+        let pair = &self.slots[index / 2];
+        Slot {
+            head: &pair.heads[index % 2],
+            tail: &pair.tails.0[index % 2],
+        }
+    }
+}
+
+/// The second window (written), the minute window (folded into) and the
+/// lifetime totals of one node.
+///
+/// The first thread to write the node owns its first part; the second
+/// thread owns a second part, allocated then (two threads on one hot
+/// resource both write with plain stores, and read one line of the other's
+/// per check); any further thread adds through the shared parts.
+pub(crate) struct LiveWindows {
+    interval_ms: u64,
+    bucket_len: Divisor,
+    sample_count: Divisor,
+    first: Owned,
+    second: OnceBox<Owned>,
+    /// The number of slots (`sample_count`).
+    slot_count: usize,
+    shared: OnceBox<Box<[CachePadded<SharedPart>]>>,
+    minute: LeapArray<MetricBucket>,
     /// Try-lock for rotating shared parts.
     rotating: AtomicBool,
     /// Pass and success folded out of the second window, ever.
@@ -263,25 +345,16 @@ impl LiveWindows {
             interval_ms: second.interval_ms(),
             bucket_len: Divisor::new(second.bucket_ms()),
             sample_count: Divisor::new(u64::from(second.sample_count())),
-            slots: (0..second.sample_count().div_ceil(2))
-                .map(|_| SlotPair([Slot::new(), Slot::new()]))
-                .collect(),
+            first: Owned::new(second.sample_count() as usize),
+            second: OnceBox::new(),
             slot_count: second.sample_count() as usize,
             shared: OnceBox::new(),
             minute: LeapArray::with_shape(minute),
-            owner: AtomicU64::new(0),
-            hint_start: AtomicU64::new(UNUSED),
-            hint_slot: AtomicU32::new(0),
             rotating: AtomicBool::new(false),
             folded_pass: AtomicU64::new(0),
             folded_success: AtomicU64::new(0),
             seq: AtomicU64::new(0),
         }
-    }
-
-    #[inline]
-    fn slot(&self, index: usize) -> &Slot {
-        &self.slots[index / 2].0[index % 2]
     }
 
     /// The second window's length in milliseconds.
@@ -306,12 +379,19 @@ impl LiveWindows {
     #[inline(always)]
     pub(crate) fn add(&self, now: u64, word: usize, low: u64, high: u64, rt: Option<u32>) {
         let me = token();
-        if self.owner.load(Relaxed) == me {
-            // The owner, still in its latest slice: one load and one store.
-            let hint = self.hint_start.load(Relaxed);
+        let part = if self.first.owner.load(Relaxed) == me {
+            Some(&self.first)
+        } else {
+            self.second
+                .get()
+                .filter(|part| part.owner.load(Relaxed) == me)
+        };
+        if let Some(part) = part {
+            // An owner, still in its latest slice: one load and one store.
+            let hint = part.hint_start.load(Relaxed);
             if now >= hint && now - hint < self.bucket_len.get() {
-                let index = self.hint_slot.load(Relaxed) as usize;
-                if Self::write_owned(self.slot(index), word, low, high, rt) {
+                let index = part.hint_slot.load(Relaxed) as usize;
+                if Self::write_owned(part.slot(index), word, low, high, rt) {
                     return;
                 }
                 return self.add_shared(index, hint, word, low, high, rt);
@@ -320,16 +400,15 @@ impl LiveWindows {
         self.add_slow(now, me, word, low, high, rt);
     }
 
-    /// Any add but the owner's within its latest slice.
+    /// Any add but an owner's within its latest slice.
     #[inline(never)]
     fn add_slow(&self, now: u64, me: u64, word: usize, low: u64, high: u64, rt: Option<u32>) {
         let number = self.bucket_len.div(now.min(LAST_TIME));
         let start = number * self.bucket_len.get();
         let index = self.sample_count.rem(number) as usize;
-        let slot = self.slot(index);
-        let owner = self.owner.load(Relaxed);
-        if owner == me || self.claim(owner, me) {
-            let held = slot.start.load(Relaxed);
+        if let Some(part) = self.owned_by(me) {
+            let slot = part.slot(index);
+            let held = slot.start().load(Relaxed);
             if held != start {
                 if held != UNUSED && held > start {
                     // Older than the slot's slice: out of every window.
@@ -337,10 +416,10 @@ impl LiveWindows {
                 }
                 self.rotate_owned(slot, held, start);
             }
-            let hint = self.hint_start.load(Relaxed);
+            let hint = part.hint_start.load(Relaxed);
             if hint == UNUSED || start > hint {
-                self.hint_slot.store(index as u32, Relaxed);
-                self.hint_start.store(start, Relaxed);
+                part.hint_slot.store(index as u32, Relaxed);
+                part.hint_start.store(start, Relaxed);
             }
             if Self::write_owned(slot, word, low, high, rt) {
                 return;
@@ -349,56 +428,79 @@ impl LiveWindows {
         self.add_shared(index, start, word, low, high, rt);
     }
 
-    /// Takes the node over if it has no owner or its owner has exited.
+    /// The part `me` owns, claimed if free: the second part first when `me`
+    /// holds it (so one thread never takes both), then the first, then the
+    /// second, allocated on the first claim.
+    fn owned_by(&self, me: u64) -> Option<&Owned> {
+        if me == NO_OWNER {
+            return None;
+        }
+        if let Some(second) = self.second.get()
+            && second.owner.load(Relaxed) == me
+        {
+            return Some(second);
+        }
+        if Self::claim(&self.first, me) {
+            return Some(&self.first);
+        }
+        let second = self
+            .second
+            .get_or_init(|| Box::new(Owned::new(self.slot_count)));
+        Self::claim(second, me).then_some(second)
+    }
+
+    /// Whether `me` owns `part`, taking it over if it has no owner or its
+    /// owner has exited.
     #[inline]
-    fn claim(&self, owner: u64, me: u64) -> bool {
-        me != NO_OWNER
-            && (owner == 0 || !is_live(owner))
-            && self
-                .owner
-                .compare_exchange(owner, me, Acquire, Relaxed)
-                .is_ok()
+    fn claim(part: &Owned, me: u64) -> bool {
+        let owner = part.owner.load(Relaxed);
+        owner == me
+            || ((owner == 0 || !is_live(owner))
+                && part
+                    .owner
+                    .compare_exchange(owner, me, Acquire, Relaxed)
+                    .is_ok())
     }
 
     /// The owner's add to its part of `slot`, which holds the right slice: a
     /// load and a store. `false` when a lane would overflow 32 bits (the
     /// shared part takes the add instead).
     #[inline(always)]
-    fn write_owned(slot: &Slot, word: usize, low: u64, high: u64, rt: Option<u32>) -> bool {
-        let cell = &slot.words[word];
+    fn write_owned(slot: Slot<'_>, word: usize, low: u64, high: u64, rt: Option<u32>) -> bool {
+        let cell = slot.word(word);
         let Some(next) = packed_add(cell.load(Relaxed), low, high) else {
             return false;
         };
         cell.store(next, Relaxed);
         if let Some(rt) = rt
-            && rt < slot.min_rt.load(Relaxed)
+            && rt < slot.min_rt().load(Relaxed)
         {
-            slot.min_rt.store(rt, Relaxed);
+            slot.min_rt().store(rt, Relaxed);
         }
         true
     }
 
     /// Moves the owner's part of `slot` from slice `held` to `start`.
     #[cold]
-    fn rotate_owned(&self, slot: &Slot, held: u64, start: u64) {
+    fn rotate_owned(&self, slot: Slot<'_>, held: u64, start: u64) {
         if held == UNUSED {
-            slot.start.store(start, Release);
+            slot.start().store(start, Release);
             return;
         }
         self.begin_fold();
         let mut lanes = [0u64; LANES];
-        for (w, cell) in slot.words.iter().enumerate() {
+        for (w, cell) in (0..WORDS).map(|w| (w, slot.word(w))) {
             let v = cell.load(Relaxed);
             lanes[2 * w] = lane_of(v, 2 * w);
             lanes[2 * w + 1] = lane_of(v, 2 * w + 1);
             cell.store(0, Relaxed);
         }
-        let min_rt = slot.min_rt.load(Relaxed);
-        slot.min_rt.store(NO_RT, Relaxed);
+        let min_rt = slot.min_rt().load(Relaxed);
+        slot.min_rt().store(NO_RT, Relaxed);
         self.fold(held, &lanes, min_rt);
         // Zeroed before the new start is published: a reader that sees the
         // new start sees no old value.
-        slot.start.store(start, Release);
+        slot.start().store(start, Release);
         self.end_fold();
     }
 
@@ -528,10 +630,12 @@ impl LiveWindows {
     /// holds a slice.
     #[inline(always)]
     fn parts(&self, index: usize, mut f: impl FnMut(u64, Part<'_>, u32)) {
-        let slot = self.slot(index);
-        let start = slot.start.load(Acquire);
-        if start != UNUSED {
-            f(start, Part::Owned(slot), slot.min_rt.load(Relaxed));
+        for part in std::iter::once(&self.first).chain(self.second.get()) {
+            let slot = part.slot(index);
+            let start = slot.start().load(Acquire);
+            if start != UNUSED {
+                f(start, Part::Owned(slot), slot.min_rt().load(Relaxed));
+            }
         }
         if let Some(parts) = self.shared.get() {
             let part = &parts[index].0;
@@ -694,7 +798,8 @@ impl fmt::Debug for LiveWindows {
             .field("interval_ms", &self.interval_ms)
             .field("sample_count", &self.sample_count.get())
             .field("minute", &self.minute)
-            .field("owned", &(self.owner.load(Relaxed) != 0))
+            .field("owned", &(self.first.owner.load(Relaxed) != 0))
+            .field("owned_twice", &self.second.get().is_some())
             .finish_non_exhaustive()
     }
 }
@@ -722,12 +827,16 @@ mod tests {
         std::thread::spawn(move || pass(&theirs, T0, 2))
             .join()
             .unwrap();
-        let first = w.owner.load(Relaxed);
+        let first = w.first.owner.load(Relaxed);
         assert_ne!(first, 0);
         assert!(!is_live(first), "the thread has exited");
         pass(&w, T0 + 1, 3);
-        assert_eq!(w.owner.load(Relaxed), token());
-        assert_ne!(w.owner.load(Relaxed), first, "tokens are never reused");
+        assert_eq!(w.first.owner.load(Relaxed), token());
+        assert_ne!(
+            w.first.owner.load(Relaxed),
+            first,
+            "tokens are never reused"
+        );
         assert_eq!(w.second_sum(T0 + 1, LANE_PASS), 5);
     }
 
@@ -738,10 +847,42 @@ mod tests {
         std::thread::scope(|s| {
             s.spawn(|| pass(&w, T0 + 1, 5));
         });
-        assert_ne!(w.owner.load(Relaxed), 0);
+        assert_ne!(w.first.owner.load(Relaxed), 0);
         assert_eq!(w.second_sum(T0 + 2, LANE_PASS), 7);
         assert_eq!(w.minute_sums(T0 + 2)[LANE_PASS], 7);
         assert_eq!(w.pass_less_success(), 7);
+    }
+
+    #[test]
+    fn a_second_thread_owns_the_second_part_and_a_third_shares() {
+        let w = windows();
+        pass(&w, T0, 1);
+        let barrier = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                pass(&w, T0 + 1, 2);
+                let second = w.second.get().expect("allocated by the second writer");
+                assert_eq!(second.owner.load(Relaxed), token());
+                // A third thread, while both owners live, shares.
+                std::thread::scope(|s| {
+                    s.spawn(|| {
+                        pass(&w, T0 + 2, 4);
+                        barrier.wait();
+                    });
+                    barrier.wait();
+                });
+                pass(&w, T0 + 3, 8);
+            });
+        });
+        assert_eq!(w.first.owner.load(Relaxed), token());
+        assert!(w.shared.get().is_some(), "the third thread wrote shared");
+        assert_eq!(w.second_sum(T0 + 3, LANE_PASS), 15);
+        assert_eq!(w.minute_sums(T0 + 3)[LANE_PASS], 15);
+        assert_eq!(w.pass_less_success(), 15);
+        // Each part rotates on its own and folds exactly once.
+        pass(&w, T0 + 1_000, 1);
+        assert_eq!(w.second_sum(T0 + 1_000, LANE_PASS), 1, "a new second");
+        assert_eq!(w.minute_sums(T0 + 1_000)[LANE_PASS], 16);
     }
 
     #[test]
