@@ -34,6 +34,7 @@
 #[path = "private.rs"]
 pub mod __private;
 mod clock;
+pub mod degrade;
 mod entry;
 pub mod flow;
 pub mod node;
