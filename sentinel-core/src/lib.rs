@@ -35,6 +35,7 @@
 pub mod __private;
 pub mod authority;
 mod clock;
+pub mod degrade;
 mod entry;
 pub mod flow;
 pub mod node;
