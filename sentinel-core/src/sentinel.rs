@@ -10,6 +10,7 @@ use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
 use crate::authority::{self, AuthorityRule};
+use crate::degrade::{self, DegradeRule, Probes, StateChange};
 use crate::entry::{Active, Request};
 use crate::flow::{self, FlowOutcome, FlowRules};
 use crate::node::registry::{Arena, Registry};
@@ -159,7 +160,7 @@ impl Sentinel {
         node
     }
 
-    /// As [`resolve`](Self::resolve), without counting a refusal (a handle
+    /// As [`resolve`](Self::resolve), without counting a verdict (a handle
     /// counts one per entry instead).
     pub(crate) fn resolve_quietly(&self, name: &str) -> Option<&ResourceNode> {
         let config = &self.config;
@@ -182,7 +183,7 @@ impl Sentinel {
                 self.clock.now_ms()
             }
         };
-        Ok(self.admit(&request, &checked, now))
+        Ok(self.admit(&request, checked, now))
     }
 
     /// As [`enter`](Self::enter), waiting in a rate limiter's queue with
@@ -196,18 +197,19 @@ impl Sentinel {
             return Ok(Entry::pass_through());
         };
         if checked.wait_ns == 0 {
-            return Ok(self.admit(&request, &checked, checked.start_ms));
+            let now = checked.start_ms;
+            return Ok(self.admit(&request, checked, now));
         }
+        let wait = std::time::Duration::from_nanos(checked.wait_ns);
         // Dropped while waiting (a cancelled future), the guard gives back
-        // the concurrency the checks took; nothing is counted.
-        let guard = Unadmitted {
-            checked: &checked,
-            armed: true,
+        // what the checks took (concurrency, probes); nothing is counted.
+        let mut guard = Unadmitted {
+            sentinel: self,
+            checked: Some(checked),
         };
-        tokio::time::sleep(std::time::Duration::from_nanos(checked.wait_ns)).await;
-        let mut guard = guard;
-        guard.armed = false;
-        Ok(self.admit(&request, &checked, self.clock.now_ms()))
+        tokio::time::sleep(wait).await;
+        let checked = guard.checked.take().expect("taken once, after the wait");
+        Ok(self.admit(&request, checked, self.clock.now_ms()))
     }
 
     /// Counts the pass of a checked entry at `now` and hands out its guard.
@@ -215,7 +217,7 @@ impl Sentinel {
     fn admit<'a, 's>(
         &'s self,
         request: &Request<'a, 's>,
-        checked: &Checked<'a, 's>,
+        checked: Checked<'a, 's>,
         now: u64,
     ) -> Entry<'s> {
         let batch = u64::from(request.batch);
@@ -231,7 +233,7 @@ impl Sentinel {
             |node| node.add_pass(now, batch),
         );
         if checked.windows {
-            self.count_rule_windows(request, checked, now);
+            self.count_rule_windows(request, &checked, now);
         }
         Entry::active(Active::new(
             self,
@@ -245,6 +247,8 @@ impl Sentinel {
             checked.start_ms,
             request.batch,
             checked.reserved,
+            checked.breakers,
+            checked.probes,
         ))
     }
 
@@ -306,11 +310,11 @@ impl Sentinel {
 
         // The chain runs only when something can block: a user slot or a
         // rule on this resource. Otherwise the entry pays for statistics
-        // alone. A refusal is left in `refusal`, so that the outcome of a
+        // alone. A verdict is left in `verdict`, so that the outcome of a
         // pass travels in registers, and becomes a `BlockError` only here,
         // in the caller's result.
-        let mut refusal = Refusal::default();
-        let checked = |rules: Option<&RuleSet>, refusal: &mut Refusal| {
+        let mut verdict = Verdict::default();
+        let checked = |rules: Option<&RuleSet>, verdict: &mut Verdict| {
             let resource_rules = rules.and_then(|set| set.for_resource(resource));
             let system = match request.entry_type {
                 EntryType::Inbound => rules.and_then(RuleSet::system),
@@ -336,15 +340,15 @@ impl Sentinel {
                     resource: resource_rules,
                     system,
                 },
-                refusal,
+                verdict,
             )
         };
         let outcome = match self.rules_version.load(Ordering::Acquire) {
-            0 => checked(None, &mut refusal),
-            version => self.with_rules(version, |rules| checked(Some(rules), &mut refusal)),
+            0 => checked(None, &mut verdict),
+            version => self.with_rules(version, |rules| checked(Some(rules), &mut verdict)),
         };
         let Some(outcome) = outcome else {
-            return Err(refusal.into_error());
+            return Err(verdict.into_error());
         };
         Ok(Some(Checked {
             resource,
@@ -357,6 +361,8 @@ impl Sentinel {
             wait_ns: outcome.wait_ns(),
             reserved: outcome.reserved(),
             windows: outcome.windows(),
+            breakers: outcome.breakers(),
+            probes: verdict.probes,
         }))
     }
 
@@ -384,9 +390,21 @@ impl Sentinel {
         });
     }
 
+    /// Tells the circuit breakers of an entry's resource that it completed.
+    #[inline(never)]
+    fn complete_breakers(&self, active: &Active<'_>, now: u64, rt: u64, error: bool) {
+        let notify = |change: &StateChange<'_>| self.listeners.states.notify(change);
+        let version = self.rules_version.load(Ordering::Acquire);
+        self.with_rules(version, |set| {
+            if let Some(rules) = set.for_resource(active.resource) {
+                degrade::complete(&rules.degrade, &active.probes, now, rt, error, &notify);
+            }
+        });
+    }
+
     /// Gives back the exact concurrency an entry holds.
     #[cold]
-    pub(crate) fn abandon(&self, active: &Active<'_>) {
+    pub(crate) fn release_reserved(&self, active: &Active<'_>) {
         flow::release_nodes(
             active.resource.stats(),
             active.origin.map(OriginNode::stats),
@@ -396,13 +414,13 @@ impl Sentinel {
     }
 
     /// The slots and checks of an entry: `None` (and the reason in
-    /// `refusal`) if refused, counted as blocked on every node of the entry.
+    /// `verdict`) if refused, counted as blocked on every node of the entry.
     #[inline(never)]
     fn run_chain(
         &self,
         ctx: &EntryContext<'_>,
         rules: Checks<'_>,
-        refusal: &mut Refusal,
+        verdict: &mut Verdict,
     ) -> Option<FlowOutcome> {
         // Slots before the statistic slot refuse without a block count.
         if let Err(block) = self
@@ -411,12 +429,12 @@ impl Sentinel {
             .iter()
             .try_for_each(|slot| slot.entry(ctx))
         {
-            refusal.block = Some(block);
+            verdict.block = Some(block);
             return None;
         }
-        let outcome = self.check(ctx, rules, refusal);
+        let outcome = self.check(ctx, rules, verdict);
         if outcome.is_none() {
-            // Statistic: a refusal by a check is counted as a block.
+            // Statistic: a verdict by a check is counted as a block.
             let counted = Counted::new(
                 self,
                 ctx.resource,
@@ -437,23 +455,25 @@ impl Sentinel {
         &self,
         ctx: &EntryContext<'_>,
         checks: Checks<'_>,
-        refusal: &mut Refusal,
+        verdict: &mut Verdict,
     ) -> Option<FlowOutcome> {
         let mut outcome = FlowOutcome::default();
-        let slots = |i: usize, outcome: FlowOutcome, refusal: &mut Refusal| {
+        let notify = |change: &StateChange<'_>| self.listeners.states.notify(change);
+        let slots = |i: usize, outcome: FlowOutcome, verdict: &mut Verdict| {
             let refused = self.chain.checks[i]
                 .iter()
                 .try_for_each(|slot| slot.entry(ctx));
             if let Err(block) = refused {
                 flow::release(ctx, outcome.reserved());
-                refusal.block = Some(block);
+                degrade::abandon(&mut verdict.probes, ctx.now_ms, &notify);
+                verdict.block = Some(block);
                 return None;
             }
             Some(())
         };
         let rules = checks.resource;
         for (i, check) in Check::ALL.into_iter().enumerate() {
-            slots(i, outcome, refusal)?;
+            slots(i, outcome, verdict)?;
             let refused = match (check, rules) {
                 (Check::Authority, Some(rules)) if !rules.authority.is_empty() => {
                     authority::check(&rules.authority, ctx.origin_name).err()
@@ -464,7 +484,7 @@ impl Sentinel {
                             limits.check(&self.inbound, &*self.status, ctx.batch, ctx.now_ms)
                     {
                         // Named with the resource entered, not the rule's.
-                        refusal.block = Some(BlockError::new(
+                        verdict.block = Some(BlockError::new(
                             BlockKind::System,
                             ctx.resource.name_arc().clone(),
                             Some(Arc::clone(rule) as Arc<dyn Rule>),
@@ -485,15 +505,24 @@ impl Sentinel {
                         Err(rule) => Some(rule),
                     }
                 }
+                (Check::Degrade, Some(rules)) if !rules.degrade.is_empty() => {
+                    match degrade::check(&rules.degrade, ctx.now_ms, &notify, &mut verdict.probes) {
+                        Ok(()) => {
+                            outcome = outcome.with_breakers();
+                            None
+                        }
+                        Err(rule) => Some(rule),
+                    }
+                }
                 _ => None,
             };
             if let Some(rule) = refused {
                 flow::release(ctx, outcome.reserved());
-                refusal.rule = Some(rule);
+                verdict.rule = Some(rule);
                 return None;
             }
         }
-        slots(Check::ALL.len(), outcome, refusal)?;
+        slots(Check::ALL.len(), outcome, verdict)?;
         Some(outcome)
     }
 
@@ -514,7 +543,10 @@ impl Sentinel {
             },
         );
         if active.reserved != 0 {
-            self.abandon(active);
+            self.release_reserved(active);
+        }
+        if active.breakers {
+            self.complete_breakers(active, now, rt, error);
         }
         if !self.chain.is_empty() {
             let ctx = crate::slot::ExitContext {
@@ -668,6 +700,12 @@ impl Sentinel {
     /// The authority rules (origin white and black lists) of this instance.
     pub fn authority_rules(&self) -> RuleManager<'_, AuthorityRule> {
         RuleManager::new(self, &authority::KIND)
+    }
+
+    /// The degrade rules (circuit breakers) of this instance; see also
+    /// [`RuleManager::on_state_change`] and [`RuleManager::breakers`].
+    pub fn degrade_rules(&self) -> RuleManager<'_, DegradeRule> {
+        RuleManager::new(self, &degrade::KIND)
     }
 
     /// The system rules of this instance.
@@ -826,19 +864,21 @@ struct Checks<'r> {
     system: Option<&'r SystemLimits>,
 }
 
-/// Why the checks refused an entry: a rule of the resource, or a block made
-/// whole by its check (a user slot's, a system limit's).
+/// What the checks leave beside their outcome: why they refused an entry (a
+/// rule of the resource, or a block made whole by its check: a user slot's,
+/// a system limit's), or the probes an entry they let through holds.
 #[derive(Default)]
-struct Refusal {
+struct Verdict {
     rule: Option<Arc<dyn Rule>>,
     block: Option<BlockError>,
+    probes: Probes,
 }
 
-impl Refusal {
+impl Verdict {
     /// The error of a refused entry.
     #[inline]
-    fn into_error(self) -> BlockError {
-        match (self.rule, self.block) {
+    fn into_error(mut self) -> BlockError {
+        match (self.rule.take(), self.block.take()) {
             (Some(rule), _) => BlockError::refused(rule),
             (None, Some(block)) => block,
             (None, None) => unreachable!("a refused entry has its reason"),
@@ -860,25 +900,33 @@ struct Checked<'a, 's> {
     reserved: u8,
     /// A flow rule of the resource keeps a window of its own.
     windows: bool,
+    /// The resource has circuit breakers, to hear of the exit.
+    breakers: bool,
+    /// Half-open probes the entry holds.
+    probes: Probes,
 }
 
 /// Gives back what a checked entry holds if it is never admitted.
 #[cfg(feature = "tokio")]
-struct Unadmitted<'c, 'a, 's> {
-    checked: &'c Checked<'a, 's>,
-    armed: bool,
+struct Unadmitted<'a, 's> {
+    sentinel: &'s Sentinel,
+    checked: Option<Checked<'a, 's>>,
 }
 
 #[cfg(feature = "tokio")]
-impl Drop for Unadmitted<'_, '_, '_> {
+impl Drop for Unadmitted<'_, '_> {
     fn drop(&mut self) {
-        if self.armed && self.checked.reserved != 0 {
+        if let Some(mut checked) = self.checked.take() {
             flow::release_nodes(
-                self.checked.resource.stats(),
-                self.checked.origin.map(OriginNode::stats),
-                self.checked.context_stats,
-                self.checked.reserved,
+                checked.resource.stats(),
+                checked.origin.map(OriginNode::stats),
+                checked.context_stats,
+                checked.reserved,
             );
+            let sentinel = self.sentinel;
+            degrade::abandon(&mut checked.probes, sentinel.now_ms(), &|change| {
+                sentinel.listeners.states.notify(change)
+            });
         }
     }
 }

@@ -219,7 +219,8 @@ impl CircuitBreaker {
         &self.rule
     }
 
-    /// The current state.
+    /// The current state (the public view is [`snapshot`](Self::snapshot)).
+    #[cfg(test)]
     pub(crate) fn state(&self) -> BreakerState {
         Word(self.state.load(Ordering::Acquire)).state()
     }

@@ -24,15 +24,169 @@
 //! at info level, and is reported to listeners as a [`StateChange`]. A rule
 //! reloaded unchanged keeps its breaker, state and window included.
 
-// wired by the slot chain in a following change
-#![allow(dead_code)]
+//! ```
+//! use sentinel_core::degrade::{BreakerState, DegradeGrade, DegradeRule};
+//! use sentinel_core::{BlockKind, ManualClock, Sentinel};
+//!
+//! let clock = ManualClock::new(1_700_000_000_000);
+//! let sentinel = Sentinel::builder().clock(clock.clone()).build();
+//! sentinel.degrade_rules().load(vec![DegradeRule {
+//!     min_request_amount: 2,
+//!     time_window_sec: 5,
+//!     ..DegradeRule::new("GET:/stock", DegradeGrade::ErrorCount, 1.0)
+//! }])?;
+//!
+//! for _ in 0..2 {
+//!     let entry = sentinel.entry("GET:/stock").unwrap();
+//!     entry.set_error("timeout");
+//! }
+//! let refused = sentinel.entry("GET:/stock").unwrap_err();
+//! assert_eq!(refused.kind(), BlockKind::Degrade);
+//! assert_eq!(sentinel.degrade_rules().breakers()[0].1.state, BreakerState::Open);
+//!
+//! clock.advance_ms(5_000);
+//! drop(sentinel.entry("GET:/stock").unwrap()); // the probe succeeds
+//! assert_eq!(sentinel.degrade_rules().breakers()[0].1.state, BreakerState::Closed);
+//! # Ok::<(), sentinel_core::RuleErrors>(())
+//! ```
 
 mod breaker;
 mod rule;
 mod window;
 
-// wired by the slot chain in a following change
-#[allow(unused_imports)]
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
 pub(crate) use breaker::{Admission, CircuitBreaker, Probe};
 pub use breaker::{BreakerSnapshot, BreakerState, StateChange};
 pub use rule::{DegradeGrade, DegradeRule, MAX_PROBE_NUM, MAX_STAT_INTERVAL_MS};
+
+use crate::Rule;
+use crate::entry::spare;
+use crate::rules::{CompiledRule, Kind, KindSet, RuleManager, RuleSet};
+
+/// The degrade kind, for its [`RuleManager`].
+pub(crate) static KIND: Kind<DegradeRule> = Kind {
+    name: "degrade",
+    validate: DegradeRule::validate,
+    rules: RuleSet::degrade_rules,
+    replace: |parts, rules| parts.degrade = Arc::new(KindSet::compile(rules, &parts.degrade)),
+    listeners: |sentinel| &sentinel.listeners.degrade,
+};
+
+impl CompiledRule for CircuitBreaker {
+    type Rule = DegradeRule;
+
+    fn compile(rule: &DegradeRule) -> Self {
+        CircuitBreaker::new(Arc::new(rule.clone()))
+    }
+
+    fn source(&self) -> &DegradeRule {
+        self.rule()
+    }
+
+    fn resource(rule: &DegradeRule) -> &str {
+        &rule.resource
+    }
+}
+
+/// A listener of circuit breakers' changes of state.
+pub type StateListener = Arc<dyn Fn(&StateChange<'_>) + Send + Sync>;
+
+/// An instance's listeners of breaker states, read without a lock when a
+/// breaker changes state.
+#[derive(Default)]
+pub(crate) struct StateListeners(ArcSwap<Vec<StateListener>>);
+
+impl StateListeners {
+    pub(crate) fn notify(&self, change: &StateChange<'_>) {
+        for listener in self.0.load().iter() {
+            listener(change);
+        }
+    }
+
+    fn add(&self, listener: StateListener) {
+        self.0.rcu(|list| {
+            let mut list = Vec::clone(list);
+            list.push(Arc::clone(&listener));
+            list
+        });
+    }
+}
+
+impl RuleManager<'_, DegradeRule> {
+    /// Calls `listener` on every change of state of a breaker of this
+    /// instance (Sentinel's `onTransformState`), on the thread whose entry
+    /// or exit made the change: keep it short.
+    pub fn on_state_change(&self, listener: impl Fn(&StateChange<'_>) + Send + Sync + 'static) {
+        self.sentinel.listeners.states.add(Arc::new(listener));
+    }
+
+    /// Every rule in force with its breaker's state and window now.
+    pub fn breakers(&self) -> Vec<(DegradeRule, BreakerSnapshot)> {
+        let now = self.sentinel.now_ms();
+        let set = self.sentinel.rule_set();
+        set.parts
+            .degrade
+            .by_resource
+            .values()
+            .flatten()
+            .map(|breaker| ((**breaker.rule()).clone(), breaker.snapshot(now)))
+            .collect()
+    }
+}
+
+/// The half-open probes an admitted entry holds, reported at its exit.
+/// Empty (no allocation) for every entry but probes.
+pub(crate) type Probes = Vec<(Arc<CircuitBreaker>, Probe)>;
+
+/// Runs the breakers of one resource at `now`: `Err(rule)` names the first
+/// that refuses (giving back the probes taken before it); probes taken are
+/// added to `probes`.
+#[inline]
+pub(crate) fn check(
+    breakers: &[Arc<CircuitBreaker>],
+    now: u64,
+    notify: &dyn Fn(&StateChange<'_>),
+    probes: &mut Probes,
+) -> Result<(), Arc<dyn Rule>> {
+    for breaker in breakers {
+        match breaker.try_pass(now, notify) {
+            Admission::Pass => {}
+            Admission::Probe(probe) => probes.push((Arc::clone(breaker), probe)),
+            Admission::Block => {
+                abandon(probes, now, notify);
+                return Err(spare::share(breaker.rule()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Gives back probes that will never run (the entry was refused later, or
+/// dropped before it was admitted): their breakers open again.
+pub(crate) fn abandon(probes: &mut Probes, now: u64, notify: &dyn Fn(&StateChange<'_>)) {
+    for (breaker, probe) in probes.drain(..) {
+        breaker.on_abandon(now, probe, notify);
+    }
+}
+
+/// Reports an admitted entry's completion to the breakers of its resource;
+/// a breaker whose probe this entry holds hears it as the probe's outcome.
+pub(crate) fn complete(
+    breakers: &[Arc<CircuitBreaker>],
+    probes: &[(Arc<CircuitBreaker>, Probe)],
+    now: u64,
+    rt_ms: u64,
+    error: bool,
+    notify: &dyn Fn(&StateChange<'_>),
+) {
+    for breaker in breakers {
+        let probe = probes
+            .iter()
+            .find(|(held, _)| Arc::ptr_eq(held, breaker))
+            .map(|&(_, probe)| probe);
+        breaker.on_complete(now, rt_ms, error, probe, notify);
+    }
+}

@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::degrade::Probes;
 use crate::node::{OriginNode, ResourceNode, StatisticNode};
 use crate::{EntryType, Sentinel};
 
@@ -37,6 +38,10 @@ pub(crate) struct Active<'s> {
     pub(crate) batch: u32,
     /// Nodes whose exact concurrency the entry holds (flow concurrency rules).
     pub(crate) reserved: u8,
+    /// The resource had circuit breakers when the entry passed them.
+    pub(crate) breakers: bool,
+    /// Half-open probes the entry holds (empty, unallocated, for others).
+    pub(crate) probes: Probes,
     error: AtomicBool,
 }
 
@@ -55,6 +60,8 @@ impl<'s> Active<'s> {
         start_ms: u64,
         batch: u32,
         reserved: u8,
+        breakers: bool,
+        probes: Probes,
     ) -> Self {
         let origin_uncounted = match origin {
             None if !origin_name.is_empty() => Some(origin_name.into()),
@@ -72,6 +79,8 @@ impl<'s> Active<'s> {
             start_ms,
             batch,
             reserved,
+            breakers,
+            probes,
             error: AtomicBool::new(false),
         }
     }

@@ -164,17 +164,22 @@ impl CompiledRule for CompiledFlow {
 
 /// What the flow check decided for an entry that may pass, in one word so
 /// that the checks' `Result<FlowOutcome, Arc<dyn Rule>>` travels in two
-/// registers: the wait in nanoseconds above four flag bits (the
-/// [`Reserved`] nodes and [`WINDOWS`](Self::WINDOWS)).
+/// registers: the wait in nanoseconds above five flag bits (the
+/// [`Reserved`] nodes, [`WINDOWS`](Self::WINDOWS) and
+/// [`BREAKERS`](Self::BREAKERS)). It is the outcome of every check, flow's
+/// and the others'.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FlowOutcome(u64);
 
 impl FlowOutcome {
-    const FLAGS: u32 = 4;
-    const RESERVED: u64 = 0b0111;
+    const FLAGS: u32 = 5;
+    const RESERVED: u64 = 0b0_0111;
     /// A rule of the resource keeps a window of its own, to count the entry
     /// in once admitted.
-    const WINDOWS: u64 = 0b1000;
+    const WINDOWS: u64 = 0b0_1000;
+    /// The resource has circuit breakers, to hear of the entry's exit.
+    const BREAKERS: u64 = 0b1_0000;
+    const ALL_FLAGS: u64 = (1 << Self::FLAGS) - 1;
 
     /// How long the entry must wait before it passes (rate limiters).
     #[inline]
@@ -201,11 +206,22 @@ impl FlowOutcome {
         FlowOutcome(self.0 | Self::WINDOWS)
     }
 
-    /// Waits at least `ns` (capped at 2^60 ns, 36 years).
+    /// Whether the resource has circuit breakers.
+    #[inline]
+    pub(crate) fn breakers(self) -> bool {
+        self.0 & Self::BREAKERS != 0
+    }
+
+    /// Marks that the resource has circuit breakers.
+    pub(crate) fn with_breakers(self) -> Self {
+        FlowOutcome(self.0 | Self::BREAKERS)
+    }
+
+    /// Waits at least `ns` (capped at 2^59 ns, 18 years).
     fn wait_at_least(&mut self, ns: u64) {
         let ns = ns.min(u64::MAX >> Self::FLAGS);
         if ns > self.wait_ns() {
-            self.0 = ns << Self::FLAGS | (self.0 & (Self::RESERVED | Self::WINDOWS));
+            self.0 = ns << Self::FLAGS | (self.0 & Self::ALL_FLAGS);
         }
     }
 

@@ -74,7 +74,7 @@ impl<R> Listeners<R> {
 /// # Ok::<(), sentinel_core::RuleErrors>(())
 /// ```
 pub struct RuleManager<'s, R: 'static> {
-    sentinel: &'s Sentinel,
+    pub(crate) sentinel: &'s Sentinel,
     kind: &'static Kind<R>,
 }
 

@@ -17,6 +17,7 @@ pub(crate) use manager::{Kind, Listeners};
 pub use manager::{Listener, RuleManager};
 
 use crate::authority::{AuthorityRule, CompiledAuthority};
+use crate::degrade::{CircuitBreaker, DegradeRule, StateListeners};
 use crate::flow::{CompiledFlow, FlowRule};
 use crate::node::ResourceNode;
 use crate::system::{SystemLimits, SystemRule};
@@ -27,6 +28,7 @@ pub(crate) struct RuleSetParts {
     pub(crate) flow: Arc<KindSet<CompiledFlow>>,
     pub(crate) authority: Arc<KindSet<CompiledAuthority>>,
     pub(crate) system: Arc<SystemLimits>,
+    pub(crate) degrade: Arc<KindSet<CircuitBreaker>>,
 }
 
 /// Every rule kind of an instance, compiled.
@@ -45,6 +47,7 @@ pub(crate) struct RuleSet {
 pub(crate) struct ResourceRules {
     pub(crate) authority: Box<[Arc<CompiledAuthority>]>,
     pub(crate) flow: Box<[Arc<CompiledFlow>]>,
+    pub(crate) degrade: Box<[Arc<CircuitBreaker>]>,
     /// Origins that flow rules of the resource name (for `limit_app: other`).
     named_origins: Box<[Box<str>]>,
     /// A flow rule of the resource keeps a window of its own.
@@ -65,6 +68,7 @@ impl RuleSet {
             .by_resource
             .keys()
             .chain(parts.authority.by_resource.keys())
+            .chain(parts.degrade.by_resource.keys())
             .map(String::as_str)
             .collect();
         names.sort_unstable();
@@ -83,6 +87,7 @@ impl RuleSet {
             index.insert(resource.into(), resources.len() as u32);
             resources.push(ResourceRules {
                 authority: parts.authority.of(resource),
+                degrade: parts.degrade.of(resource),
                 flow_windows: flow.iter().any(|c| c.has_window()),
                 flow,
                 named_origins: named.into_boxed_slice(),
@@ -104,6 +109,11 @@ impl RuleSet {
     /// The authority rules, as loaded.
     pub(crate) fn authority_rules(&self) -> &[AuthorityRule] {
         &self.parts.authority.rules
+    }
+
+    /// The degrade rules, as loaded.
+    pub(crate) fn degrade_rules(&self) -> &[DegradeRule] {
+        &self.parts.degrade.rules
     }
 
     /// The system rules, as loaded.
@@ -149,4 +159,7 @@ pub(crate) struct AllListeners {
     pub(crate) flow: Listeners<FlowRule>,
     pub(crate) authority: Listeners<AuthorityRule>,
     pub(crate) system: Listeners<SystemRule>,
+    pub(crate) degrade: Listeners<DegradeRule>,
+    /// Listeners of breaker states.
+    pub(crate) states: StateListeners,
 }
