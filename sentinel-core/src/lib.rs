@@ -36,6 +36,7 @@ pub mod __private;
 mod clock;
 mod entry;
 pub mod flow;
+pub mod hotspot;
 pub mod node;
 mod param;
 mod rule;
@@ -46,7 +47,7 @@ pub mod stat;
 
 pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
 pub use entry::{BlockError, BlockKind, Entry, EntryBuilder, EntryType, Resource};
-pub use param::ParamValue;
+pub use param::{InlineStr, ParamKey, ParamValue};
 pub use rule::{Rule, RuleError, RuleErrors};
 pub use sentinel::{
     DEFAULT_CONTEXT, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES, Sentinel,
