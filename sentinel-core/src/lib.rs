@@ -38,6 +38,7 @@ mod clock;
 pub mod degrade;
 mod entry;
 pub mod flow;
+pub mod hotspot;
 pub mod node;
 mod param;
 mod rule;
@@ -49,7 +50,7 @@ pub mod system;
 
 pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
 pub use entry::{BlockError, BlockKind, Entry, EntryBuilder, EntryType, Resource};
-pub use param::ParamValue;
+pub use param::{InlineStr, ParamKey, ParamValue};
 pub use rule::{Rule, RuleError, RuleErrors};
 pub use rules::{Listener, RuleManager};
 pub use sentinel::{

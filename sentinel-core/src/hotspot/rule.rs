@@ -1,0 +1,410 @@
+//! `ParamFlowRule`: what a hot-parameter rule says, with Sentinel's fields
+//! and defaults.
+
+use std::any::Any;
+use std::fmt;
+
+use crate::rule::{Rule, RuleError};
+use crate::{BlockKind, ParamValue};
+
+/// Values a rule tracks by default: 4 000 per second of its duration
+/// (Sentinel's `BASE_PARAM_MAX_CAPACITY`)...
+pub const BASE_PARAM_CAPACITY: usize = 4_000;
+/// ... and never more than 200 000 (Sentinel's `TOTAL_MAX_CAPACITY`).
+pub const TOTAL_PARAM_CAPACITY: usize = 200_000;
+/// The largest `capacity` a rule may ask for.
+pub const MAX_PARAM_CAPACITY: usize = 1 << 24;
+/// The largest threshold a value can have: `count + burst_count` (and each
+/// item's `count + burst_count`) must not exceed it. Token counts share a
+/// word with a time stamp (26 bits of tokens, one value reserved).
+pub const MAX_PARAM_COUNT: u64 = (1 << 26) - 2;
+
+/// What a hot-parameter rule counts per value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ParamFlowGrade {
+    /// Passed requests per `duration_in_sec` (a token bucket per value).
+    #[default]
+    Qps,
+    /// Calls inside the resource at once, per value (Sentinel's thread grade).
+    Concurrency,
+}
+
+/// What a QPS hot-parameter rule does with a request over its threshold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ParamControlBehavior {
+    /// Refuse it at once.
+    #[default]
+    Reject,
+    /// Queue it: requests with one value pass evenly spaced,
+    /// `duration_in_sec / count` apart, waiting less than
+    /// `max_queueing_time_ms`.
+    RateLimiter,
+}
+
+/// A value with a threshold of its own (Sentinel's `ParamFlowItem`): the
+/// rule's other values keep [`ParamFlowRule::count`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamFlowItem {
+    /// The argument value.
+    pub value: ParamValue,
+    /// Its threshold, in the rule's grade.
+    pub count: f64,
+}
+
+impl ParamFlowItem {
+    /// `value` limited to `count`.
+    pub fn new(value: impl Into<ParamValue>, count: f64) -> Self {
+        ParamFlowItem {
+            value: value.into(),
+            count,
+        }
+    }
+}
+
+/// A hot-parameter rule: limit each value of one argument of a resource on
+/// its own (each user id, each product id...).
+///
+/// Thresholds are whole numbers, as in Sentinel (`count` 2.9 admits 2).
+///
+/// ```
+/// use sentinel_core::hotspot::{ParamFlowItem, ParamFlowRule};
+///
+/// // At most 5 calls per second per user (argument 0), 100 for "admin".
+/// let rule = ParamFlowRule {
+///     param_flow_item_list: vec![ParamFlowItem::new("admin", 100.0)],
+///     ..ParamFlowRule::new("GET:/orders", 0, 5.0)
+/// };
+/// assert_eq!(rule.duration_in_sec, 1);
+/// assert_eq!(rule.effective_capacity(), 4_000);
+/// assert!(rule.validate(0).is_ok());
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamFlowRule {
+    /// An optional identifier, shown in logs and errors.
+    pub id: Option<u64>,
+    /// The resource the rule guards.
+    pub resource: String,
+    /// Which argument: 0 is the first, -1 the last. A call without that
+    /// argument passes.
+    pub param_idx: i32,
+    /// What is counted (default QPS).
+    pub grade: ParamFlowGrade,
+    /// The threshold per value: requests per `duration_in_sec`, or calls at
+    /// once.
+    pub count: f64,
+    /// What happens over the threshold (default reject; QPS only).
+    pub control_behavior: ParamControlBehavior,
+    /// Rate limiter: a request waits less than this, ms (default 0, as in
+    /// Sentinel: no queue).
+    pub max_queueing_time_ms: u64,
+    /// QPS with reject: extra requests a quiet value may pass in a burst
+    /// (default 0).
+    pub burst_count: u64,
+    /// The window the QPS threshold applies to, seconds (default 1).
+    pub duration_in_sec: u64,
+    /// Values with thresholds of their own.
+    pub param_flow_item_list: Vec<ParamFlowItem>,
+    /// How many values the rule tracks at most (least recently seen ones
+    /// are forgotten past it); default
+    /// [`effective_capacity`](Self::effective_capacity).
+    pub capacity: Option<usize>,
+}
+
+impl ParamFlowRule {
+    /// A QPS rule on argument `param_idx` that rejects past `count` per
+    /// second, with every other field at its default.
+    pub fn new(resource: impl Into<String>, param_idx: i32, count: f64) -> Self {
+        ParamFlowRule {
+            resource: resource.into(),
+            param_idx,
+            count,
+            ..ParamFlowRule::default()
+        }
+    }
+
+    /// The number of values tracked: `capacity`, or by default
+    /// min(4 000 × `duration_in_sec`, 200 000), as Sentinel sizes its LRU.
+    pub fn effective_capacity(&self) -> usize {
+        self.capacity.unwrap_or_else(|| {
+            let duration = usize::try_from(self.duration_in_sec.max(1)).unwrap_or(usize::MAX);
+            BASE_PARAM_CAPACITY
+                .saturating_mul(duration)
+                .min(TOTAL_PARAM_CAPACITY)
+        })
+    }
+
+    /// Checks every field; the first problem found is returned, naming the
+    /// field. `index` is the rule's position in the list being loaded.
+    pub fn validate(&self, index: usize) -> Result<(), RuleError> {
+        let err = |field: &'static str, message: String| {
+            Err(RuleError::new(
+                "param_flow",
+                index,
+                &self.resource,
+                field,
+                message,
+            ))
+        };
+        if self.resource.trim().is_empty() {
+            return err("resource", "must not be empty".into());
+        }
+        if let Some(problem) = count_problem(self.count, self.burst_count) {
+            return err("count", problem);
+        }
+        if self.duration_in_sec == 0 {
+            return err("duration_in_sec", "must be > 0".into());
+        }
+        if self.grade == ParamFlowGrade::Concurrency
+            && self.control_behavior != ParamControlBehavior::Reject
+        {
+            return err(
+                "control_behavior",
+                format!(
+                    "{:?} needs grade qps; the concurrency grade only rejects",
+                    self.control_behavior
+                ),
+            );
+        }
+        for (i, item) in self.param_flow_item_list.iter().enumerate() {
+            if matches!(item.value, ParamValue::List(_)) {
+                return err(
+                    "param_flow_item_list",
+                    format!(
+                        "item {i}: a list ({}) is not a value; give its elements as items",
+                        item.value
+                    ),
+                );
+            }
+            if let Some(problem) = count_problem(item.count, self.burst_count) {
+                return err(
+                    "param_flow_item_list",
+                    format!("item {i} ({:?}): count {problem}", item.value),
+                );
+            }
+            if let Some(first) = self.param_flow_item_list[..i]
+                .iter()
+                .position(|other| other.value == item.value)
+            {
+                return err(
+                    "param_flow_item_list",
+                    format!(
+                        "item {i} ({:?}) repeats item {first}: one threshold per value",
+                        item.value
+                    ),
+                );
+            }
+        }
+        match self.capacity {
+            Some(0) => return err("capacity", "must be > 0".into()),
+            Some(capacity) if capacity > MAX_PARAM_CAPACITY => {
+                return err(
+                    "capacity",
+                    format!("must be <= {MAX_PARAM_CAPACITY}, got {capacity}"),
+                );
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Why `count` (with `burst`) is not a usable threshold, if it is not.
+fn count_problem(count: f64, burst: u64) -> Option<String> {
+    if !count.is_finite() || count < 0.0 {
+        return Some(format!("must be a finite number >= 0, got {count}"));
+    }
+    // `count` is finite and >= 0 here, so the cast saturates at worst.
+    let max = (count as u64).saturating_add(burst);
+    if max > MAX_PARAM_COUNT {
+        return Some(format!(
+            "{count} + burst_count {burst} must be <= {MAX_PARAM_COUNT}"
+        ));
+    }
+    None
+}
+
+impl Default for ParamFlowRule {
+    fn default() -> Self {
+        ParamFlowRule {
+            id: None,
+            resource: String::new(),
+            param_idx: 0,
+            grade: ParamFlowGrade::Qps,
+            count: 0.0,
+            control_behavior: ParamControlBehavior::Reject,
+            max_queueing_time_ms: 0,
+            burst_count: 0,
+            duration_in_sec: 1,
+            param_flow_item_list: Vec::new(),
+            capacity: None,
+        }
+    }
+}
+
+impl fmt::Display for ParamFlowRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "param flow rule")?;
+        if let Some(id) = self.id {
+            write!(f, " #{id}")?;
+        }
+        write!(
+            f,
+            " on {} arg {}: {:?} <= {} per {} s ({:?}",
+            self.resource,
+            self.param_idx,
+            self.grade,
+            self.count,
+            self.duration_in_sec,
+            self.control_behavior
+        )?;
+        if self.burst_count > 0 {
+            write!(f, ", burst {}", self.burst_count)?;
+        }
+        if !self.param_flow_item_list.is_empty() {
+            write!(f, ", {} item(s)", self.param_flow_item_list.len())?;
+        }
+        write!(f, ")")
+    }
+}
+
+impl Rule for ParamFlowRule {
+    fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    fn block_kind(&self) -> BlockKind {
+        BlockKind::HotParam
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field_of(rule: &ParamFlowRule) -> &'static str {
+        rule.validate(3).expect_err("should be refused").field
+    }
+
+    #[test]
+    fn defaults_follow_sentinel() {
+        let rule = ParamFlowRule::new("r", -1, 10.0);
+        assert_eq!(rule.grade, ParamFlowGrade::Qps);
+        assert_eq!(rule.control_behavior, ParamControlBehavior::Reject);
+        assert_eq!(rule.max_queueing_time_ms, 0);
+        assert_eq!(rule.burst_count, 0);
+        assert_eq!(rule.duration_in_sec, 1);
+        assert_eq!(rule.effective_capacity(), 4_000);
+        let long = ParamFlowRule {
+            duration_in_sec: 10,
+            ..rule.clone()
+        };
+        assert_eq!(long.effective_capacity(), 40_000);
+        let day = ParamFlowRule {
+            duration_in_sec: 86_400,
+            ..rule.clone()
+        };
+        assert_eq!(day.effective_capacity(), 200_000);
+        let own = ParamFlowRule {
+            capacity: Some(7),
+            ..rule.clone()
+        };
+        assert_eq!(own.effective_capacity(), 7);
+        assert!(rule.validate(0).is_ok());
+        assert_eq!(rule.block_kind(), BlockKind::HotParam);
+        assert_eq!(Rule::resource(&rule), "r");
+        assert_eq!(
+            rule.to_string(),
+            "param flow rule on r arg -1: Qps <= 10 per 1 s (Reject)"
+        );
+    }
+
+    #[test]
+    fn every_bad_field_is_named() {
+        let ok = ParamFlowRule::new("r", 0, 10.0);
+        let error = ParamFlowRule {
+            resource: " ".into(),
+            ..ok.clone()
+        }
+        .validate(3)
+        .unwrap_err();
+        assert_eq!(
+            (error.kind, error.index, error.field),
+            ("param_flow", 3, "resource")
+        );
+
+        for count in [f64::NAN, -1.0, f64::INFINITY, 1e12] {
+            let rule = ParamFlowRule {
+                count,
+                ..ok.clone()
+            };
+            assert_eq!(field_of(&rule), "count", "{count}");
+        }
+        let burst = ParamFlowRule {
+            burst_count: MAX_PARAM_COUNT,
+            ..ok.clone()
+        };
+        assert_eq!(field_of(&burst), "count");
+        let edge = ParamFlowRule {
+            count: 0.0,
+            burst_count: MAX_PARAM_COUNT,
+            ..ok.clone()
+        };
+        assert!(edge.validate(0).is_ok());
+
+        let rule = ParamFlowRule {
+            duration_in_sec: 0,
+            ..ok.clone()
+        };
+        assert_eq!(field_of(&rule), "duration_in_sec");
+        let rule = ParamFlowRule {
+            grade: ParamFlowGrade::Concurrency,
+            control_behavior: ParamControlBehavior::RateLimiter,
+            ..ok.clone()
+        };
+        assert_eq!(field_of(&rule), "control_behavior");
+        let rule = ParamFlowRule {
+            capacity: Some(0),
+            ..ok.clone()
+        };
+        assert_eq!(field_of(&rule), "capacity");
+        let rule = ParamFlowRule {
+            capacity: Some(MAX_PARAM_CAPACITY + 1),
+            ..ok.clone()
+        };
+        assert_eq!(field_of(&rule), "capacity");
+
+        let items = |list: Vec<ParamFlowItem>| ParamFlowRule {
+            param_flow_item_list: list,
+            ..ok.clone()
+        };
+        for count in [f64::NAN, -0.5, f64::NEG_INFINITY] {
+            let rule = items(vec![ParamFlowItem::new("a", count)]);
+            assert_eq!(field_of(&rule), "param_flow_item_list", "{count}");
+        }
+        let twice = items(vec![
+            ParamFlowItem::new(7u8, 1.0),
+            ParamFlowItem::new("b", 1.0),
+            ParamFlowItem::new(7i64, 2.0),
+        ]);
+        let error = twice.validate(0).unwrap_err();
+        assert_eq!(error.field, "param_flow_item_list");
+        assert!(
+            error.message.contains("repeats item 0"),
+            "{}",
+            error.message
+        );
+        let list = items(vec![ParamFlowItem::new(vec![ParamValue::from(1)], 1.0)]);
+        assert_eq!(field_of(&list), "param_flow_item_list");
+        assert!(
+            items(vec![ParamFlowItem::new("a", 0.0)])
+                .validate(0)
+                .is_ok()
+        );
+    }
+}
