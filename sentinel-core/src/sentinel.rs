@@ -10,14 +10,15 @@ use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
 use crate::authority::{self, AuthorityRule};
-use crate::degrade::{self, DegradeRule, Probes, StateChange};
+use crate::degrade::{self, DegradeRule, StateChange};
 use crate::entry::{Active, Request};
 use crate::flow::{self, FlowOutcome, FlowRules};
+use crate::hotspot::{self, ParamFlowRule};
 use crate::node::registry::{Arena, Registry};
 use crate::node::tree::{EntranceNode, TreeNode, add_child, has_child};
 use crate::node::{ContextNode, Entrance, OriginNode, ResourceNode, StatisticNode};
 use crate::rules::{AllListeners, ResourceRules, RuleManager, RuleSet, RuleSetParts};
-use crate::slot::{Check, EntryContext, Slot, SlotChain};
+use crate::slot::{Check, EntryContext, Holds, Slot, SlotChain};
 use crate::stat::StatConfig;
 use crate::system::{self, ProcStatus, SystemLimits, SystemRule, SystemStatus};
 use crate::{
@@ -248,7 +249,7 @@ impl Sentinel {
             request.batch,
             checked.reserved,
             checked.breakers,
-            checked.probes,
+            checked.holds,
         ))
     }
 
@@ -362,7 +363,7 @@ impl Sentinel {
             reserved: outcome.reserved(),
             windows: outcome.windows(),
             breakers: outcome.breakers(),
-            probes: verdict.probes,
+            holds: std::mem::take(&mut verdict.holds),
         }))
     }
 
@@ -397,7 +398,7 @@ impl Sentinel {
         let version = self.rules_version.load(Ordering::Acquire);
         self.with_rules(version, |set| {
             if let Some(rules) = set.for_resource(active.resource) {
-                degrade::complete(&rules.degrade, &active.probes, now, rt, error, &notify);
+                degrade::complete(&rules.degrade, &active.holds, now, rt, error, &notify);
             }
         });
     }
@@ -449,7 +450,8 @@ impl Sentinel {
     }
 
     /// The rule checks and the user slots among them; the first block wins
-    /// (and gives back the concurrency earlier checks took).
+    /// (and gives back what earlier checks took: concurrency, hot-parameter
+    /// counts, probes).
     #[inline]
     fn check(
         &self,
@@ -459,76 +461,88 @@ impl Sentinel {
     ) -> Option<FlowOutcome> {
         let mut outcome = FlowOutcome::default();
         let notify = |change: &StateChange<'_>| self.listeners.states.notify(change);
-        let slots = |i: usize, outcome: FlowOutcome, verdict: &mut Verdict| {
-            let refused = self.chain.checks[i]
+        let refused = 'checks: {
+            let rules = checks.resource;
+            for (i, check) in Check::ALL.into_iter().enumerate() {
+                if let Err(block) = self.chain.checks[i].iter().try_for_each(|s| s.entry(ctx)) {
+                    verdict.block = Some(block);
+                    break 'checks true;
+                }
+                let refusing = match (check, rules) {
+                    (Check::Authority, Some(rules)) if !rules.authority.is_empty() => {
+                        authority::check(&rules.authority, ctx.origin_name).err()
+                    }
+                    (Check::System, _) => {
+                        if let Some(limits) = checks.system
+                            && let Err(rule) =
+                                limits.check(&self.inbound, &*self.status, ctx.batch, ctx.now_ms)
+                        {
+                            // Named with the resource entered, not the rule's.
+                            verdict.block = Some(BlockError::new(
+                                BlockKind::System,
+                                ctx.resource.name_arc().clone(),
+                                Some(Arc::clone(rule) as Arc<dyn Rule>),
+                            ));
+                            break 'checks true;
+                        }
+                        None
+                    }
+                    (Check::HotParam, Some(rules)) if !rules.param.is_empty() => {
+                        hotspot::check(&rules.param, ctx, &mut outcome, &mut verdict.holds).err()
+                    }
+                    (Check::Flow, Some(rules)) if !rules.flow.is_empty() => {
+                        match flow::check(self, &rules.flow, |o| rules.names_origin(o), ctx) {
+                            Ok(passed) => {
+                                outcome = outcome.merge(passed);
+                                if rules.flow_windows {
+                                    outcome = outcome.with_windows();
+                                }
+                                None
+                            }
+                            Err(rule) => Some(rule),
+                        }
+                    }
+                    (Check::Degrade, Some(rules)) if !rules.degrade.is_empty() => {
+                        match degrade::check(
+                            &rules.degrade,
+                            ctx.now_ms,
+                            &notify,
+                            &mut verdict.holds,
+                        ) {
+                            Ok(()) => {
+                                outcome = outcome.with_breakers();
+                                None
+                            }
+                            Err(rule) => Some(rule),
+                        }
+                    }
+                    _ => None,
+                };
+                if let Some(rule) = refusing {
+                    verdict.rule = Some(rule);
+                    break 'checks true;
+                }
+            }
+            if let Err(block) = self.chain.checks[Check::ALL.len()]
                 .iter()
-                .try_for_each(|slot| slot.entry(ctx));
-            if let Err(block) = refused {
-                flow::release(ctx, outcome.reserved());
-                degrade::abandon(&mut verdict.probes, ctx.now_ms, &notify);
+                .try_for_each(|s| s.entry(ctx))
+            {
                 verdict.block = Some(block);
-                return None;
+                break 'checks true;
             }
-            Some(())
+            false
         };
-        let rules = checks.resource;
-        for (i, check) in Check::ALL.into_iter().enumerate() {
-            slots(i, outcome, verdict)?;
-            let refused = match (check, rules) {
-                (Check::Authority, Some(rules)) if !rules.authority.is_empty() => {
-                    authority::check(&rules.authority, ctx.origin_name).err()
-                }
-                (Check::System, _) => {
-                    if let Some(limits) = checks.system
-                        && let Err(rule) =
-                            limits.check(&self.inbound, &*self.status, ctx.batch, ctx.now_ms)
-                    {
-                        // Named with the resource entered, not the rule's.
-                        verdict.block = Some(BlockError::new(
-                            BlockKind::System,
-                            ctx.resource.name_arc().clone(),
-                            Some(Arc::clone(rule) as Arc<dyn Rule>),
-                        ));
-                        return None;
-                    }
-                    None
-                }
-                (Check::Flow, Some(rules)) if !rules.flow.is_empty() => {
-                    match flow::check(self, &rules.flow, |o| rules.names_origin(o), ctx) {
-                        Ok(passed) => {
-                            outcome = match rules.flow_windows {
-                                true => passed.with_windows(),
-                                false => passed,
-                            };
-                            None
-                        }
-                        Err(rule) => Some(rule),
-                    }
-                }
-                (Check::Degrade, Some(rules)) if !rules.degrade.is_empty() => {
-                    match degrade::check(&rules.degrade, ctx.now_ms, &notify, &mut verdict.probes) {
-                        Ok(()) => {
-                            outcome = outcome.with_breakers();
-                            None
-                        }
-                        Err(rule) => Some(rule),
-                    }
-                }
-                _ => None,
-            };
-            if let Some(rule) = refused {
-                flow::release(ctx, outcome.reserved());
-                verdict.rule = Some(rule);
-                return None;
-            }
+        if refused {
+            flow::release(ctx, outcome.reserved());
+            verdict.holds.give_back(ctx.now_ms, &notify);
+            return None;
         }
-        slots(Check::ALL.len(), outcome, verdict)?;
         Some(outcome)
     }
 
     /// Counts the completion of an entry that passed.
     #[inline]
-    pub(crate) fn exit(&self, active: &Active<'_>) {
+    pub(crate) fn exit(&self, active: &mut Active<'_>) {
         let now = self.clock.now_ms();
         let rt = now.saturating_sub(active.start_ms);
         let batch = u64::from(active.batch);
@@ -548,6 +562,7 @@ impl Sentinel {
         if active.breakers {
             self.complete_breakers(active, now, rt, error);
         }
+        active.holds.finish();
         if !self.chain.is_empty() {
             let ctx = crate::slot::ExitContext {
                 resource: active.resource,
@@ -708,6 +723,11 @@ impl Sentinel {
         RuleManager::new(self, &degrade::KIND)
     }
 
+    /// The hot-parameter rules of this instance.
+    pub fn param_flow_rules(&self) -> RuleManager<'_, ParamFlowRule> {
+        RuleManager::new(self, &hotspot::KIND)
+    }
+
     /// The system rules of this instance.
     pub fn system_rules(&self) -> RuleManager<'_, SystemRule> {
         RuleManager::new(self, &system::KIND)
@@ -866,12 +886,12 @@ struct Checks<'r> {
 
 /// What the checks leave beside their outcome: why they refused an entry (a
 /// rule of the resource, or a block made whole by its check: a user slot's,
-/// a system limit's), or the probes an entry they let through holds.
+/// a system limit's), or what an entry they let through holds.
 #[derive(Default)]
 struct Verdict {
     rule: Option<Arc<dyn Rule>>,
     block: Option<BlockError>,
-    probes: Probes,
+    holds: Holds,
 }
 
 impl Verdict {
@@ -902,8 +922,8 @@ struct Checked<'a, 's> {
     windows: bool,
     /// The resource has circuit breakers, to hear of the exit.
     breakers: bool,
-    /// Half-open probes the entry holds.
-    probes: Probes,
+    /// Hot-parameter counts and half-open probes the entry holds.
+    holds: Holds,
 }
 
 /// Gives back what a checked entry holds if it is never admitted.
@@ -924,7 +944,7 @@ impl Drop for Unadmitted<'_, '_> {
                 checked.reserved,
             );
             let sentinel = self.sentinel;
-            degrade::abandon(&mut checked.probes, sentinel.now_ms(), &|change| {
+            checked.holds.give_back(sentinel.now_ms(), &|change| {
                 sentinel.listeners.states.notify(change)
             });
         }

@@ -65,6 +65,7 @@ pub use rule::{DegradeGrade, DegradeRule, MAX_PROBE_NUM, MAX_STAT_INTERVAL_MS};
 use crate::Rule;
 use crate::entry::spare;
 use crate::rules::{CompiledRule, Kind, KindSet, RuleManager, RuleSet};
+use crate::slot::Holds;
 
 /// The degrade kind, for its [`RuleManager`].
 pub(crate) static KIND: Kind<DegradeRule> = Kind {
@@ -137,56 +138,37 @@ impl RuleManager<'_, DegradeRule> {
     }
 }
 
-/// The half-open probes an admitted entry holds, reported at its exit.
-/// Empty (no allocation) for every entry but probes.
-pub(crate) type Probes = Vec<(Arc<CircuitBreaker>, Probe)>;
-
 /// Runs the breakers of one resource at `now`: `Err(rule)` names the first
-/// that refuses (giving back the probes taken before it); probes taken are
-/// added to `probes`.
+/// that refuses; probes taken are added to `holds` (the caller gives them
+/// back on a refusal).
 #[inline]
 pub(crate) fn check(
     breakers: &[Arc<CircuitBreaker>],
     now: u64,
     notify: &dyn Fn(&StateChange<'_>),
-    probes: &mut Probes,
+    holds: &mut Holds,
 ) -> Result<(), Arc<dyn Rule>> {
     for breaker in breakers {
         match breaker.try_pass(now, notify) {
             Admission::Pass => {}
-            Admission::Probe(probe) => probes.push((Arc::clone(breaker), probe)),
-            Admission::Block => {
-                abandon(probes, now, notify);
-                return Err(spare::share(breaker.rule()));
-            }
+            Admission::Probe(probe) => holds.probe(breaker, probe),
+            Admission::Block => return Err(spare::share(breaker.rule())),
         }
     }
     Ok(())
-}
-
-/// Gives back probes that will never run (the entry was refused later, or
-/// dropped before it was admitted): their breakers open again.
-pub(crate) fn abandon(probes: &mut Probes, now: u64, notify: &dyn Fn(&StateChange<'_>)) {
-    for (breaker, probe) in probes.drain(..) {
-        breaker.on_abandon(now, probe, notify);
-    }
 }
 
 /// Reports an admitted entry's completion to the breakers of its resource;
 /// a breaker whose probe this entry holds hears it as the probe's outcome.
 pub(crate) fn complete(
     breakers: &[Arc<CircuitBreaker>],
-    probes: &[(Arc<CircuitBreaker>, Probe)],
+    holds: &Holds,
     now: u64,
     rt_ms: u64,
     error: bool,
     notify: &dyn Fn(&StateChange<'_>),
 ) {
     for breaker in breakers {
-        let probe = probes
-            .iter()
-            .find(|(held, _)| Arc::ptr_eq(held, breaker))
-            .map(|&(_, probe)| probe);
-        breaker.on_complete(now, rt_ms, error, probe, notify);
+        breaker.on_complete(now, rt_ms, error, holds.probe_of(breaker), notify);
     }
 }

@@ -4,8 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::degrade::Probes;
 use crate::node::{OriginNode, ResourceNode, StatisticNode};
+use crate::slot::Holds;
 use crate::{EntryType, Sentinel};
 
 /// A call inside a resource. Dropping it (or calling [`exit`](Self::exit))
@@ -40,8 +40,8 @@ pub(crate) struct Active<'s> {
     pub(crate) reserved: u8,
     /// The resource had circuit breakers when the entry passed them.
     pub(crate) breakers: bool,
-    /// Half-open probes the entry holds (empty, unallocated, for others).
-    pub(crate) probes: Probes,
+    /// Hot-parameter counts and half-open probes the entry holds.
+    pub(crate) holds: Holds,
     error: AtomicBool,
 }
 
@@ -61,7 +61,7 @@ impl<'s> Active<'s> {
         batch: u32,
         reserved: u8,
         breakers: bool,
-        probes: Probes,
+        holds: Holds,
     ) -> Self {
         let origin_uncounted = match origin {
             None if !origin_name.is_empty() => Some(origin_name.into()),
@@ -80,7 +80,7 @@ impl<'s> Active<'s> {
             batch,
             reserved,
             breakers,
-            probes,
+            holds,
             error: AtomicBool::new(false),
         }
     }
@@ -163,7 +163,7 @@ impl<'s> Entry<'s> {
 impl Drop for Entry<'_> {
     #[inline]
     fn drop(&mut self) {
-        if let Some(active) = &self.active {
+        if let Some(active) = &mut self.active {
             active.sentinel.exit(active);
         }
     }

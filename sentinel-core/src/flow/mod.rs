@@ -217,8 +217,14 @@ impl FlowOutcome {
         FlowOutcome(self.0 | Self::BREAKERS)
     }
 
+    /// This outcome and `other`'s: the longer wait, every flag.
+    pub(crate) fn merge(self, other: FlowOutcome) -> Self {
+        let wait = self.wait_ns().max(other.wait_ns());
+        FlowOutcome(wait << Self::FLAGS | ((self.0 | other.0) & Self::ALL_FLAGS))
+    }
+
     /// Waits at least `ns` (capped at 2^59 ns, 18 years).
-    fn wait_at_least(&mut self, ns: u64) {
+    pub(crate) fn wait_at_least(&mut self, ns: u64) {
         let ns = ns.min(u64::MAX >> Self::FLAGS);
         if ns > self.wait_ns() {
             self.0 = ns << Self::FLAGS | (self.0 & Self::ALL_FLAGS);

@@ -204,7 +204,7 @@ impl ValueTable {
     }
 
     /// The key slot `index` holds now.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn key_at(&self, index: u32) -> u64 {
         let (set, way) = self.split(index);
         self.sets[set].keys[way].load(Acquire)
@@ -288,7 +288,8 @@ impl ValueTable {
         }
     }
 
-    /// Calls in flight for `key` (counters; tests and diagnostics).
+    /// Calls in flight for `key` (counters; tests).
+    #[cfg(test)]
     pub(crate) fn count_of(&self, key: u64) -> u64 {
         self.find(key).map_or(0, |index| {
             self.state(index).load(Acquire) & u64::from(u32::MAX)

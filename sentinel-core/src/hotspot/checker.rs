@@ -186,6 +186,11 @@ impl CompiledParam {
         }
     }
 
+    /// Values tracked now.
+    pub(crate) fn values(&self) -> usize {
+        self.table.occupied()
+    }
+
     /// Values forgotten to make room for others (diagnostics).
     pub(crate) fn evictions(&self) -> u64 {
         self.table.evictions()

@@ -32,17 +32,107 @@
 //! loaded, with approximate LRU eviction: see `cache.rs` for the layout,
 //! the collision odds and what happens past capacity.
 
-#![allow(dead_code)] // wired by the slot chain in a following change
-
 mod cache;
 mod checker;
 mod rule;
 #[cfg(test)]
 mod tests;
 
-#[allow(unused_imports)] // used by the slot chain in a following change
 pub(crate) use checker::{CompiledParam, ParamDecision, ParamHeld};
 pub use rule::{
     BASE_PARAM_CAPACITY, MAX_PARAM_CAPACITY, MAX_PARAM_COUNT, ParamControlBehavior, ParamFlowGrade,
     ParamFlowItem, ParamFlowRule, TOTAL_PARAM_CAPACITY,
 };
+
+use std::sync::Arc;
+
+use crate::Rule;
+use crate::entry::spare;
+use crate::flow::FlowOutcome;
+use crate::rules::{CompiledRule, Kind, KindSet, RuleManager, RuleSet};
+use crate::slot::{EntryContext, Holds};
+
+/// The hot-parameter kind, for its [`RuleManager`](crate::RuleManager).
+pub(crate) static KIND: Kind<ParamFlowRule> = Kind {
+    name: "param_flow",
+    validate: ParamFlowRule::validate,
+    rules: RuleSet::param_rules,
+    replace: |parts, rules| parts.param = Arc::new(KindSet::compile(rules, &parts.param)),
+    listeners: |sentinel| &sentinel.listeners.param,
+};
+
+impl CompiledRule for CompiledParam {
+    type Rule = ParamFlowRule;
+
+    fn compile(rule: &ParamFlowRule) -> Self {
+        CompiledParam::new(rule.clone())
+    }
+
+    fn source(&self) -> &ParamFlowRule {
+        self.rule()
+    }
+
+    fn resource(rule: &ParamFlowRule) -> &str {
+        &rule.resource
+    }
+}
+
+/// The value table of one hot-parameter rule, as
+/// [`RuleManager::tables`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ParamTableStats {
+    /// Values tracked now.
+    pub values: usize,
+    /// Values evicted to make room for others since the rule was loaded: a
+    /// returning evicted value starts afresh, as a first request.
+    pub evictions: u64,
+    /// Values that passed untracked because their part of the table was
+    /// full of values with calls in flight (concurrency grade; logged once).
+    pub overflows: u64,
+}
+
+impl RuleManager<'_, ParamFlowRule> {
+    /// Every rule in force with its value table's figures.
+    pub fn tables(&self) -> Vec<(ParamFlowRule, ParamTableStats)> {
+        let set = self.sentinel.rule_set();
+        set.parts
+            .param
+            .by_resource
+            .values()
+            .flatten()
+            .map(|rule| {
+                let stats = ParamTableStats {
+                    values: rule.values(),
+                    evictions: rule.evictions(),
+                    overflows: rule.overflows(),
+                };
+                ((**rule.rule()).clone(), stats)
+            })
+            .collect()
+    }
+}
+
+/// Runs the hot-parameter rules of one resource for `ctx`: `Err(rule)`
+/// names the first that refuses (the caller gives back what `holds` took);
+/// a rate limiter's wait goes into `outcome`.
+#[inline]
+pub(crate) fn check(
+    rules: &[Arc<CompiledParam>],
+    ctx: &EntryContext<'_>,
+    outcome: &mut FlowOutcome,
+    holds: &mut Holds,
+) -> Result<(), Arc<dyn Rule>> {
+    if ctx.args.is_empty() {
+        return Ok(());
+    }
+    for rule in rules {
+        match rule.check(ctx.args, ctx.batch, ctx.now_ms, || ctx.sentinel.now_nanos()) {
+            ParamDecision::Pass => {}
+            ParamDecision::Wait(ns) => outcome.wait_at_least(ns),
+            ParamDecision::Held(held) => holds.param(rule, held),
+            ParamDecision::Block => return Err(spare::share(rule.rule())),
+        }
+    }
+    Ok(())
+}

@@ -19,6 +19,7 @@ pub use manager::{Listener, RuleManager};
 use crate::authority::{AuthorityRule, CompiledAuthority};
 use crate::degrade::{CircuitBreaker, DegradeRule, StateListeners};
 use crate::flow::{CompiledFlow, FlowRule};
+use crate::hotspot::{CompiledParam, ParamFlowRule};
 use crate::node::ResourceNode;
 use crate::system::{SystemLimits, SystemRule};
 
@@ -29,6 +30,7 @@ pub(crate) struct RuleSetParts {
     pub(crate) authority: Arc<KindSet<CompiledAuthority>>,
     pub(crate) system: Arc<SystemLimits>,
     pub(crate) degrade: Arc<KindSet<CircuitBreaker>>,
+    pub(crate) param: Arc<KindSet<CompiledParam>>,
 }
 
 /// Every rule kind of an instance, compiled.
@@ -46,6 +48,7 @@ pub(crate) struct RuleSet {
 #[derive(Debug)]
 pub(crate) struct ResourceRules {
     pub(crate) authority: Box<[Arc<CompiledAuthority>]>,
+    pub(crate) param: Box<[Arc<CompiledParam>]>,
     pub(crate) flow: Box<[Arc<CompiledFlow>]>,
     pub(crate) degrade: Box<[Arc<CircuitBreaker>]>,
     /// Origins that flow rules of the resource name (for `limit_app: other`).
@@ -69,6 +72,7 @@ impl RuleSet {
             .keys()
             .chain(parts.authority.by_resource.keys())
             .chain(parts.degrade.by_resource.keys())
+            .chain(parts.param.by_resource.keys())
             .map(String::as_str)
             .collect();
         names.sort_unstable();
@@ -88,6 +92,7 @@ impl RuleSet {
             resources.push(ResourceRules {
                 authority: parts.authority.of(resource),
                 degrade: parts.degrade.of(resource),
+                param: parts.param.of(resource),
                 flow_windows: flow.iter().any(|c| c.has_window()),
                 flow,
                 named_origins: named.into_boxed_slice(),
@@ -114,6 +119,11 @@ impl RuleSet {
     /// The degrade rules, as loaded.
     pub(crate) fn degrade_rules(&self) -> &[DegradeRule] {
         &self.parts.degrade.rules
+    }
+
+    /// The hot-parameter rules, as loaded.
+    pub(crate) fn param_rules(&self) -> &[ParamFlowRule] {
+        &self.parts.param.rules
     }
 
     /// The system rules, as loaded.
@@ -160,6 +170,7 @@ pub(crate) struct AllListeners {
     pub(crate) authority: Listeners<AuthorityRule>,
     pub(crate) system: Listeners<SystemRule>,
     pub(crate) degrade: Listeners<DegradeRule>,
+    pub(crate) param: Listeners<ParamFlowRule>,
     /// Listeners of breaker states.
     pub(crate) states: StateListeners,
 }

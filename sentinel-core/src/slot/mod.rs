@@ -13,11 +13,13 @@
 //! user slots makes no dynamic call at all.
 
 mod context;
+mod holds;
 
 use std::fmt;
 use std::sync::Arc;
 
 pub use context::{EntryContext, ExitContext};
+pub(crate) use holds::Holds;
 
 use crate::BlockError;
 
