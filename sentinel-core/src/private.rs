@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::OnceLock;
 
-use crate::{BlockError, Entry, EntryBuilder, ParamValue, Resource, Sentinel};
+use crate::{BlockError, Entry, EntryBuilder, ParamKey, ParamValue, Resource, Sentinel};
 
 /// The `static` that holds a guarded function's [`Resource`], made on the
 /// first call and shared by every later one (and by every instantiation of a
@@ -85,22 +85,17 @@ pub async fn enter_async<'s>(builder: EntryBuilder<'_, 's>) -> Result<Entry<'s>,
 }
 
 /// An argument named in `args(...)`, turned into a [`ParamValue`] without
-/// being consumed. Called as `(&&arg).__sentinel_param()`, so that method
-/// lookup tries a reference's own conversion (`&str`, `&String`) before the
-/// value behind it (integers, `bool`, `Arc<str>`, a user type with
-/// `From<T> for ParamValue`).
+/// being consumed: anything with [`ParamKey`] (integers, `bool`, strings,
+/// collections, a user type). Called as `(&&arg).__sentinel_param()`.
 pub trait ToParam {
     /// The argument as a [`ParamValue`].
     fn __sentinel_param(&self) -> ParamValue;
 }
 
-impl<T: Clone> ToParam for T
-where
-    ParamValue: From<T>,
-{
+impl<T: ParamKey + ?Sized> ToParam for T {
     #[inline]
     fn __sentinel_param(&self) -> ParamValue {
-        ParamValue::from(self.clone())
+        self.to_param()
     }
 }
 
