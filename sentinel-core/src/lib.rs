@@ -52,7 +52,7 @@ pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
 pub use entry::{BlockError, BlockKind, Entry, EntryBuilder, EntryType, Resource};
 pub use param::{InlineStr, ParamKey, ParamValue};
 pub use rule::{Rule, RuleError, RuleErrors};
-pub use rules::{Listener, RuleManager};
+pub use rules::{Listener, RuleBook, RuleManager};
 pub use sentinel::{
     DEFAULT_CONTEXT, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES, Sentinel,
     SentinelBuilder, global,

@@ -5,6 +5,7 @@
 //! position in it. While the set is unchanged that is a load and a compare;
 //! after a swap the first entry of each resource looks its name up once.
 
+mod all;
 mod compiled;
 mod manager;
 
@@ -14,6 +15,7 @@ use std::sync::atomic::Ordering;
 
 pub(crate) use compiled::{CompiledRule, KindSet};
 pub(crate) use manager::{Kind, Listeners};
+pub use all::RuleBook;
 pub use manager::{Listener, RuleManager};
 
 use crate::authority::{AuthorityRule, CompiledAuthority};
