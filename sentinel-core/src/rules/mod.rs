@@ -13,9 +13,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+pub use all::RuleBook;
 pub(crate) use compiled::{CompiledRule, KindSet};
 pub(crate) use manager::{Kind, Listeners};
-pub use all::RuleBook;
 pub use manager::{Listener, RuleManager};
 
 use crate::authority::{AuthorityRule, CompiledAuthority};
