@@ -12,13 +12,13 @@ use parking_lot::Mutex;
 use crate::authority::{self, AuthorityRule};
 use crate::degrade::{self, DegradeRule, StateChange};
 use crate::entry::{Active, Request};
-use crate::flow::{self, FlowOutcome, FlowRules};
+use crate::flow::{self, FlowRules};
 use crate::hotspot::{self, ParamFlowRule};
 use crate::node::registry::{Arena, Registry};
 use crate::node::tree::{EntranceNode, TreeNode, add_child, has_child};
 use crate::node::{ContextNode, Entrance, OriginNode, ResourceNode, StatisticNode};
 use crate::rules::{AllListeners, ResourceRules, RuleManager, RuleSet, RuleSetParts};
-use crate::slot::{Check, EntryContext, Holds, Slot, SlotChain};
+use crate::slot::{Check, EntryContext, Holds, Outcome, Slot, SlotChain};
 use crate::stat::StatConfig;
 use crate::system::{self, ProcStatus, SystemLimits, SystemRule, SystemStatus};
 use crate::{
@@ -322,7 +322,7 @@ impl Sentinel {
                 EntryType::Outbound => None,
             };
             if self.chain.is_empty() && resource_rules.is_none() && system.is_none() {
-                return Some(FlowOutcome::default());
+                return Some(Outcome::default());
             }
             self.run_chain(
                 &EntryContext {
@@ -422,7 +422,7 @@ impl Sentinel {
         ctx: &EntryContext<'_>,
         rules: Checks<'_>,
         verdict: &mut Verdict,
-    ) -> Option<FlowOutcome> {
+    ) -> Option<Outcome> {
         // Slots before the statistic slot refuse without a block count.
         if let Err(block) = self
             .chain
@@ -458,8 +458,8 @@ impl Sentinel {
         ctx: &EntryContext<'_>,
         checks: Checks<'_>,
         verdict: &mut Verdict,
-    ) -> Option<FlowOutcome> {
-        let mut outcome = FlowOutcome::default();
+    ) -> Option<Outcome> {
+        let mut outcome = Outcome::default();
         let notify = |change: &StateChange<'_>| self.listeners.states.notify(change);
         let refused = 'checks: {
             let rules = checks.resource;

@@ -42,6 +42,7 @@ pub use rule::{
 use crate::entry::spare;
 use crate::node::StatisticNode;
 use crate::rule::RuleErrors;
+use crate::slot::Outcome;
 use crate::rules::{CompiledRule, Kind, KindSet, Listener, RuleManager, RuleSet};
 use crate::slot::EntryContext;
 use crate::stat::{LeapArray, MetricBucket, MetricEvent, WindowShape};
@@ -162,81 +163,7 @@ impl CompiledRule for CompiledFlow {
     }
 }
 
-/// What the flow check decided for an entry that may pass, in one word so
-/// that the checks' `Result<FlowOutcome, Arc<dyn Rule>>` travels in two
-/// registers: the wait in nanoseconds above five flag bits (the
-/// [`Reserved`] nodes, [`WINDOWS`](Self::WINDOWS) and
-/// [`BREAKERS`](Self::BREAKERS)). It is the outcome of every check, flow's
-/// and the others'.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct FlowOutcome(u64);
-
-impl FlowOutcome {
-    const FLAGS: u32 = 5;
-    const RESERVED: u64 = 0b0_0111;
-    /// A rule of the resource keeps a window of its own, to count the entry
-    /// in once admitted.
-    const WINDOWS: u64 = 0b0_1000;
-    /// The resource has circuit breakers, to hear of the entry's exit.
-    const BREAKERS: u64 = 0b1_0000;
-    const ALL_FLAGS: u64 = (1 << Self::FLAGS) - 1;
-
-    /// How long the entry must wait before it passes (rate limiters).
-    #[inline]
-    pub(crate) fn wait_ns(self) -> u64 {
-        self.0 >> Self::FLAGS
-    }
-
-    /// Nodes whose exact concurrency this entry holds (see [`Reserved`]).
-    #[inline]
-    pub(crate) fn reserved(self) -> u8 {
-        (self.0 & Self::RESERVED) as u8
-    }
-
-    /// Whether a rule of the resource keeps a window of its own.
-    #[inline]
-    pub(crate) fn windows(self) -> bool {
-        self.0 & Self::WINDOWS != 0
-    }
-
-    /// Marks that a rule keeps a window of its own: rules with windows of
-    /// their own count the entry once it is admitted (every later check
-    /// passed, any queue waited): see `count_windows`.
-    pub(crate) fn with_windows(self) -> Self {
-        FlowOutcome(self.0 | Self::WINDOWS)
-    }
-
-    /// Whether the resource has circuit breakers.
-    #[inline]
-    pub(crate) fn breakers(self) -> bool {
-        self.0 & Self::BREAKERS != 0
-    }
-
-    /// Marks that the resource has circuit breakers.
-    pub(crate) fn with_breakers(self) -> Self {
-        FlowOutcome(self.0 | Self::BREAKERS)
-    }
-
-    /// This outcome and `other`'s: the longer wait, every flag.
-    pub(crate) fn merge(self, other: FlowOutcome) -> Self {
-        let wait = self.wait_ns().max(other.wait_ns());
-        FlowOutcome(wait << Self::FLAGS | ((self.0 | other.0) & Self::ALL_FLAGS))
-    }
-
-    /// Waits at least `ns` (capped at 2^59 ns, 18 years).
-    pub(crate) fn wait_at_least(&mut self, ns: u64) {
-        let ns = ns.min(u64::MAX >> Self::FLAGS);
-        if ns > self.wait_ns() {
-            self.0 = ns << Self::FLAGS | (self.0 & Self::ALL_FLAGS);
-        }
-    }
-
-    fn reserve(&mut self, bit: u8) {
-        self.0 |= u64::from(bit) & Self::RESERVED;
-    }
-}
-
-/// Bits of [`FlowOutcome::reserved`].
+/// Bits of [`Outcome::reserved`](crate::slot::Outcome::reserved).
 pub(crate) struct Reserved;
 
 impl Reserved {
@@ -275,8 +202,8 @@ pub(crate) fn check(
     rules: &[Arc<CompiledFlow>],
     named_origin: impl Fn(&str) -> bool,
     ctx: &EntryContext<'_>,
-) -> Result<FlowOutcome, Arc<dyn Rule>> {
-    let mut outcome = FlowOutcome::default();
+) -> Result<Outcome, Arc<dyn Rule>> {
+    let mut outcome = Outcome::default();
     for compiled in rules {
         let Some((node, bit)) = select(sentinel, compiled, &named_origin, ctx) else {
             continue;
@@ -374,7 +301,7 @@ fn reserve(
     node: &StatisticNode,
     bit: u8,
     batch: u32,
-    outcome: &mut FlowOutcome,
+    outcome: &mut Outcome,
 ) -> bool {
     let count = compiled.rule.count;
     let acquire = f64::from(batch);

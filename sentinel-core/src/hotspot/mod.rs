@@ -48,7 +48,7 @@ use std::sync::Arc;
 
 use crate::Rule;
 use crate::entry::spare;
-use crate::flow::FlowOutcome;
+use crate::slot::Outcome;
 use crate::rules::{CompiledRule, Kind, KindSet, RuleManager, RuleSet};
 use crate::slot::{EntryContext, Holds};
 
@@ -120,7 +120,7 @@ impl RuleManager<'_, ParamFlowRule> {
 pub(crate) fn check(
     rules: &[Arc<CompiledParam>],
     ctx: &EntryContext<'_>,
-    outcome: &mut FlowOutcome,
+    outcome: &mut Outcome,
     holds: &mut Holds,
 ) -> Result<(), Arc<dyn Rule>> {
     if ctx.args.is_empty() {

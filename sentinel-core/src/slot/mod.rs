@@ -14,12 +14,14 @@
 
 mod context;
 mod holds;
+mod outcome;
 
 use std::fmt;
 use std::sync::Arc;
 
 pub use context::{EntryContext, ExitContext};
 pub(crate) use holds::Holds;
+pub(crate) use outcome::Outcome;
 
 use crate::BlockError;
 
