@@ -1,5 +1,52 @@
-//! YAML rule files for `sentinel-core`: schema, validation and hot reload.
+//! YAML rule files for `sentinel-core`: every rule kind in one file,
+//! validated with an error per problem (file, line, column, rule, field),
+//! loaded all-or-nothing and hot-reloaded by a watcher thread.
 //!
-//! Rule files arrive with the rule kinds they describe; until then this crate
-//! only reserves its place in the workspace so that the layout, lints and CI
-//! cover it from the start.
+//! ```
+//! use sentinel_core::{ManualClock, Sentinel};
+//!
+//! let sentinel = Sentinel::builder().clock(ManualClock::new(0)).build();
+//! let file = sentinel_rules::parse_str(
+//!     "version: 7\n\
+//!      flow:\n\
+//!      \x20 - {resource: GET:/orders, count: 100}\n\
+//!      degrade:\n\
+//!      \x20 - {resource: GET:/orders, grade: error_ratio, count: 0.5}\n",
+//!     "rules.yaml",
+//! )?;
+//! let loaded = sentinel_rules::apply(&sentinel, file)?;
+//! assert_eq!(loaded.version.as_deref(), Some("7"));
+//! assert_eq!((loaded.count("flow"), loaded.count("degrade")), (1, 1));
+//!
+//! // Every problem of a bad file, each at its position; nothing changes.
+//! let error = sentinel_rules::parse_str(
+//!     "flow:\n  - {resource: a, count: -5, grade: fast}\n  - {count: 1}\n",
+//!     "rules.yaml",
+//! )
+//! .unwrap_err();
+//! assert_eq!(
+//!     error.lines(),
+//!     [
+//!         "rules.yaml:2:26: flow[0] (a): count must be a finite number >= 0, got -5",
+//!         "rules.yaml:2:37: flow[0] (a): grade must be one of qps, concurrency, got \"fast\"",
+//!         "rules.yaml:3:5: flow[1]: resource is required",
+//!     ]
+//! );
+//! assert_eq!(sentinel.rule_book().flow.len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! To follow a file as it changes, start a [`RuleWatcher`]; the format is
+//! described in the crate's README, with an annotated example file.
+
+mod error;
+mod load;
+mod options;
+mod parse;
+mod watch;
+
+pub use error::{FileError, Position, Problem, RuleRef};
+pub use load::{Reloaded, apply, load_file, parse_bytes, parse_reader, parse_str, parse_str_with};
+pub use options::{DEFAULT_MAX_DEPTH, DEFAULT_MAX_SIZE, LoadOptions};
+pub use parse::RuleFile;
+pub use watch::{DEFAULT_INTERVAL, RuleWatcher, WatchHandle};

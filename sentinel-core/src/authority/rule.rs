@@ -57,33 +57,39 @@ impl AuthorityRule {
     /// Checks every field; the first problem found is returned, naming the
     /// field. `index` is the rule's position in the list being loaded.
     pub fn validate(&self, index: usize) -> Result<(), RuleError> {
-        let err = |field: &'static str, message: String| {
-            Err(RuleError::new(
+        self.problems(index).into_iter().next().map_or(Ok(()), Err)
+    }
+
+    /// Every problem of the rule, in field order (empty when it is valid);
+    /// [`validate`](Self::validate) returns the first.
+    pub fn problems(&self, index: usize) -> Vec<RuleError> {
+        let mut problems = Vec::new();
+        let mut err = |field: &'static str, message: String| {
+            problems.push(RuleError::new(
                 "authority",
                 index,
                 &self.resource,
                 field,
                 message,
-            ))
+            ));
         };
         if self.resource.trim().is_empty() {
-            return err("resource", "must not be empty".into());
+            err("resource", "must not be empty".into());
         }
         if self.limit_app.is_empty() {
-            return err("limit_app", "must name at least one origin".into());
+            err("limit_app", "must name at least one origin".into());
         }
         for origin in &self.limit_app {
             if origin.is_empty() {
-                return err(
+                err(
                     "limit_app",
                     "lists an empty origin (entries without one always pass)".into(),
                 );
-            }
-            if let Some(problem) = origin_problem(origin) {
-                return err("limit_app", problem);
+            } else if let Some(problem) = origin_problem(origin) {
+                err("limit_app", problem);
             }
         }
-        Ok(())
+        problems
     }
 }
 

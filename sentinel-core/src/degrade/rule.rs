@@ -88,44 +88,50 @@ impl DegradeRule {
     /// Checks every field; the first problem found is returned, naming the
     /// field. `index` is the rule's position in the list being loaded.
     pub fn validate(&self, index: usize) -> Result<(), RuleError> {
-        let err = |field: &'static str, message: String| {
-            Err(RuleError::new(
+        self.problems(index).into_iter().next().map_or(Ok(()), Err)
+    }
+
+    /// Every problem of the rule, in field order (empty when it is valid);
+    /// [`validate`](Self::validate) returns the first.
+    pub fn problems(&self, index: usize) -> Vec<RuleError> {
+        let mut problems = Vec::new();
+        let mut err = |field: &'static str, message: String| {
+            problems.push(RuleError::new(
                 "degrade",
                 index,
                 &self.resource,
                 field,
                 message,
-            ))
+            ));
         };
         if self.resource.trim().is_empty() {
-            return err("resource", "must not be empty".into());
+            err("resource", "must not be empty".into());
         }
         if !self.count.is_finite() || self.count < 0.0 {
-            return err(
+            err(
                 "count",
                 format!("must be a finite number >= 0, got {}", self.count),
             );
-        }
-        if self.grade == DegradeGrade::ErrorRatio && self.count > 1.0 {
-            return err(
+        } else if self.grade == DegradeGrade::ErrorRatio && self.count > 1.0 {
+            err(
                 "count",
                 format!("is an error ratio and must be in 0..=1, got {}", self.count),
             );
         }
         if self.time_window_sec == 0 {
-            return err("time_window_sec", "must be > 0".into());
+            err("time_window_sec", "must be > 0".into());
         }
         if self.min_request_amount == 0 {
-            return err("min_request_amount", "must be > 0".into());
+            err("min_request_amount", "must be > 0".into());
         }
         if !(0.0..=1.0).contains(&self.slow_ratio_threshold) {
-            return err(
+            err(
                 "slow_ratio_threshold",
                 format!("must be in 0..=1, got {}", self.slow_ratio_threshold),
             );
         }
         if self.stat_interval_ms == 0 || self.stat_interval_ms > MAX_STAT_INTERVAL_MS {
-            return err(
+            err(
                 "stat_interval_ms",
                 format!(
                     "must be in 1..={MAX_STAT_INTERVAL_MS}, got {}",
@@ -134,12 +140,12 @@ impl DegradeRule {
             );
         }
         if self.probe_num == 0 || self.probe_num > MAX_PROBE_NUM {
-            return err(
+            err(
                 "probe_num",
                 format!("must be in 1..={MAX_PROBE_NUM}, got {}", self.probe_num),
             );
         }
-        Ok(())
+        problems
     }
 }
 

@@ -111,41 +111,48 @@ impl FlowRule {
     /// Checks every field; the first problem found is returned, naming the
     /// field. `index` is the rule's position in the list being loaded.
     pub fn validate(&self, index: usize) -> Result<(), RuleError> {
-        let err = |field: &'static str, message: String| {
-            Err(RuleError::new(
+        self.problems(index).into_iter().next().map_or(Ok(()), Err)
+    }
+
+    /// Every problem of the rule, in field order (empty when it is valid);
+    /// [`validate`](Self::validate) returns the first.
+    pub fn problems(&self, index: usize) -> Vec<RuleError> {
+        let mut problems = Vec::new();
+        let mut err = |field: &'static str, message: String| {
+            problems.push(RuleError::new(
                 "flow",
                 index,
                 &self.resource,
                 field,
                 message,
-            ))
+            ));
         };
         if self.resource.trim().is_empty() {
-            return err("resource", "must not be empty".into());
+            err("resource", "must not be empty".into());
         }
         if !self.count.is_finite() || self.count < 0.0 {
-            return err(
+            err(
                 "count",
                 format!("must be a finite number >= 0, got {}", self.count),
             );
         }
         if let Some(problem) = origin_problem(&self.limit_app) {
-            return err("limit_app", problem);
+            err("limit_app", problem);
         }
         let reference = self.ref_resource.as_deref().map(str::trim).unwrap_or("");
         match self.strategy {
             FlowStrategy::Direct => {}
             FlowStrategy::Relate if reference.is_empty() => {
-                return err("ref_resource", "is required by the relate strategy".into());
+                err("ref_resource", "is required by the relate strategy".into());
             }
             FlowStrategy::Chain if reference.is_empty() => {
-                return err(
+                err(
                     "ref_resource",
                     "is required by the chain strategy (the context name)".into(),
                 );
             }
             FlowStrategy::Chain if reference == crate::DEFAULT_CONTEXT => {
-                return err(
+                err(
                     "ref_resource",
                     format!(
                         "the chain strategy needs a named context, not {}",
@@ -157,7 +164,7 @@ impl FlowRule {
         }
         if self.grade == FlowGrade::Concurrency && self.control_behavior != ControlBehavior::Reject
         {
-            return err(
+            err(
                 "control_behavior",
                 format!(
                     "{:?} needs grade qps; the concurrency grade only rejects",
@@ -170,22 +177,21 @@ impl FlowRule {
             ControlBehavior::WarmUp | ControlBehavior::WarmUpRateLimiter
         );
         if warms && self.warm_up_period_sec == 0 {
-            return err("warm_up_period_sec", "must be > 0".into());
+            err("warm_up_period_sec", "must be > 0".into());
         }
         if warms && self.warm_up_cold_factor <= 1 {
-            return err(
+            err(
                 "warm_up_cold_factor",
                 format!("must be > 1, got {}", self.warm_up_cold_factor),
             );
         }
         if self.stat_interval_ms == 0 {
-            return err("stat_interval_ms", "must be > 0".into());
+            err("stat_interval_ms", "must be > 0".into());
         }
         if self.stat_sample_count == 0 {
-            return err("stat_sample_count", "must be > 0".into());
-        }
-        if self.stat_interval_ms % u64::from(self.stat_sample_count) != 0 {
-            return err(
+            err("stat_sample_count", "must be > 0".into());
+        } else if self.stat_interval_ms % u64::from(self.stat_sample_count) != 0 {
+            err(
                 "stat_sample_count",
                 format!(
                     "must divide stat_interval_ms ({} ms into {} buckets)",
@@ -193,7 +199,7 @@ impl FlowRule {
                 ),
             );
         }
-        Ok(())
+        problems
     }
 
     /// Whether `limit_app` names one origin (not "default" or "other").

@@ -138,28 +138,36 @@ impl ParamFlowRule {
     /// Checks every field; the first problem found is returned, naming the
     /// field. `index` is the rule's position in the list being loaded.
     pub fn validate(&self, index: usize) -> Result<(), RuleError> {
-        let err = |field: &'static str, message: String| {
-            Err(RuleError::new(
+        self.problems(index).into_iter().next().map_or(Ok(()), Err)
+    }
+
+    /// Every problem of the rule, in field order, one per item at most
+    /// (empty when it is valid); [`validate`](Self::validate) returns the
+    /// first.
+    pub fn problems(&self, index: usize) -> Vec<RuleError> {
+        let mut problems = Vec::new();
+        let mut err = |field: &'static str, message: String| {
+            problems.push(RuleError::new(
                 "param_flow",
                 index,
                 &self.resource,
                 field,
                 message,
-            ))
+            ));
         };
         if self.resource.trim().is_empty() {
-            return err("resource", "must not be empty".into());
+            err("resource", "must not be empty".into());
         }
         if let Some(problem) = count_problem(self.count, self.burst_count) {
-            return err("count", problem);
+            err("count", problem);
         }
         if self.duration_in_sec == 0 {
-            return err("duration_in_sec", "must be > 0".into());
+            err("duration_in_sec", "must be > 0".into());
         }
         if self.grade == ParamFlowGrade::Concurrency
             && self.control_behavior != ParamControlBehavior::Reject
         {
-            return err(
+            err(
                 "control_behavior",
                 format!(
                     "{:?} needs grade qps; the concurrency grade only rejects",
@@ -169,25 +177,23 @@ impl ParamFlowRule {
         }
         for (i, item) in self.param_flow_item_list.iter().enumerate() {
             if matches!(item.value, ParamValue::List(_)) {
-                return err(
+                err(
                     "param_flow_item_list",
                     format!(
                         "item {i}: a list ({}) is not a value; give its elements as items",
                         item.value
                     ),
                 );
-            }
-            if let Some(problem) = count_problem(item.count, self.burst_count) {
-                return err(
+            } else if let Some(problem) = count_problem(item.count, self.burst_count) {
+                err(
                     "param_flow_item_list",
                     format!("item {i} ({:?}): count {problem}", item.value),
                 );
-            }
-            if let Some(first) = self.param_flow_item_list[..i]
+            } else if let Some(first) = self.param_flow_item_list[..i]
                 .iter()
                 .position(|other| other.value == item.value)
             {
-                return err(
+                err(
                     "param_flow_item_list",
                     format!(
                         "item {i} ({:?}) repeats item {first}: one threshold per value",
@@ -197,16 +203,16 @@ impl ParamFlowRule {
             }
         }
         match self.capacity {
-            Some(0) => return err("capacity", "must be > 0".into()),
+            Some(0) => err("capacity", "must be > 0".into()),
             Some(capacity) if capacity > MAX_PARAM_CAPACITY => {
-                return err(
+                err(
                     "capacity",
                     format!("must be <= {MAX_PARAM_CAPACITY}, got {capacity}"),
                 );
             }
             _ => {}
         }
-        Ok(())
+        problems
     }
 }
 

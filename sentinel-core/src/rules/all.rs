@@ -42,22 +42,24 @@ pub struct RuleBook {
 }
 
 impl RuleBook {
-    /// Every problem of every rule, kind by kind, in order.
+    /// Every problem of every rule, kind by kind, in order (all of a rule's
+    /// problems, not only its first).
     pub fn validate(&self) -> Result<(), RuleErrors> {
-        fn check<R>(kind: &Kind<R>, rules: &[R], errors: &mut Vec<RuleError>) {
-            errors.extend(
-                rules
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, rule)| (kind.validate)(rule, i).err()),
-            );
+        fn check<R>(
+            rules: &[R],
+            problems: fn(&R, usize) -> Vec<RuleError>,
+            errors: &mut Vec<RuleError>,
+        ) {
+            for (i, rule) in rules.iter().enumerate() {
+                errors.extend(problems(rule, i));
+            }
         }
         let mut errors = Vec::new();
-        check(&flow::KIND, &self.flow, &mut errors);
-        check(&degrade::KIND, &self.degrade, &mut errors);
-        check(&system::KIND, &self.system, &mut errors);
-        check(&authority::KIND, &self.authority, &mut errors);
-        check(&hotspot::KIND, &self.param_flow, &mut errors);
+        check(&self.flow, FlowRule::problems, &mut errors);
+        check(&self.degrade, DegradeRule::problems, &mut errors);
+        check(&self.system, SystemRule::problems, &mut errors);
+        check(&self.authority, AuthorityRule::problems, &mut errors);
+        check(&self.param_flow, ParamFlowRule::problems, &mut errors);
         match errors.is_empty() {
             true => Ok(()),
             false => Err(RuleErrors(errors)),

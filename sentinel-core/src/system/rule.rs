@@ -38,38 +38,50 @@ impl SystemRule {
     /// Checks every field; the first problem found is returned, naming the
     /// field. `index` is the rule's position in the list being loaded.
     pub fn validate(&self, index: usize) -> Result<(), RuleError> {
-        let err = |field: &'static str, message: String| {
-            Err(RuleError::new("system", index, "", field, message))
+        self.problems(index).into_iter().next().map_or(Ok(()), Err)
+    }
+
+    /// Every problem of the rule, in field order (empty when it is valid);
+    /// [`validate`](Self::validate) returns the first.
+    pub fn problems(&self, index: usize) -> Vec<RuleError> {
+        let mut problems = Vec::new();
+        let mut err = |field: &'static str, message: String| {
+            problems.push(RuleError::new("system", index, "", field, message));
         };
-        let finite = |field: &'static str, value: Option<f64>| match value {
+        let not_finite = |value: Option<f64>| match value {
             Some(v) if !v.is_finite() || v < 0.0 => {
-                err(field, format!("must be a finite number >= 0, got {v}"))
+                Some(format!("must be a finite number >= 0, got {v}"))
             }
-            _ => Ok(()),
+            _ => None,
         };
-        finite("highest_system_load", self.highest_system_load)?;
-        finite("highest_cpu_usage", self.highest_cpu_usage)?;
-        if let Some(cpu) = self.highest_cpu_usage
+        if let Some(problem) = not_finite(self.highest_system_load) {
+            err("highest_system_load", problem);
+        }
+        if let Some(problem) = not_finite(self.highest_cpu_usage) {
+            err("highest_cpu_usage", problem);
+        } else if let Some(cpu) = self.highest_cpu_usage
             && cpu > 1.0
         {
-            return err(
+            err(
                 "highest_cpu_usage",
                 format!("must be within 0..=1 (a fraction), got {cpu}"),
             );
         }
-        finite("qps", self.qps)?;
+        if let Some(problem) = not_finite(self.qps) {
+            err("qps", problem);
+        }
         if self.highest_system_load.is_none()
             && self.highest_cpu_usage.is_none()
             && self.qps.is_none()
             && self.avg_rt.is_none()
             && self.max_thread.is_none()
         {
-            return err(
+            err(
                 "highest_system_load",
                 "no limit is set: set at least one of highest_system_load, highest_cpu_usage, qps, avg_rt, max_thread".into(),
             );
         }
-        Ok(())
+        problems
     }
 
     /// The rule with only the `field` limit kept, to name in a block.

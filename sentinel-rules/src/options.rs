@@ -1,0 +1,72 @@
+//! `LoadOptions`: the limits a rule file is read under.
+
+/// The largest file read by default: 4 MiB.
+pub const DEFAULT_MAX_SIZE: usize = 4 << 20;
+
+/// The deepest nesting of lists and mappings accepted by default. A rule
+/// file needs 5 (file, kind list, rule, item list, item).
+pub const DEFAULT_MAX_DEPTH: usize = 16;
+
+/// How a rule file is read: size and nesting limits, and whether an empty
+/// file means "no rules".
+///
+/// ```
+/// use sentinel_rules::LoadOptions;
+///
+/// let options = LoadOptions::default().max_size(64 * 1024).allow_empty(true);
+/// assert_eq!(options.get_max_size(), 64 * 1024);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadOptions {
+    max_size: usize,
+    max_depth: usize,
+    allow_empty: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            max_size: DEFAULT_MAX_SIZE,
+            max_depth: DEFAULT_MAX_DEPTH,
+            allow_empty: false,
+        }
+    }
+}
+
+impl LoadOptions {
+    /// Files larger than `bytes` are refused (default [`DEFAULT_MAX_SIZE`]).
+    pub fn max_size(mut self, bytes: usize) -> Self {
+        self.max_size = bytes;
+        self
+    }
+
+    /// Lists and mappings nested deeper than `depth` are refused (default
+    /// [`DEFAULT_MAX_DEPTH`]).
+    pub fn max_depth(mut self, depth: usize) -> Self {
+        self.max_depth = depth;
+        self
+    }
+
+    /// Whether a file with no content (nothing, or only comments and blank
+    /// lines) means "no rules" (`true`) or is refused (`false`, the default:
+    /// an empty file is more often a write caught halfway than an intent).
+    pub fn allow_empty(mut self, allow: bool) -> Self {
+        self.allow_empty = allow;
+        self
+    }
+
+    /// The size limit, bytes.
+    pub fn get_max_size(&self) -> usize {
+        self.max_size
+    }
+
+    /// The nesting limit.
+    pub fn get_max_depth(&self) -> usize {
+        self.max_depth
+    }
+
+    /// Whether an empty file means "no rules".
+    pub fn get_allow_empty(&self) -> bool {
+        self.allow_empty
+    }
+}

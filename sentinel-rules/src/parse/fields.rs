@@ -1,0 +1,293 @@
+//! `RuleFields`: one rule's mapping, read field by field with a problem per
+//! missing, mistyped or unknown field, each at its value's position.
+
+use sentinel_core::RuleError;
+
+use super::scalar::{Scalar, resolve};
+use super::tree::{Node, Value};
+use crate::error::{Position, Problem, RuleRef};
+
+pub(crate) struct RuleFields<'n> {
+    kind: &'static str,
+    index: usize,
+    pub(crate) pos: Position,
+    entries: Vec<(&'n str, Position, &'n Node, bool)>,
+    known: &'static [&'static str],
+    /// Where each field read was written (its value's position).
+    positions: Vec<(&'static str, Position)>,
+    /// Fields already reported, so the core does not report them again.
+    bad: Vec<&'static str>,
+    problems: Vec<Problem>,
+    resource: Option<String>,
+}
+
+impl<'n> RuleFields<'n> {
+    /// The fields of `node`, a rule of `kind`, or `None` (reported) when it
+    /// is not a mapping.
+    pub(crate) fn new(
+        kind: &'static str,
+        index: usize,
+        node: &'n Node,
+        known: &'static [&'static str],
+        problems: &mut Vec<Problem>,
+    ) -> Option<Self> {
+        let rule = || RuleRef {
+            kind,
+            index,
+            resource: None,
+        };
+        let Value::Map(map) = &node.value else {
+            if !matches!(node.value, Value::Invalid) {
+                problems.push(Problem {
+                    rule: Some(rule()),
+                    ..Problem::new(
+                        Some(node.pos),
+                        format!("a rule must be a mapping, got {}", node.value.describe()),
+                    )
+                });
+            }
+            return None;
+        };
+        let mut fields = RuleFields {
+            kind,
+            index,
+            pos: node.pos,
+            entries: Vec::new(),
+            known,
+            positions: Vec::new(),
+            bad: Vec::new(),
+            problems: Vec::new(),
+            resource: None,
+        };
+        for (key, value) in map {
+            let Some(name) = key_name(key, &mut fields.problems) else {
+                continue;
+            };
+            if let Some((_, first, _, _)) = fields.entries.iter().find(|(k, ..)| *k == name) {
+                let first = *first;
+                fields.problems.push(Problem::new(
+                    Some(key.pos),
+                    format!(
+                        "duplicate field {name} (first at {}:{})",
+                        first.line, first.column
+                    ),
+                ));
+                continue;
+            }
+            fields.entries.push((name, key.pos, value, false));
+        }
+        Some(fields)
+    }
+
+    fn report(&mut self, field: &'static str, pos: Position, message: String) {
+        self.bad.push(field);
+        self.problems.push(Problem {
+            field: Some(field.to_owned()),
+            ..Problem::new(Some(pos), message)
+        });
+    }
+
+    /// The value of `field`, `None` when absent or null.
+    pub(crate) fn take(&mut self, field: &'static str) -> Option<&'n Node> {
+        let entry = self.entries.iter_mut().find(|(k, ..)| *k == field)?;
+        entry.3 = true;
+        let node = entry.2;
+        self.positions.push((field, node.pos));
+        match &node.value {
+            Value::Invalid => {
+                self.bad.push(field);
+                None
+            }
+            Value::Scalar { text, plain } if resolve(text, *plain) == Scalar::Null => None,
+            _ => Some(node),
+        }
+    }
+
+    /// Reports `field` as required when `value` is `None`.
+    pub(crate) fn required<T>(&mut self, field: &'static str, value: Option<T>) -> Option<T> {
+        if value.is_none() && !self.bad.contains(&field) {
+            let pos = self.pos;
+            self.report(field, pos, "is required".into());
+        }
+        value
+    }
+
+    pub(crate) fn string(&mut self, field: &'static str) -> Option<String> {
+        let node = self.take(field)?;
+        match &node.value {
+            Value::Scalar { text, .. } => Some(text.clone()),
+            other => {
+                let message = format!("must be a string, got {}", other.describe());
+                self.report(field, node.pos, message);
+                None
+            }
+        }
+    }
+
+    /// The resource, also kept to name the rule in its problems.
+    pub(crate) fn resource(&mut self) -> Option<String> {
+        let resource = self.string("resource");
+        self.resource.clone_from(&resource);
+        self.required("resource", resource)
+    }
+
+    pub(crate) fn number(&mut self, field: &'static str) -> Option<f64> {
+        let node = self.take(field)?;
+        if let Value::Scalar { text, plain } = &node.value {
+            match resolve(text, *plain) {
+                Scalar::Int(i) => return Some(i as f64),
+                Scalar::Float(f) => return Some(f),
+                _ => {}
+            }
+        }
+        let message = format!("must be a number, got {}", node.value.describe());
+        self.report(field, node.pos, message);
+        None
+    }
+
+    /// An integer in `min..=max`.
+    pub(crate) fn integer(&mut self, field: &'static str, min: i128, max: i128) -> Option<i128> {
+        let node = self.take(field)?;
+        let got = match &node.value {
+            Value::Scalar { text, plain } => match resolve(text, *plain) {
+                Scalar::Int(i) if (min..=max).contains(&i) => return Some(i),
+                Scalar::Int(i) => i.to_string(),
+                Scalar::Float(f) => f.to_string(),
+                _ => node.value.describe(),
+            },
+            other => other.describe(),
+        };
+        let message = match min {
+            0 => format!("must be a whole number in 0..={max}, got {got}"),
+            _ => format!("must be a whole number in {min}..={max}, got {got}"),
+        };
+        self.report(field, node.pos, message);
+        None
+    }
+
+    pub(crate) fn u64(&mut self, field: &'static str) -> Option<u64> {
+        self.integer(field, 0, u64::MAX.into())
+            .and_then(|i| u64::try_from(i).ok())
+    }
+
+    pub(crate) fn u32(&mut self, field: &'static str) -> Option<u32> {
+        self.integer(field, 0, u32::MAX.into())
+            .and_then(|i| u32::try_from(i).ok())
+    }
+
+    /// One of `words`, each with its value.
+    pub(crate) fn word<T: Copy>(
+        &mut self,
+        field: &'static str,
+        words: &[(&'static str, T)],
+    ) -> Option<T> {
+        let node = self.take(field)?;
+        if let Value::Scalar { text, .. } = &node.value
+            && let Some((_, value)) = words.iter().find(|(word, _)| word == text)
+        {
+            return Some(*value);
+        }
+        let list: Vec<&str> = words.iter().map(|(word, _)| *word).collect();
+        let message = format!(
+            "must be one of {}, got {}",
+            list.join(", "),
+            node.value.describe()
+        );
+        self.report(field, node.pos, message);
+        None
+    }
+
+    /// A list, its items left to the caller.
+    pub(crate) fn list(&mut self, field: &'static str) -> Option<&'n [Node]> {
+        let node = self.take(field)?;
+        match &node.value {
+            Value::Seq(items) => Some(items),
+            other => {
+                let message = format!("must be a list, got {}", other.describe());
+                self.report(field, node.pos, message);
+                None
+            }
+        }
+    }
+
+    /// A problem inside a field (an item of a list): `field` names the part.
+    pub(crate) fn report_in(&mut self, field: &'static str, part: String, pos: Position, message: String) {
+        self.bad.push(field);
+        self.problems.push(Problem {
+            field: Some(part),
+            ..Problem::new(Some(pos), message)
+        });
+    }
+
+    /// The rule named in problems.
+    fn rule_ref(&self) -> RuleRef {
+        RuleRef {
+            kind: self.kind,
+            index: self.index,
+            resource: self.resource.clone(),
+        }
+    }
+
+    /// Reports unknown fields and hands every problem of the rule over,
+    /// then the core's problems with the rule (`errors`) that were not
+    /// reported already, each at its field's position (`locate` refines
+    /// one: a list item).
+    pub(crate) fn finish(
+        mut self,
+        errors: Vec<RuleError>,
+        locate: impl Fn(&RuleError) -> Option<Position>,
+        problems: &mut Vec<Problem>,
+    ) {
+        for (name, key, _, used) in std::mem::take(&mut self.entries) {
+            if !used {
+                let message = format!(
+                    "is not a field of a {} rule (known: {})",
+                    self.kind,
+                    self.known.join(", ")
+                );
+                self.problems.push(Problem {
+                    field: Some(name.to_owned()),
+                    ..Problem::new(Some(key), message)
+                });
+            }
+        }
+        for error in errors {
+            if self.bad.contains(&error.field) {
+                continue;
+            }
+            let pos = locate(&error)
+                .or_else(|| self.position_of(error.field))
+                .unwrap_or(self.pos);
+            self.problems.push(Problem {
+                field: Some(error.field.to_owned()),
+                ..Problem::new(Some(pos), error.message)
+            });
+        }
+        let rule = self.rule_ref();
+        problems.extend(self.problems.into_iter().map(|p| Problem {
+            rule: Some(rule.clone()),
+            ..p
+        }));
+    }
+
+    fn position_of(&self, field: &str) -> Option<Position> {
+        self.positions
+            .iter()
+            .find(|(name, _)| *name == field)
+            .map(|(_, pos)| *pos)
+    }
+}
+
+fn key_name<'n>(key: &'n Node, problems: &mut Vec<Problem>) -> Option<&'n str> {
+    match &key.value {
+        Value::Scalar { text, .. } => Some(text),
+        Value::Invalid => None,
+        other => {
+            problems.push(Problem::new(
+                Some(key.pos),
+                format!("a field name must be a string, got {}", other.describe()),
+            ));
+            None
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! One function per rule kind: a rule's mapping to the core rule type, with
+//! the core's own checks reported at the fields' positions.
+
+use sentinel_core::ParamValue;
+use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_core::flow::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
+use sentinel_core::hotspot::{ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule};
+use sentinel_core::system::SystemRule;
+
+use super::fields::RuleFields;
+use super::scalar::{Scalar, resolve};
+use super::tree::{Node, Value};
+use crate::error::{Position, Problem};
+
+pub(crate) fn flow(index: usize, node: &Node, problems: &mut Vec<Problem>) -> Option<FlowRule> {
+    const KNOWN: &[&str] = &[
+        "id", "resource", "grade", "count", "limit_app", "strategy", "ref_resource",
+        "control_behavior", "warm_up_period_sec", "warm_up_cold_factor",
+        "max_queueing_time_ms", "stat_interval_ms", "stat_sample_count",
+    ];
+    let mut f = RuleFields::new("flow", index, node, KNOWN, problems)?;
+    let d = FlowRule::default();
+    let resource = f.resource();
+    let count = f.number("count");
+    let count = f.required("count", count);
+    let rule = FlowRule {
+        id: f.u64("id"),
+        resource: resource.unwrap_or_default(),
+        grade: f
+            .word("grade", &[("qps", FlowGrade::Qps), ("concurrency", FlowGrade::Concurrency)])
+            .unwrap_or(d.grade),
+        count: count.unwrap_or(d.count),
+        limit_app: f.string("limit_app").unwrap_or(d.limit_app),
+        strategy: f
+            .word(
+                "strategy",
+                &[
+                    ("direct", FlowStrategy::Direct),
+                    ("relate", FlowStrategy::Relate),
+                    ("chain", FlowStrategy::Chain),
+                ],
+            )
+            .unwrap_or(d.strategy),
+        ref_resource: f.string("ref_resource"),
+        control_behavior: f
+            .word(
+                "control_behavior",
+                &[
+                    ("reject", ControlBehavior::Reject),
+                    ("warm_up", ControlBehavior::WarmUp),
+                    ("rate_limiter", ControlBehavior::RateLimiter),
+                    ("warm_up_rate_limiter", ControlBehavior::WarmUpRateLimiter),
+                ],
+            )
+            .unwrap_or(d.control_behavior),
+        warm_up_period_sec: f.u32("warm_up_period_sec").unwrap_or(d.warm_up_period_sec),
+        warm_up_cold_factor: f.u32("warm_up_cold_factor").unwrap_or(d.warm_up_cold_factor),
+        max_queueing_time_ms: f.u64("max_queueing_time_ms").unwrap_or(d.max_queueing_time_ms),
+        stat_interval_ms: f.u64("stat_interval_ms").unwrap_or(d.stat_interval_ms),
+        stat_sample_count: f.u32("stat_sample_count").unwrap_or(d.stat_sample_count),
+    };
+    f.finish(rule.problems(index), |_| None, problems);
+    Some(rule)
+}
+
+pub(crate) fn degrade(index: usize, node: &Node, problems: &mut Vec<Problem>) -> Option<DegradeRule> {
+    const KNOWN: &[&str] = &[
+        "id", "resource", "grade", "count", "time_window_sec", "min_request_amount",
+        "slow_ratio_threshold", "stat_interval_ms", "probe_num",
+    ];
+    let mut f = RuleFields::new("degrade", index, node, KNOWN, problems)?;
+    let d = DegradeRule::default();
+    let resource = f.resource();
+    let grade = f.word(
+        "grade",
+        &[
+            ("slow_request_ratio", DegradeGrade::SlowRequestRatio),
+            ("error_ratio", DegradeGrade::ErrorRatio),
+            ("error_count", DegradeGrade::ErrorCount),
+        ],
+    );
+    let grade = f.required("grade", grade);
+    let count = f.number("count");
+    let count = f.required("count", count);
+    let rule = DegradeRule {
+        id: f.u64("id"),
+        resource: resource.unwrap_or_default(),
+        grade: grade.unwrap_or(d.grade),
+        count: count.unwrap_or(d.count),
+        time_window_sec: f.u32("time_window_sec").unwrap_or(d.time_window_sec),
+        min_request_amount: f.u64("min_request_amount").unwrap_or(d.min_request_amount),
+        slow_ratio_threshold: f.number("slow_ratio_threshold").unwrap_or(d.slow_ratio_threshold),
+        stat_interval_ms: f.u64("stat_interval_ms").unwrap_or(d.stat_interval_ms),
+        probe_num: f.u32("probe_num").unwrap_or(d.probe_num),
+    };
+    f.finish(rule.problems(index), |_| None, problems);
+    Some(rule)
+}
+
+pub(crate) fn system(index: usize, node: &Node, problems: &mut Vec<Problem>) -> Option<SystemRule> {
+    const KNOWN: &[&str] = &[
+        "id", "highest_system_load", "highest_cpu_usage", "qps", "avg_rt", "max_thread",
+    ];
+    let mut f = RuleFields::new("system", index, node, KNOWN, problems)?;
+    let rule = SystemRule {
+        id: f.u64("id"),
+        highest_system_load: f.number("highest_system_load"),
+        highest_cpu_usage: f.number("highest_cpu_usage"),
+        qps: f.number("qps"),
+        avg_rt: f.u64("avg_rt"),
+        max_thread: f.u64("max_thread"),
+    };
+    f.finish(rule.problems(index), |_| None, problems);
+    Some(rule)
+}
+
+pub(crate) fn authority(
+    index: usize,
+    node: &Node,
+    problems: &mut Vec<Problem>,
+) -> Option<AuthorityRule> {
+    const KNOWN: &[&str] = &["id", "resource", "strategy", "limit_app"];
+    let mut f = RuleFields::new("authority", index, node, KNOWN, problems)?;
+    let resource = f.resource();
+    let strategy = f
+        .word(
+            "strategy",
+            &[("white", AuthorityStrategy::White), ("black", AuthorityStrategy::Black)],
+        )
+        .unwrap_or_default();
+    let origins = match f.take("limit_app") {
+        Some(node) => origins(&mut f, node),
+        None => f.required("limit_app", None),
+    };
+    let rule = AuthorityRule {
+        id: f.u64("id"),
+        resource: resource.unwrap_or_default(),
+        strategy,
+        limit_app: origins.unwrap_or_default(),
+    };
+    f.finish(rule.problems(index), |_| None, problems);
+    Some(rule)
+}
+
+/// `limit_app`: a list of origins, or one origin.
+fn origins(f: &mut RuleFields<'_>, node: &Node) -> Option<Vec<String>> {
+    let items: &[Node] = match &node.value {
+        Value::Seq(items) => items,
+        Value::Scalar { text, .. } => return Some(vec![text.clone()]),
+        other => {
+            let message = format!("must be a list of origins, got {}", other.describe());
+            f.report_in("limit_app", "limit_app".into(), node.pos, message);
+            return None;
+        }
+    };
+    let mut list = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        match &item.value {
+            Value::Scalar { text, .. } => list.push(text.clone()),
+            other => {
+                let message = format!("must be an origin name, got {}", other.describe());
+                f.report_in("limit_app", format!("limit_app[{i}]"), item.pos, message);
+            }
+        }
+    }
+    Some(list)
+}
+
+pub(crate) fn param_flow(
+    index: usize,
+    node: &Node,
+    problems: &mut Vec<Problem>,
+) -> Option<ParamFlowRule> {
+    const KNOWN: &[&str] = &[
+        "id", "resource", "param_idx", "grade", "count", "control_behavior",
+        "max_queueing_time_ms", "burst_count", "duration_in_sec", "param_flow_item_list",
+        "capacity",
+    ];
+    let mut f = RuleFields::new("param_flow", index, node, KNOWN, problems)?;
+    let d = ParamFlowRule::default();
+    let resource = f.resource();
+    let param_idx = f.integer("param_idx", i32::MIN.into(), i32::MAX.into());
+    let param_idx = f.required("param_idx", param_idx).and_then(|i| i32::try_from(i).ok());
+    let count = f.number("count");
+    let count = f.required("count", count);
+    let mut positions = Vec::new();
+    let items = match f.list("param_flow_item_list") {
+        Some(nodes) => items(&mut f, nodes, &mut positions),
+        None => Vec::new(),
+    };
+    let rule = ParamFlowRule {
+        id: f.u64("id"),
+        resource: resource.unwrap_or_default(),
+        param_idx: param_idx.unwrap_or(d.param_idx),
+        grade: f
+            .word(
+                "grade",
+                &[("qps", ParamFlowGrade::Qps), ("concurrency", ParamFlowGrade::Concurrency)],
+            )
+            .unwrap_or(d.grade),
+        count: count.unwrap_or(d.count),
+        control_behavior: f
+            .word(
+                "control_behavior",
+                &[
+                    ("reject", ParamControlBehavior::Reject),
+                    ("rate_limiter", ParamControlBehavior::RateLimiter),
+                ],
+            )
+            .unwrap_or(d.control_behavior),
+        max_queueing_time_ms: f.u64("max_queueing_time_ms").unwrap_or(d.max_queueing_time_ms),
+        burst_count: f.u64("burst_count").unwrap_or(d.burst_count),
+        duration_in_sec: f.u64("duration_in_sec").unwrap_or(d.duration_in_sec),
+        param_flow_item_list: items,
+        capacity: f
+            .integer("capacity", 0, usize::MAX as i128)
+            .and_then(|c| usize::try_from(c).ok()),
+    };
+    // The core names an item by its index in its message: "item 2 (...): count ...".
+    let locate = |error: &sentinel_core::RuleError| {
+        let rest = error.message.strip_prefix("item ")?;
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let (value, count) = positions.get(digits.parse::<usize>().ok()?)?;
+        Some(if error.message.contains("): count") { *count } else { *value })
+    };
+    f.finish(rule.problems(index), locate, problems);
+    Some(rule)
+}
+
+/// The items of `param_flow_item_list`, each `{value, count}`; the
+/// positions of each item's value and count go to `positions`, in the
+/// order of the returned items.
+fn items(
+    f: &mut RuleFields<'_>,
+    nodes: &[Node],
+    positions: &mut Vec<(Position, Position)>,
+) -> Vec<ParamFlowItem> {
+    const FIELD: &str = "param_flow_item_list";
+    let mut items = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let part = |name: &str| format!("{FIELD}[{i}]{name}");
+        let Value::Map(entries) = &node.value else {
+            let message = format!("must be a mapping {{value, count}}, got {}", node.value.describe());
+            f.report_in(FIELD, part(""), node.pos, message);
+            continue;
+        };
+        let (mut value, mut count) = (None, None);
+        let mut ok = true;
+        for (key, v) in entries {
+            let name = match &key.value {
+                Value::Scalar { text, .. } => text.as_str(),
+                _ => "?",
+            };
+            match name {
+                "value" => value = Some(v),
+                "count" => count = Some(v),
+                _ => {
+                    let message = "is not a field of an item (known: value, count)".to_owned();
+                    f.report_in(FIELD, part(&format!(".{name}")), key.pos, message);
+                    ok = false;
+                }
+            }
+        }
+        let value = match value.map(|v| (v, item_value(v))) {
+            Some((v, Ok(value))) => Some((v.pos, value)),
+            Some((v, Err(message))) => {
+                f.report_in(FIELD, part(".value"), v.pos, message);
+                None
+            }
+            None => {
+                f.report_in(FIELD, part(".value"), node.pos, "is required".into());
+                None
+            }
+        };
+        let count = match count.map(|c| (c, number(c))) {
+            Some((c, Some(n))) => Some((c.pos, n)),
+            Some((c, None)) => {
+                let message = format!("must be a number, got {}", c.value.describe());
+                f.report_in(FIELD, part(".count"), c.pos, message);
+                None
+            }
+            None => {
+                f.report_in(FIELD, part(".count"), node.pos, "is required".into());
+                None
+            }
+        };
+        if let (Some((value_pos, value)), Some((count_pos, count)), true) = (value, count, ok) {
+            positions.push((value_pos, count_pos));
+            items.push(ParamFlowItem { value, count });
+        }
+    }
+    items
+}
+
+fn number(node: &Node) -> Option<f64> {
+    let Value::Scalar { text, plain } = &node.value else {
+        return None;
+    };
+    match resolve(text, *plain) {
+        Scalar::Int(i) => Some(i as f64),
+        Scalar::Float(f) => Some(f),
+        _ => None,
+    }
+}
+
+/// An item's value: a string, a whole number or a boolean, as written
+/// (`7` is a number, `"7"` a string).
+fn item_value(node: &Node) -> Result<ParamValue, String> {
+    let got = || format!("must be a string, a whole number or a boolean, got {}", node.value.describe());
+    let Value::Scalar { text, plain } = &node.value else {
+        return Err(got());
+    };
+    match resolve(text, *plain) {
+        Scalar::Str(s) => Ok(ParamValue::from(s)),
+        Scalar::Bool(b) => Ok(ParamValue::from(b)),
+        Scalar::Int(i) => i64::try_from(i)
+            .map(ParamValue::from)
+            .or_else(|_| u64::try_from(i).map(ParamValue::from))
+            .map_err(|_| format!("must fit in 64 bits, got {i}")),
+        Scalar::Float(_) | Scalar::Null => Err(got()),
+    }
+}

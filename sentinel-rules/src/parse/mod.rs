@@ -1,0 +1,168 @@
+//! A rule file's text to a [`RuleFile`]: the spanned tree (`tree`), what
+//! scalars mean (`scalar`), one rule's fields (`fields`) and each kind
+//! (`kinds`).
+
+mod fields;
+mod kinds;
+mod scalar;
+mod tree;
+
+use sentinel_core::RuleBook;
+
+use crate::error::{FileError, Position, Problem};
+use crate::options::LoadOptions;
+use tree::{Node, Value};
+
+/// The most problems listed for one file; a file with more is mostly not a
+/// rule file, and the first ones say so.
+const MAX_PROBLEMS: usize = 200;
+
+const KINDS: [&str; 5] = ["flow", "degrade", "system", "authority", "param_flow"];
+
+/// The rules of a file, and its `version` if it has one.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RuleFile {
+    /// The file's `version:` value as written, if any; reported to
+    /// listeners, never interpreted.
+    pub version: Option<String>,
+    /// Every rule of the file, by kind.
+    pub book: RuleBook,
+}
+
+impl RuleFile {
+    /// A file of `book` with `version`.
+    pub fn new(version: Option<String>, book: RuleBook) -> Self {
+        RuleFile { version, book }
+    }
+}
+
+pub(crate) fn parse(text: &str, file: &str, options: &LoadOptions) -> Result<RuleFile, FileError> {
+    if text.len() > options.get_max_size() {
+        return Err(too_large(file, options));
+    }
+    let mut problems = Vec::new();
+    let root = match tree::build(text, options.get_max_depth(), &mut problems) {
+        Ok(root) => root,
+        Err(fatal) => {
+            problems.push(fatal);
+            return Err(FileError::new(file, problems));
+        }
+    };
+    let root = root.filter(|root| !is_null(root));
+    let Some(root) = root else {
+        if options.get_allow_empty() && problems.is_empty() {
+            return Ok(RuleFile::default());
+        }
+        let message = "the file is empty (no rules); an empty file is refused \
+                       unless LoadOptions::allow_empty is set";
+        problems.push(Problem::new(None, message));
+        return Err(FileError::new(file, problems));
+    };
+    let rule_file = document(&root, &mut problems);
+    if problems.is_empty() {
+        return Ok(rule_file);
+    }
+    if problems.len() > MAX_PROBLEMS {
+        let more = problems.len() - MAX_PROBLEMS;
+        problems.sort_by_key(|p| p.position);
+        problems.truncate(MAX_PROBLEMS);
+        problems.push(Problem::new(None, format!("... and {more} more problem(s)")));
+    }
+    Err(FileError::new(file, problems))
+}
+
+pub(crate) fn too_large(file: &str, options: &LoadOptions) -> FileError {
+    FileError::one(
+        file,
+        None,
+        format!(
+            "the file is larger than the limit of {} bytes (LoadOptions::max_size)",
+            options.get_max_size()
+        ),
+    )
+}
+
+fn is_null(node: &Node) -> bool {
+    matches!(&node.value, Value::Scalar { text, plain: true } if scalar::resolve(text, true) == scalar::Scalar::Null)
+}
+
+fn document(root: &Node, problems: &mut Vec<Problem>) -> RuleFile {
+    let mut file = RuleFile::default();
+    let Value::Map(entries) = &root.value else {
+        problems.push(Problem::new(
+            Some(root.pos),
+            format!(
+                "a rule file is a mapping with keys version, {}; got {}",
+                KINDS.join(", "),
+                root.value.describe()
+            ),
+        ));
+        return file;
+    };
+    let mut seen: Vec<(&str, Position)> = Vec::new();
+    for (key, value) in entries {
+        let Value::Scalar { text: name, .. } = &key.value else {
+            if !matches!(key.value, Value::Invalid) {
+                problems.push(Problem::new(Some(key.pos), "a top-level key must be a string"));
+            }
+            continue;
+        };
+        if let Some((_, first)) = seen.iter().find(|(k, _)| k == name) {
+            problems.push(Problem::new(
+                Some(key.pos),
+                format!("duplicate key {name} (first at {}:{})", first.line, first.column),
+            ));
+            continue;
+        }
+        seen.push((name, key.pos));
+        let rules = |problems: &mut Vec<Problem>| -> &[Node] {
+            match &value.value {
+                Value::Seq(items) => items,
+                _ if is_null(value) => &[],
+                Value::Invalid => &[],
+                other => {
+                    problems.push(Problem::new(
+                        Some(value.pos),
+                        format!("{name} must be a list of rules, got {}", other.describe()),
+                    ));
+                    &[]
+                }
+            }
+        };
+        fn each<R>(
+            nodes: &[Node],
+            problems: &mut Vec<Problem>,
+            read: fn(usize, &Node, &mut Vec<Problem>) -> Option<R>,
+        ) -> Vec<R> {
+            let mut out = Vec::new();
+            for (i, node) in nodes.iter().enumerate() {
+                out.extend(read(i, node, problems));
+            }
+            out
+        }
+        match name.as_str() {
+            "version" => match &value.value {
+                Value::Scalar { text, .. } if !is_null(value) => file.version = Some(text.clone()),
+                Value::Scalar { .. } | Value::Invalid => {}
+                other => problems.push(Problem::new(
+                    Some(value.pos),
+                    format!("version must be a scalar (a number or a string), got {}", other.describe()),
+                )),
+            },
+            "flow" => file.book.flow = each(rules(problems), problems, kinds::flow),
+            "degrade" => file.book.degrade = each(rules(problems), problems, kinds::degrade),
+            "system" => file.book.system = each(rules(problems), problems, kinds::system),
+            "authority" => file.book.authority = each(rules(problems), problems, kinds::authority),
+            "param_flow" => file.book.param_flow = each(rules(problems), problems, kinds::param_flow),
+            other => problems.push(Problem::new(
+                Some(key.pos),
+                format!(
+                    "unknown key {other:?} (known: version, {})",
+                    KINDS.join(", ")
+                ),
+            )),
+        }
+    }
+    file
+}

@@ -1,0 +1,166 @@
+//! `RuleWatcher`: load a rule file, then follow it by polling.
+
+mod fingerprint;
+mod poller;
+
+use std::fmt;
+use std::ops::Deref;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use sentinel_core::Sentinel;
+
+use crate::error::FileError;
+use crate::load::Reloaded;
+use crate::options::LoadOptions;
+use poller::Poller;
+
+/// How often the watched file is checked by default.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Loads a rule file into a [`Sentinel`] and reloads it when it changes.
+///
+/// Every `interval` the watcher stats the path (following symlinks) and
+/// reads the file again when its modification time, length, inode, device
+/// or change time moved, or when it was modified in the last few seconds
+/// (then its content hash decides). That catches an editor rewriting the
+/// file in place, a write to a temporary file renamed over it, and a
+/// symlink swapped by a config system (Kubernetes ConfigMap volumes swap
+/// a `..data` directory link). A bad file is reported and the rules in
+/// force stay; a deleted file keeps them too (with one warning) and is
+/// loaded again when it comes back.
+///
+/// ```no_run
+/// use std::time::Duration;
+///
+/// let sentinel: &'static sentinel_core::Sentinel = sentinel_core::global();
+/// let _watch = sentinel_rules::RuleWatcher::new("/etc/myapp/rules.yaml")
+///     .interval(Duration::from_millis(500))
+///     .on_success(|loaded| println!("rules v{:?}: {:?}", loaded.version, loaded.counts))
+///     .on_failure(|error| eprintln!("{error}"))
+///     .start(sentinel)?;
+/// // ... serve; the watcher stops when `_watch` is dropped.
+/// # Ok::<(), sentinel_rules::FileError>(())
+/// ```
+pub struct RuleWatcher {
+    poller: Poller,
+    interval: Duration,
+}
+
+impl RuleWatcher {
+    /// A watcher of the file at `path`, checked every [`DEFAULT_INTERVAL`],
+    /// read with the default [`LoadOptions`].
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        RuleWatcher {
+            poller: Poller::new(path.into(), LoadOptions::default()),
+            interval: DEFAULT_INTERVAL,
+        }
+    }
+
+    /// How often the file is checked.
+    pub fn interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+
+    /// The limits the file is read under.
+    pub fn options(mut self, options: LoadOptions) -> Self {
+        self.poller.options = options;
+        self
+    }
+
+    /// Called after each load put in force, the first one included, with
+    /// the file's version and rule counts. Runs on the watcher's thread; a
+    /// panic in it is caught and logged.
+    pub fn on_success(mut self, listener: impl Fn(&Reloaded) + Send + Sync + 'static) -> Self {
+        self.poller.on_success.push(Arc::new(listener));
+        self
+    }
+
+    /// Called when a changed file is refused (every problem in it), or
+    /// cannot be read; the rules in force are kept. Not called for the
+    /// first load, whose error [`start`](Self::start) returns.
+    pub fn on_failure(mut self, listener: impl Fn(&FileError) + Send + Sync + 'static) -> Self {
+        self.poller.on_failure.push(Arc::new(listener));
+        self
+    }
+
+    /// Loads the file into `sentinel` (a `&'static Sentinel`, an
+    /// `Arc<Sentinel>`...), then watches it on a thread of its own until
+    /// the returned handle is dropped. A file that cannot be loaded now is
+    /// an error, and nothing is watched.
+    pub fn start<S>(self, sentinel: S) -> Result<WatchHandle, FileError>
+    where
+        S: Deref<Target = Sentinel> + Send + 'static,
+    {
+        let RuleWatcher {
+            mut poller,
+            interval,
+        } = self;
+        poller.first(&sentinel)?;
+        let name = poller.name.clone();
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("sentinel-rules-watch".into())
+            .spawn(move || {
+                loop {
+                    match stopped.recv_timeout(interval) {
+                        Err(RecvTimeoutError::Timeout) => poller.poll(&sentinel),
+                        Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+            })
+            .map_err(|e| FileError::one(&name, None, format!("cannot start the watcher: {e}")))?;
+        Ok(WatchHandle {
+            file: name,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl fmt::Debug for RuleWatcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RuleWatcher")
+            .field("path", &self.poller.path)
+            .field("interval", &self.interval)
+            .field("options", &self.poller.options)
+            .field("on_success", &self.poller.on_success.len())
+            .field("on_failure", &self.poller.on_failure.len())
+            .finish()
+    }
+}
+
+/// A running watcher: dropping it (or [`stop`](Self::stop)) stops the
+/// thread and waits for it. The rules it loaded stay in force.
+#[derive(Debug)]
+pub struct WatchHandle {
+    file: String,
+    stop: Option<Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl WatchHandle {
+    /// The watched file, as named in errors.
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// Stops the watcher and waits for its thread.
+    pub fn stop(self) {}
+}
+
+impl Drop for WatchHandle {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take()
+            // A listener that drops the handle runs on the watcher's thread.
+            && thread.thread().id() != std::thread::current().id()
+        {
+            let _ = thread.join();
+        }
+    }
+}
