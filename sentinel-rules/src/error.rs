@@ -86,8 +86,7 @@ pub struct FileError {
 }
 
 impl FileError {
-    pub(crate) fn new(file: &str, mut problems: Vec<Problem>) -> Self {
-        problems.sort_by_key(|p| p.position);
+    pub(crate) fn new(file: &str, problems: Vec<Problem>) -> Self {
         FileError {
             file: file.to_owned(),
             problems,
@@ -113,7 +112,10 @@ impl FileError {
     pub fn lines(&self) -> Vec<String> {
         self.problems
             .iter()
-            .map(|p| format!("{}:{p}", self.file))
+            .map(|p| match p.position {
+                Some(_) => format!("{}:{p}", self.file),
+                None => format!("{}: {p}", self.file),
+            })
             .collect()
     }
 }

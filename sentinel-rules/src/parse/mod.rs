@@ -46,6 +46,7 @@ pub(crate) fn parse(text: &str, file: &str, options: &LoadOptions) -> Result<Rul
         Ok(root) => root,
         Err(fatal) => {
             problems.push(fatal);
+            problems.sort_by_key(|p| p.position);
             return Err(FileError::new(file, problems));
         }
     };
@@ -63,9 +64,9 @@ pub(crate) fn parse(text: &str, file: &str, options: &LoadOptions) -> Result<Rul
     if problems.is_empty() {
         return Ok(rule_file);
     }
+    problems.sort_by_key(|p| p.position);
     if problems.len() > MAX_PROBLEMS {
         let more = problems.len() - MAX_PROBLEMS;
-        problems.sort_by_key(|p| p.position);
         problems.truncate(MAX_PROBLEMS);
         problems.push(Problem::new(None, format!("... and {more} more problem(s)")));
     }
