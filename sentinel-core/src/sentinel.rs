@@ -349,7 +349,7 @@ impl Sentinel {
             version => self.with_rules(version, |rules| checked(Some(rules), &mut verdict)),
         };
         let Some(outcome) = outcome else {
-            return Err(verdict.into_error());
+            return Err(verdict.take_error());
         };
         Ok(Some(Checked {
             resource,
@@ -519,7 +519,7 @@ impl Sentinel {
                     _ => None,
                 };
                 if let Some(rule) = refusing {
-                    verdict.rule = Some(rule);
+                    verdict.rule = Some((check.block_kind(), rule));
                     break 'checks true;
                 }
             }
@@ -889,7 +889,7 @@ struct Checks<'r> {
 /// a system limit's), or what an entry they let through holds.
 #[derive(Default)]
 struct Verdict {
-    rule: Option<Arc<dyn Rule>>,
+    rule: Option<(BlockKind, Arc<dyn Rule>)>,
     block: Option<BlockError>,
     holds: Holds,
 }
@@ -897,9 +897,9 @@ struct Verdict {
 impl Verdict {
     /// The error of a refused entry.
     #[inline]
-    fn into_error(mut self) -> BlockError {
+    fn take_error(&mut self) -> BlockError {
         match (self.rule.take(), self.block.take()) {
-            (Some(rule), _) => BlockError::refused(rule),
+            (Some((kind, rule)), _) => BlockError::by_rule(kind, rule),
             (None, Some(block)) => block,
             (None, None) => unreachable!("a refused entry has its reason"),
         }

@@ -78,12 +78,6 @@ impl BlockError {
         }
     }
 
-    /// A block by one of the built-in rules, of the rule's kind.
-    #[inline]
-    pub(crate) fn refused(rule: Arc<dyn Rule>) -> Self {
-        Self::by_rule(rule.block_kind(), rule)
-    }
-
     /// Which check refused the entry.
     pub fn kind(&self) -> BlockKind {
         self.kind
