@@ -48,7 +48,9 @@ pub fn parse_bytes(
         let valid = &bytes[..e.valid_up_to()];
         let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();
         let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        let column = 1 + String::from_utf8_lossy(&valid[line_start..]).chars().count();
+        let column = 1 + String::from_utf8_lossy(&valid[line_start..])
+            .chars()
+            .count();
         FileError::one(
             file_name,
             Some(Position { line, column }),

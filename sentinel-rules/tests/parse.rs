@@ -33,7 +33,10 @@ fn the_example_file_loads_every_kind() {
     );
     let flow = &book.flow[0];
     assert_eq!(flow.resource, "GET:/orders");
-    assert_eq!((flow.count, flow.grade, flow.id), (20.0, FlowGrade::Qps, Some(1)));
+    assert_eq!(
+        (flow.count, flow.grade, flow.id),
+        (20.0, FlowGrade::Qps, Some(1))
+    );
     assert_eq!(book.flow[1].limit_app, "default");
     assert_eq!(book.degrade[1].grade, DegradeGrade::ErrorRatio);
     assert_eq!(book.degrade[0].slow_ratio_threshold, 0.5);
@@ -301,7 +304,10 @@ fn files_over_the_size_limit_are_refused() {
     );
     let reader = std::io::repeat(b' ');
     let error = sentinel_rules::parse_reader(reader, "endless", &options).unwrap_err();
-    assert!(error.to_string().contains("larger than the limit"), "{error}");
+    assert!(
+        error.to_string().contains("larger than the limit"),
+        "{error}"
+    );
     assert_eq!(sentinel_rules::DEFAULT_MAX_SIZE, 4 << 20);
 }
 
@@ -336,7 +342,11 @@ fn anchors_and_aliases_are_refused() {
         "rules.yaml:2:8: aliases (*name) are not supported: they can expand a small file into a huge one"
     )));
     let aliased = "x: &n 5\nflow:\n  - {resource: r, count: *n}\n";
-    assert!(errors(aliased).iter().any(|l| l.starts_with("rules.yaml:3:26: aliases")));
+    assert!(
+        errors(aliased)
+            .iter()
+            .any(|l| l.starts_with("rules.yaml:3:26: aliases"))
+    );
 }
 
 #[test]
@@ -348,7 +358,10 @@ fn deep_nesting_is_refused() {
     );
     // Deeper still, the parser's own limit stops it before any event.
     let deeper = format!("flow: {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
-    assert_eq!(errors(&deeper), ["rules.yaml:1:262: recursion limit exceeded"]);
+    assert_eq!(
+        errors(&deeper),
+        ["rules.yaml:1:262: recursion limit exceeded"]
+    );
     let block: String = (0..40)
         .map(|i| format!("{}k{i}:\n", "  ".repeat(i)))
         .collect();

@@ -25,7 +25,10 @@ fn sentinel() -> &'static Sentinel {
 fn eventually(what: &str, ok: impl Fn() -> bool) {
     let start = Instant::now();
     while !ok() {
-        assert!(start.elapsed() < Duration::from_secs(10), "timed out: {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "timed out: {what}"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -98,7 +101,9 @@ fn start_loads_the_file_and_tells_the_listeners() {
 fn start_refuses_a_bad_file_and_loads_nothing() {
     let s = sentinel();
     let (_dir, path) = temp_file("flow:\n  - {resource: r, count: -1}\n");
-    let error = RuleWatcher::new(&path).start(Arc::new(Sentinel::builder().build())).unwrap_err();
+    let error = RuleWatcher::new(&path)
+        .start(Arc::new(Sentinel::builder().build()))
+        .unwrap_err();
     assert_eq!(
         error.lines(),
         [format!(
@@ -106,7 +111,9 @@ fn start_refuses_a_bad_file_and_loads_nothing() {
             path.display()
         )]
     );
-    let missing = RuleWatcher::new(path.with_extension("nope")).start(s).unwrap_err();
+    let missing = RuleWatcher::new(path.with_extension("nope"))
+        .start(s)
+        .unwrap_err();
     assert!(missing.to_string().contains("cannot open"), "{missing}");
     assert!(flow_counts(s).is_empty());
 }
@@ -121,7 +128,9 @@ fn an_edit_in_place_is_picked_up() {
     fs::write(&path, flow_file(&[20])).unwrap();
     eventually("the edit is loaded", || flow_counts(s) == [20.0]);
     fs::write(&path, flow_file(&[30, 40])).unwrap();
-    eventually("the second edit is loaded", || flow_counts(s) == [30.0, 40.0]);
+    eventually("the second edit is loaded", || {
+        flow_counts(s) == [30.0, 40.0]
+    });
     assert_eq!(heard.loads.lock().unwrap().len(), 3);
     assert!(heard.failures.lock().unwrap().is_empty());
 }
@@ -195,7 +204,9 @@ fn a_bad_edit_keeps_the_rules_and_reports_every_error() {
         heard.failures.lock().unwrap()[0].lines(),
         [
             format!("{p}:3:26: flow[1] (b): count must be a finite number >= 0, got -5"),
-            format!("{p}:5:46: degrade[0] (c): count is an error ratio and must be in 0..=1, got 3"),
+            format!(
+                "{p}:5:46: degrade[0] (c): count is an error ratio and must be in 0..=1, got 3"
+            ),
         ]
     );
     stays("the old rules stay", || flow_counts(s) == [10.0]);
@@ -249,7 +260,9 @@ fn entries_never_see_a_mix_of_two_files_over_100_reloads() {
                 while !done.load(Ordering::Relaxed) {
                     match s.entry_builder("r").origin("x").enter() {
                         Ok(_) => passed.fetch_add(1, Ordering::Relaxed),
-                        Err(e) if e.kind() == BlockKind::Flow => flow.fetch_add(1, Ordering::Relaxed),
+                        Err(e) if e.kind() == BlockKind::Flow => {
+                            flow.fetch_add(1, Ordering::Relaxed)
+                        }
                         Err(_) => authority.fetch_add(1, Ordering::Relaxed),
                     };
                 }
@@ -269,7 +282,8 @@ fn entries_never_see_a_mix_of_two_files_over_100_reloads() {
 #[test]
 fn a_reload_keeps_the_state_of_unchanged_breakers() {
     let s = sentinel();
-    let breaker = "degrade:\n  - {resource: pay, grade: error_count, count: 1, min_request_amount: 1}\n";
+    let breaker =
+        "degrade:\n  - {resource: pay, grade: error_count, count: 1, min_request_amount: 1}\n";
     let (_dir, path) = temp_file(breaker);
     let (watcher, _heard) = watcher(&path);
     let _handle = watcher.start(s).unwrap();

@@ -211,7 +211,13 @@ impl<'n> RuleFields<'n> {
     }
 
     /// A problem inside a field (an item of a list): `field` names the part.
-    pub(crate) fn report_in(&mut self, field: &'static str, part: String, pos: Position, message: String) {
+    pub(crate) fn report_in(
+        &mut self,
+        field: &'static str,
+        part: String,
+        pos: Position,
+        message: String,
+    ) {
         self.bad.push(field);
         self.problems.push(Problem {
             field: Some(part),

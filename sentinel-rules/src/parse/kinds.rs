@@ -15,9 +15,19 @@ use crate::error::{Position, Problem};
 
 pub(crate) fn flow(index: usize, node: &Node, problems: &mut Vec<Problem>) -> Option<FlowRule> {
     const KNOWN: &[&str] = &[
-        "id", "resource", "grade", "count", "limit_app", "strategy", "ref_resource",
-        "control_behavior", "warm_up_period_sec", "warm_up_cold_factor",
-        "max_queueing_time_ms", "stat_interval_ms", "stat_sample_count",
+        "id",
+        "resource",
+        "grade",
+        "count",
+        "limit_app",
+        "strategy",
+        "ref_resource",
+        "control_behavior",
+        "warm_up_period_sec",
+        "warm_up_cold_factor",
+        "max_queueing_time_ms",
+        "stat_interval_ms",
+        "stat_sample_count",
     ];
     let mut f = RuleFields::new("flow", index, node, KNOWN, problems)?;
     let d = FlowRule::default();
@@ -28,7 +38,13 @@ pub(crate) fn flow(index: usize, node: &Node, problems: &mut Vec<Problem>) -> Op
         id: f.u64("id"),
         resource: resource.unwrap_or_default(),
         grade: f
-            .word("grade", &[("qps", FlowGrade::Qps), ("concurrency", FlowGrade::Concurrency)])
+            .word(
+                "grade",
+                &[
+                    ("qps", FlowGrade::Qps),
+                    ("concurrency", FlowGrade::Concurrency),
+                ],
+            )
             .unwrap_or(d.grade),
         count: count.unwrap_or(d.count),
         limit_app: f.string("limit_app").unwrap_or(d.limit_app),
@@ -55,8 +71,12 @@ pub(crate) fn flow(index: usize, node: &Node, problems: &mut Vec<Problem>) -> Op
             )
             .unwrap_or(d.control_behavior),
         warm_up_period_sec: f.u32("warm_up_period_sec").unwrap_or(d.warm_up_period_sec),
-        warm_up_cold_factor: f.u32("warm_up_cold_factor").unwrap_or(d.warm_up_cold_factor),
-        max_queueing_time_ms: f.u64("max_queueing_time_ms").unwrap_or(d.max_queueing_time_ms),
+        warm_up_cold_factor: f
+            .u32("warm_up_cold_factor")
+            .unwrap_or(d.warm_up_cold_factor),
+        max_queueing_time_ms: f
+            .u64("max_queueing_time_ms")
+            .unwrap_or(d.max_queueing_time_ms),
         stat_interval_ms: f.u64("stat_interval_ms").unwrap_or(d.stat_interval_ms),
         stat_sample_count: f.u32("stat_sample_count").unwrap_or(d.stat_sample_count),
     };
@@ -64,10 +84,21 @@ pub(crate) fn flow(index: usize, node: &Node, problems: &mut Vec<Problem>) -> Op
     Some(rule)
 }
 
-pub(crate) fn degrade(index: usize, node: &Node, problems: &mut Vec<Problem>) -> Option<DegradeRule> {
+pub(crate) fn degrade(
+    index: usize,
+    node: &Node,
+    problems: &mut Vec<Problem>,
+) -> Option<DegradeRule> {
     const KNOWN: &[&str] = &[
-        "id", "resource", "grade", "count", "time_window_sec", "min_request_amount",
-        "slow_ratio_threshold", "stat_interval_ms", "probe_num",
+        "id",
+        "resource",
+        "grade",
+        "count",
+        "time_window_sec",
+        "min_request_amount",
+        "slow_ratio_threshold",
+        "stat_interval_ms",
+        "probe_num",
     ];
     let mut f = RuleFields::new("degrade", index, node, KNOWN, problems)?;
     let d = DegradeRule::default();
@@ -90,7 +121,9 @@ pub(crate) fn degrade(index: usize, node: &Node, problems: &mut Vec<Problem>) ->
         count: count.unwrap_or(d.count),
         time_window_sec: f.u32("time_window_sec").unwrap_or(d.time_window_sec),
         min_request_amount: f.u64("min_request_amount").unwrap_or(d.min_request_amount),
-        slow_ratio_threshold: f.number("slow_ratio_threshold").unwrap_or(d.slow_ratio_threshold),
+        slow_ratio_threshold: f
+            .number("slow_ratio_threshold")
+            .unwrap_or(d.slow_ratio_threshold),
         stat_interval_ms: f.u64("stat_interval_ms").unwrap_or(d.stat_interval_ms),
         probe_num: f.u32("probe_num").unwrap_or(d.probe_num),
     };
@@ -100,7 +133,12 @@ pub(crate) fn degrade(index: usize, node: &Node, problems: &mut Vec<Problem>) ->
 
 pub(crate) fn system(index: usize, node: &Node, problems: &mut Vec<Problem>) -> Option<SystemRule> {
     const KNOWN: &[&str] = &[
-        "id", "highest_system_load", "highest_cpu_usage", "qps", "avg_rt", "max_thread",
+        "id",
+        "highest_system_load",
+        "highest_cpu_usage",
+        "qps",
+        "avg_rt",
+        "max_thread",
     ];
     let mut f = RuleFields::new("system", index, node, KNOWN, problems)?;
     let rule = SystemRule {
@@ -126,7 +164,10 @@ pub(crate) fn authority(
     let strategy = f
         .word(
             "strategy",
-            &[("white", AuthorityStrategy::White), ("black", AuthorityStrategy::Black)],
+            &[
+                ("white", AuthorityStrategy::White),
+                ("black", AuthorityStrategy::Black),
+            ],
         )
         .unwrap_or_default();
     let origins = match f.take("limit_app") {
@@ -173,15 +214,25 @@ pub(crate) fn param_flow(
     problems: &mut Vec<Problem>,
 ) -> Option<ParamFlowRule> {
     const KNOWN: &[&str] = &[
-        "id", "resource", "param_idx", "grade", "count", "control_behavior",
-        "max_queueing_time_ms", "burst_count", "duration_in_sec", "param_flow_item_list",
+        "id",
+        "resource",
+        "param_idx",
+        "grade",
+        "count",
+        "control_behavior",
+        "max_queueing_time_ms",
+        "burst_count",
+        "duration_in_sec",
+        "param_flow_item_list",
         "capacity",
     ];
     let mut f = RuleFields::new("param_flow", index, node, KNOWN, problems)?;
     let d = ParamFlowRule::default();
     let resource = f.resource();
     let param_idx = f.integer("param_idx", i32::MIN.into(), i32::MAX.into());
-    let param_idx = f.required("param_idx", param_idx).and_then(|i| i32::try_from(i).ok());
+    let param_idx = f
+        .required("param_idx", param_idx)
+        .and_then(|i| i32::try_from(i).ok());
     let count = f.number("count");
     let count = f.required("count", count);
     let mut positions = Vec::new();
@@ -196,7 +247,10 @@ pub(crate) fn param_flow(
         grade: f
             .word(
                 "grade",
-                &[("qps", ParamFlowGrade::Qps), ("concurrency", ParamFlowGrade::Concurrency)],
+                &[
+                    ("qps", ParamFlowGrade::Qps),
+                    ("concurrency", ParamFlowGrade::Concurrency),
+                ],
             )
             .unwrap_or(d.grade),
         count: count.unwrap_or(d.count),
@@ -209,7 +263,9 @@ pub(crate) fn param_flow(
                 ],
             )
             .unwrap_or(d.control_behavior),
-        max_queueing_time_ms: f.u64("max_queueing_time_ms").unwrap_or(d.max_queueing_time_ms),
+        max_queueing_time_ms: f
+            .u64("max_queueing_time_ms")
+            .unwrap_or(d.max_queueing_time_ms),
         burst_count: f.u64("burst_count").unwrap_or(d.burst_count),
         duration_in_sec: f.u64("duration_in_sec").unwrap_or(d.duration_in_sec),
         param_flow_item_list: items,
@@ -222,7 +278,11 @@ pub(crate) fn param_flow(
         let rest = error.message.strip_prefix("item ")?;
         let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
         let (value, count) = positions.get(digits.parse::<usize>().ok()?)?;
-        Some(if error.message.contains("): count") { *count } else { *value })
+        Some(if error.message.contains("): count") {
+            *count
+        } else {
+            *value
+        })
     };
     f.finish(rule.problems(index), locate, problems);
     Some(rule)
@@ -241,7 +301,10 @@ fn items(
     for (i, node) in nodes.iter().enumerate() {
         let part = |name: &str| format!("{FIELD}[{i}]{name}");
         let Value::Map(entries) = &node.value else {
-            let message = format!("must be a mapping {{value, count}}, got {}", node.value.describe());
+            let message = format!(
+                "must be a mapping {{value, count}}, got {}",
+                node.value.describe()
+            );
             f.report_in(FIELD, part(""), node.pos, message);
             continue;
         };
@@ -307,7 +370,12 @@ fn number(node: &Node) -> Option<f64> {
 /// An item's value: a string, a whole number or a boolean, as written
 /// (`7` is a number, `"7"` a string).
 fn item_value(node: &Node) -> Result<ParamValue, String> {
-    let got = || format!("must be a string, a whole number or a boolean, got {}", node.value.describe());
+    let got = || {
+        format!(
+            "must be a string, a whole number or a boolean, got {}",
+            node.value.describe()
+        )
+    };
     let Value::Scalar { text, plain } = &node.value else {
         return Err(got());
     };

@@ -68,7 +68,10 @@ pub(crate) fn parse(text: &str, file: &str, options: &LoadOptions) -> Result<Rul
     if problems.len() > MAX_PROBLEMS {
         let more = problems.len() - MAX_PROBLEMS;
         problems.truncate(MAX_PROBLEMS);
-        problems.push(Problem::new(None, format!("... and {more} more problem(s)")));
+        problems.push(Problem::new(
+            None,
+            format!("... and {more} more problem(s)"),
+        ));
     }
     Err(FileError::new(file, problems))
 }
@@ -105,14 +108,20 @@ fn document(root: &Node, problems: &mut Vec<Problem>) -> RuleFile {
     for (key, value) in entries {
         let Value::Scalar { text: name, .. } = &key.value else {
             if !matches!(key.value, Value::Invalid) {
-                problems.push(Problem::new(Some(key.pos), "a top-level key must be a string"));
+                problems.push(Problem::new(
+                    Some(key.pos),
+                    "a top-level key must be a string",
+                ));
             }
             continue;
         };
         if let Some((_, first)) = seen.iter().find(|(k, _)| k == name) {
             problems.push(Problem::new(
                 Some(key.pos),
-                format!("duplicate key {name} (first at {}:{})", first.line, first.column),
+                format!(
+                    "duplicate key {name} (first at {}:{})",
+                    first.line, first.column
+                ),
             ));
             continue;
         }
@@ -148,14 +157,19 @@ fn document(root: &Node, problems: &mut Vec<Problem>) -> RuleFile {
                 Value::Scalar { .. } | Value::Invalid => {}
                 other => problems.push(Problem::new(
                     Some(value.pos),
-                    format!("version must be a scalar (a number or a string), got {}", other.describe()),
+                    format!(
+                        "version must be a scalar (a number or a string), got {}",
+                        other.describe()
+                    ),
                 )),
             },
             "flow" => file.book.flow = each(rules(problems), problems, kinds::flow),
             "degrade" => file.book.degrade = each(rules(problems), problems, kinds::degrade),
             "system" => file.book.system = each(rules(problems), problems, kinds::system),
             "authority" => file.book.authority = each(rules(problems), problems, kinds::authority),
-            "param_flow" => file.book.param_flow = each(rules(problems), problems, kinds::param_flow),
+            "param_flow" => {
+                file.book.param_flow = each(rules(problems), problems, kinds::param_flow)
+            }
             other => problems.push(Problem::new(
                 Some(key.pos),
                 format!(

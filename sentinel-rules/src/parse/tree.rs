@@ -16,7 +16,10 @@ pub(crate) struct Node {
 pub(crate) enum Value {
     /// A scalar's text; `plain` when unquoted (only plain scalars are
     /// numbers, booleans or null).
-    Scalar { text: String, plain: bool },
+    Scalar {
+        text: String,
+        plain: bool,
+    },
     Seq(Vec<Node>),
     Map(Vec<(Node, Node)>),
     /// An alias, already reported: skipped without further complaint.
@@ -120,7 +123,8 @@ pub(crate) fn build(
                     },
                 }
             }
-            Event::SequenceStart(ref anchor, ref tag) | Event::MappingStart(ref anchor, ref tag) => {
+            Event::SequenceStart(ref anchor, ref tag)
+            | Event::MappingStart(ref anchor, ref tag) => {
                 if stack.len() >= max_depth {
                     return Err(Problem::new(
                         Some(pos),

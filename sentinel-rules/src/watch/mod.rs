@@ -106,11 +106,9 @@ impl RuleWatcher {
         let thread = std::thread::Builder::new()
             .name("sentinel-rules-watch".into())
             .spawn(move || {
-                loop {
-                    match stopped.recv_timeout(interval) {
-                        Err(RecvTimeoutError::Timeout) => poller.poll(&sentinel),
-                        Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
-                    }
+                // A message or a dropped sender (the handle) stops it.
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
+                    poller.poll(&sentinel);
                 }
             })
             .map_err(|e| FileError::one(&name, None, format!("cannot start the watcher: {e}")))?;

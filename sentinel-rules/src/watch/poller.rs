@@ -75,7 +75,13 @@ impl Poller {
                 }
                 return;
             }
-            Err(e) => return self.fail(FileError::one(&self.name, None, format!("cannot stat: {e}"))),
+            Err(e) => {
+                return self.fail(FileError::one(
+                    &self.name,
+                    None,
+                    format!("cannot stat: {e}"),
+                ));
+            }
         };
         if self.missing {
             self.missing = false;
@@ -128,7 +134,10 @@ impl Poller {
                 }
             }
             Err(errors) => {
-                let problems = errors.errors().iter().map(|e| crate::Problem::new(None, e.to_string()));
+                let problems = errors
+                    .errors()
+                    .iter()
+                    .map(|e| crate::Problem::new(None, e.to_string()));
                 self.fail(FileError::new(&self.name, problems.collect()));
             }
         }
