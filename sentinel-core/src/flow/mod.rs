@@ -42,9 +42,9 @@ pub use rule::{
 use crate::entry::spare;
 use crate::node::StatisticNode;
 use crate::rule::RuleErrors;
-use crate::slot::Outcome;
 use crate::rules::{CompiledRule, Kind, KindSet, Listener, RuleManager, RuleSet};
 use crate::slot::EntryContext;
+use crate::slot::Outcome;
 use crate::stat::{LeapArray, MetricBucket, MetricEvent, WindowShape};
 use crate::{Rule, Sentinel};
 use controller::{Controller, Decision, Usage};

@@ -48,8 +48,8 @@ use std::sync::Arc;
 
 use crate::Rule;
 use crate::entry::spare;
-use crate::slot::Outcome;
 use crate::rules::{CompiledRule, Kind, KindSet, RuleManager, RuleSet};
+use crate::slot::Outcome;
 use crate::slot::{EntryContext, Holds};
 
 /// The hot-parameter kind, for its [`RuleManager`](crate::RuleManager).
