@@ -171,9 +171,9 @@ impl Sentinel {
             .map(|(_, node)| node)
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn enter<'s>(&'s self, request: Request<'_, 's>) -> Result<Entry<'s>, BlockError> {
-        let Some(checked) = self.begin(&request)? else {
+        let Some(mut checked) = self.begin(&request)? else {
             return Ok(Entry::pass_through());
         };
         let now = match checked.wait_ns {
@@ -184,7 +184,7 @@ impl Sentinel {
                 self.clock.now_ms()
             }
         };
-        Ok(self.admit(&request, checked, now))
+        Ok(self.admit(&request, &mut checked, now))
     }
 
     /// As [`enter`](Self::enter), waiting in a rate limiter's queue with
@@ -194,12 +194,12 @@ impl Sentinel {
         &'s self,
         request: Request<'_, 's>,
     ) -> Result<Entry<'s>, BlockError> {
-        let Some(checked) = self.begin(&request)? else {
+        let Some(mut checked) = self.begin(&request)? else {
             return Ok(Entry::pass_through());
         };
         if checked.wait_ns == 0 {
             let now = checked.start_ms;
-            return Ok(self.admit(&request, checked, now));
+            return Ok(self.admit(&request, &mut checked, now));
         }
         let wait = std::time::Duration::from_nanos(checked.wait_ns);
         // Dropped while waiting (a cancelled future), the guard gives back
@@ -209,8 +209,8 @@ impl Sentinel {
             checked: Some(checked),
         };
         tokio::time::sleep(wait).await;
-        let checked = guard.checked.take().expect("taken once, after the wait");
-        Ok(self.admit(&request, checked, self.clock.now_ms()))
+        let mut checked = guard.checked.take().expect("taken once, after the wait");
+        Ok(self.admit(&request, &mut checked, self.clock.now_ms()))
     }
 
     /// Counts the pass of a checked entry at `now` and hands out its guard.
@@ -218,7 +218,7 @@ impl Sentinel {
     fn admit<'a, 's>(
         &'s self,
         request: &Request<'a, 's>,
-        checked: Checked<'a, 's>,
+        checked: &mut Checked<'a, 's>,
         now: u64,
     ) -> Entry<'s> {
         let batch = u64::from(request.batch);
@@ -234,7 +234,7 @@ impl Sentinel {
             |node| node.add_pass(now, batch),
         );
         if checked.windows {
-            self.count_rule_windows(request, &checked, now);
+            self.count_rule_windows(request, checked, now);
         }
         Entry::active(Active::new(
             self,
@@ -249,7 +249,7 @@ impl Sentinel {
             request.batch,
             checked.reserved,
             checked.breakers,
-            checked.holds,
+            std::mem::take(&mut checked.holds),
         ))
     }
 

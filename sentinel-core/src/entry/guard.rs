@@ -1,6 +1,7 @@
 //! `Entry`: the guard of one call inside a resource.
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -40,8 +41,9 @@ pub(crate) struct Active<'s> {
     pub(crate) reserved: u8,
     /// The resource had circuit breakers when the entry passed them.
     pub(crate) breakers: bool,
-    /// Hot-parameter counts and half-open probes the entry holds.
-    pub(crate) holds: Holds,
+    /// Hot-parameter counts and half-open probes the entry holds, ended by
+    /// the exit (which always runs: no drop glue on the hot path).
+    pub(crate) holds: ManuallyDrop<Holds>,
     error: AtomicBool,
 }
 
@@ -80,7 +82,7 @@ impl<'s> Active<'s> {
             batch,
             reserved,
             breakers,
-            holds,
+            holds: ManuallyDrop::new(holds),
             error: AtomicBool::new(false),
         }
     }

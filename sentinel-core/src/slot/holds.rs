@@ -2,6 +2,7 @@
 //! concurrency of its nodes: hot-parameter concurrency counts and circuit
 //! breakers' half-open probes.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use crate::degrade::{CircuitBreaker, Probe, StateChange};
@@ -13,32 +14,45 @@ enum Hold {
     Probe(Arc<CircuitBreaker>, Probe),
 }
 
-/// What an entry holds. The first hot-parameter count is kept inline, so a
-/// resource with one concurrency hot-parameter rule allocates nothing per
-/// entry; more counts and probes (once per half-open period) go in a list.
+/// What an entry holds: one word, empty for almost every entry, so that
+/// entries move no more than that through the hot path. The list behind it
+/// is recycled per thread, so holding allocates nothing once a thread has
+/// held something before.
 #[derive(Default)]
-pub(crate) struct Holds {
-    param: Option<(Arc<CompiledParam>, ParamHeld)>,
-    more: Vec<Hold>,
+#[allow(clippy::box_collection)] // one word: a `Vec` is three
+pub(crate) struct Holds(Option<Box<Vec<Hold>>>);
+
+thread_local! {
+    /// An empty list, kept for this thread's next entry that holds.
+    #[allow(clippy::box_collection)]
+    static SPARE: Cell<Option<Box<Vec<Hold>>>> = const { Cell::new(None) };
 }
 
 impl Holds {
+    fn list(&mut self) -> &mut Vec<Hold> {
+        self.0.get_or_insert_with(|| {
+            SPARE
+                .try_with(Cell::take)
+                .ok()
+                .flatten()
+                .unwrap_or_default()
+        })
+    }
+
     /// Holds `held` of `rule` until the entry ends.
     pub(crate) fn param(&mut self, rule: &Arc<CompiledParam>, held: ParamHeld) {
-        match self.param {
-            None => self.param = Some((Arc::clone(rule), held)),
-            Some(_) => self.more.push(Hold::Param(Arc::clone(rule), held)),
-        }
+        self.list().push(Hold::Param(Arc::clone(rule), held));
     }
 
     /// Holds a half-open `probe` of `breaker` until the entry ends.
     pub(crate) fn probe(&mut self, breaker: &Arc<CircuitBreaker>, probe: Probe) {
-        self.more.push(Hold::Probe(Arc::clone(breaker), probe));
+        self.list().push(Hold::Probe(Arc::clone(breaker), probe));
     }
 
     /// The probe this entry holds of `breaker`, if any.
+    #[inline]
     pub(crate) fn probe_of(&self, breaker: &Arc<CircuitBreaker>) -> Option<Probe> {
-        self.more.iter().find_map(|hold| match hold {
+        self.0.as_ref()?.iter().find_map(|hold| match hold {
             Hold::Probe(held, probe) if Arc::ptr_eq(held, breaker) => Some(*probe),
             _ => None,
         })
@@ -48,7 +62,7 @@ impl Holds {
     /// their breakers with its completion): gives the counts back.
     #[inline]
     pub(crate) fn finish(&mut self) {
-        if self.param.is_some() || !self.more.is_empty() {
+        if self.0.is_some() {
             self.end(|_, _| {});
         }
     }
@@ -57,18 +71,68 @@ impl Holds {
     /// refused it, or it was dropped before it was admitted): the counts,
     /// and the probes, whose breakers open again.
     pub(crate) fn give_back(&mut self, now: u64, notify: &dyn Fn(&StateChange<'_>)) {
-        self.end(|breaker, probe| breaker.on_abandon(now, probe, notify));
+        if self.0.is_some() {
+            self.end(|breaker, probe| breaker.on_abandon(now, probe, notify));
+        }
     }
 
+    #[cold]
     fn end(&mut self, mut probe: impl FnMut(&CircuitBreaker, Probe)) {
-        if let Some((rule, held)) = self.param.take() {
-            rule.release(held);
-        }
-        for hold in self.more.drain(..) {
+        let Some(mut list) = self.0.take() else {
+            return;
+        };
+        for hold in list.drain(..) {
             match hold {
                 Hold::Param(rule, held) => rule.release(held),
                 Hold::Probe(breaker, held) => probe(&breaker, held),
             }
         }
+        // Kept for the thread's next holder (one is enough; any other goes).
+        let _ = SPARE.try_with(|spare| spare.set(Some(list)));
+    }
+}
+
+impl Drop for Holds {
+    /// An entry never admitted and never given back (a panic between the
+    /// checks and the guard) still gives back its counts; its probes reopen
+    /// nothing, which their breakers' next window corrects.
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ParamValue;
+    use crate::hotspot::{ParamDecision, ParamFlowGrade, ParamFlowRule};
+
+    #[test]
+    fn a_thread_reuses_its_list_and_counts_come_back() {
+        let rule = Arc::new(CompiledParam::new(ParamFlowRule {
+            grade: ParamFlowGrade::Concurrency,
+            ..ParamFlowRule::new("r", 0, 1.0)
+        }));
+        let args = [ParamValue::from("k")];
+        let hold = |holds: &mut Holds| match rule.check(&args, 1, 0, || 0) {
+            ParamDecision::Held(held) => holds.param(&rule, held),
+            other => panic!("not held: {other:?}"),
+        };
+        let mut first = Holds::default();
+        hold(&mut first);
+        let list = first.0.as_deref().map(|l| l as *const Vec<Hold>);
+        assert!(matches!(rule.check(&args, 1, 0, || 0), ParamDecision::Block));
+        first.finish();
+        let mut second = Holds::default();
+        hold(&mut second);
+        assert_eq!(
+            second.0.as_deref().map(|l| l as *const Vec<Hold>),
+            list,
+            "the list came back to the thread"
+        );
+        drop(second);
+        let mut third = Holds::default();
+        hold(&mut third);
+        third.finish();
     }
 }
