@@ -121,7 +121,10 @@ mod tests {
         let mut first = Holds::default();
         hold(&mut first);
         let list = first.0.as_deref().map(|l| l as *const Vec<Hold>);
-        assert!(matches!(rule.check(&args, 1, 0, || 0), ParamDecision::Block));
+        assert!(matches!(
+            rule.check(&args, 1, 0, || 0),
+            ParamDecision::Block
+        ));
         first.finish();
         let mut second = Holds::default();
         hold(&mut second);
