@@ -315,39 +315,43 @@ impl Sentinel {
         // pass travels in registers, and becomes a `BlockError` only here,
         // in the caller's result.
         let mut verdict = Verdict::default();
-        let checked = |rules: Option<&RuleSet>, verdict: &mut Verdict| {
-            let resource_rules = rules.and_then(|set| set.for_resource(resource));
-            let system = match request.entry_type {
-                EntryType::Inbound => rules.and_then(RuleSet::system),
-                EntryType::Outbound => None,
-            };
-            if self.chain.is_empty() && resource_rules.is_none() && system.is_none() {
-                return Some(Outcome::default());
-            }
-            self.run_chain(
-                &EntryContext {
-                    resource,
-                    entry_type: request.entry_type,
-                    batch: request.batch,
-                    origin,
-                    origin_name,
-                    context,
-                    sentinel: self,
-                    context_stats,
-                    args: request.args,
-                    now_ms: now,
-                },
-                Checks {
-                    resource: resource_rules,
-                    system,
-                },
-                verdict,
-            )
-        };
-        let outcome = match self.rules_version.load(Ordering::Acquire) {
-            0 => checked(None, &mut verdict),
-            version => self.with_rules(version, |rules| checked(Some(rules), &mut verdict)),
-        };
+        let version = self.rules_version.load(Ordering::Acquire);
+        let verdict = &mut verdict;
+        // Inlined at each call (a closure called out of line reads its
+        // captures back wider than they were stored, and stalls).
+        let outcome = self.with_rules_if_any(
+            version,
+            #[inline(always)]
+            |rules: Option<&RuleSet>| {
+                let resource_rules = rules.and_then(|set| set.for_resource(resource));
+                let system = match request.entry_type {
+                    EntryType::Inbound => rules.and_then(RuleSet::system),
+                    EntryType::Outbound => None,
+                };
+                if self.chain.is_empty() && resource_rules.is_none() && system.is_none() {
+                    return Some(Outcome::default());
+                }
+                self.run_chain(
+                    &EntryContext {
+                        resource,
+                        entry_type: request.entry_type,
+                        batch: request.batch,
+                        origin,
+                        origin_name,
+                        context,
+                        sentinel: self,
+                        context_stats,
+                        args: request.args,
+                        now_ms: now,
+                    },
+                    Checks {
+                        resource: resource_rules,
+                        system,
+                    },
+                    verdict,
+                )
+            },
+        );
         let Some(outcome) = outcome else {
             return Err(verdict.take_error());
         };
@@ -461,76 +465,90 @@ impl Sentinel {
     ) -> Option<Outcome> {
         let mut outcome = Outcome::default();
         let notify = |change: &StateChange<'_>| self.listeners.states.notify(change);
+        // Straight-line, in chain order (a loop over the kinds would branch
+        // through a jump table on every entry): the user slots placed
+        // before each built-in check, then the check.
         let refused = 'checks: {
-            let rules = checks.resource;
-            for (i, check) in Check::ALL.into_iter().enumerate() {
-                if let Err(block) = self.chain.checks[i].iter().try_for_each(|s| s.entry(ctx)) {
-                    verdict.block = Some(block);
-                    break 'checks true;
-                }
-                let refusing = match (check, rules) {
-                    (Check::Authority, Some(rules)) if !rules.authority.is_empty() => {
-                        authority::check(&rules.authority, ctx.origin_name).err()
-                    }
-                    (Check::System, _) => {
-                        if let Some(limits) = checks.system
-                            && let Err(rule) =
-                                limits.check(&self.inbound, &*self.status, ctx.batch, ctx.now_ms)
-                        {
-                            // Named with the resource entered, not the rule's.
-                            verdict.block = Some(BlockError::new(
-                                BlockKind::System,
-                                ctx.resource.name_arc().clone(),
-                                Some(Arc::clone(rule) as Arc<dyn Rule>),
-                            ));
-                            break 'checks true;
-                        }
-                        None
-                    }
-                    (Check::HotParam, Some(rules)) if !rules.param.is_empty() => {
-                        hotspot::check(&rules.param, ctx, &mut outcome, &mut verdict.holds).err()
-                    }
-                    (Check::Flow, Some(rules)) if !rules.flow.is_empty() => {
-                        match flow::check(self, &rules.flow, |o| rules.names_origin(o), ctx) {
-                            Ok(passed) => {
-                                outcome = outcome.merge(passed);
-                                if rules.flow_windows {
-                                    outcome = outcome.with_windows();
-                                }
-                                None
-                            }
-                            Err(rule) => Some(rule),
-                        }
-                    }
-                    (Check::Degrade, Some(rules)) if !rules.degrade.is_empty() => {
-                        match degrade::check(
-                            &rules.degrade,
-                            ctx.now_ms,
-                            &notify,
-                            &mut verdict.holds,
-                        ) {
-                            Ok(()) => {
-                                outcome = outcome.with_breakers();
-                                None
-                            }
-                            Err(rule) => Some(rule),
-                        }
-                    }
-                    _ => None,
-                };
-                if let Some(rule) = refusing {
-                    verdict.rule = Some((check.block_kind(), rule));
-                    break 'checks true;
-                }
-            }
-            if let Err(block) = self.chain.checks[Check::ALL.len()]
+            let user = |i: usize, verdict: &mut Verdict| match self.chain.checks[i]
                 .iter()
-                .try_for_each(|s| s.entry(ctx))
+                .try_for_each(|slot| slot.entry(ctx))
             {
-                verdict.block = Some(block);
+                Ok(()) => false,
+                Err(block) => {
+                    verdict.block = Some(block);
+                    true
+                }
+            };
+            let rules = checks.resource;
+            if user(Check::Authority as usize, verdict) {
                 break 'checks true;
             }
-            false
+            if let Some(rules) = rules
+                && !rules.authority.is_empty()
+                && let Err(rule) = authority::check(&rules.authority, ctx.origin_name)
+            {
+                verdict.rule = Some((BlockKind::Authority, rule));
+                break 'checks true;
+            }
+            if user(Check::System as usize, verdict) {
+                break 'checks true;
+            }
+            if let Some(limits) = checks.system
+                && let Err(rule) = limits.check(&self.inbound, &*self.status, ctx.batch, ctx.now_ms)
+            {
+                // Named with the resource entered, not the rule's.
+                verdict.block = Some(BlockError::new(
+                    BlockKind::System,
+                    ctx.resource.name_arc().clone(),
+                    Some(Arc::clone(rule) as Arc<dyn Rule>),
+                ));
+                break 'checks true;
+            }
+            if user(Check::HotParam as usize, verdict) {
+                break 'checks true;
+            }
+            if let Some(rules) = rules
+                && !rules.param.is_empty()
+                && let Err(rule) =
+                    hotspot::check(&rules.param, ctx, &mut outcome, &mut verdict.holds)
+            {
+                verdict.rule = Some((BlockKind::HotParam, rule));
+                break 'checks true;
+            }
+            if user(Check::Flow as usize, verdict) {
+                break 'checks true;
+            }
+            if let Some(rules) = rules
+                && !rules.flow.is_empty()
+            {
+                match flow::check(self, &rules.flow, |o| rules.names_origin(o), ctx) {
+                    Ok(passed) => {
+                        outcome = outcome.merge(passed);
+                        if rules.flow_windows {
+                            outcome = outcome.with_windows();
+                        }
+                    }
+                    Err(rule) => {
+                        verdict.rule = Some((BlockKind::Flow, rule));
+                        break 'checks true;
+                    }
+                }
+            }
+            if user(Check::Degrade as usize, verdict) {
+                break 'checks true;
+            }
+            if let Some(rules) = rules
+                && !rules.degrade.is_empty()
+            {
+                match degrade::check(&rules.degrade, ctx.now_ms, &notify, &mut verdict.holds) {
+                    Ok(()) => outcome = outcome.with_breakers(),
+                    Err(rule) => {
+                        verdict.rule = Some((BlockKind::Degrade, rule));
+                        break 'checks true;
+                    }
+                }
+            }
+            user(Check::ALL.len(), verdict)
         };
         if refused {
             flow::release(ctx, outcome.reserved());
@@ -738,27 +756,46 @@ impl Sentinel {
         self.rules.load()
     }
 
+    /// As [`with_rules`](Self::with_rules), with `None` while no rule was
+    /// ever loaded (version 0), without touching the thread's cache.
+    #[inline(always)]
+    fn with_rules_if_any<T>(&self, version: u32, f: impl FnOnce(Option<&RuleSet>) -> T) -> T {
+        let mut f = Some(f);
+        if version != 0 {
+            return self.with_rules(
+                version,
+                #[inline(always)]
+                |rules| (f.take().expect("called once"))(Some(rules)),
+            );
+        }
+        (f.take().expect("called once"))(None)
+    }
+
     /// Calls `f` with the rule set of `version` (the one in force). Each
     /// thread caches the set it last used, so while rules stay unchanged
     /// this costs a thread-local read and a compare, where
     /// `ArcSwap::load` costs two locked instructions.
-    #[inline]
+    #[inline(always)]
     fn with_rules<T>(&self, version: u32, f: impl FnOnce(&RuleSet) -> T) -> T {
         let mut f = Some(f);
-        let cached = RULES_CACHE.try_with(|cache| {
-            let fresh = matches!(
-                cache.try_borrow().as_deref(),
-                Ok(Some((id, v, _))) if *id == self.uid && *v == version
-            );
-            if !fresh {
-                // Refill, unless a caller up the stack is reading the cache
-                // (a user slot entering a resource from inside a check).
-                *cache.try_borrow_mut().ok()? = Some((self.uid, version, self.rules.load_full()));
-            }
-            let guard = cache.try_borrow().ok()?;
-            let (_, _, set) = guard.as_ref()?;
-            Some((f.take()?)(set))
-        });
+        let cached = RULES_CACHE.try_with(
+            #[inline(always)]
+            |cache| {
+                let fresh = matches!(
+                    cache.try_borrow().as_deref(),
+                    Ok(Some((id, v, _))) if *id == self.uid && *v == version
+                );
+                if !fresh {
+                    // Refill, unless a caller up the stack is reading the cache
+                    // (a user slot entering a resource from inside a check).
+                    *cache.try_borrow_mut().ok()? =
+                        Some((self.uid, version, self.rules.load_full()));
+                }
+                let guard = cache.try_borrow().ok()?;
+                let (_, _, set) = guard.as_ref()?;
+                Some((f.take()?)(set))
+            },
+        );
         match (cached, f) {
             (Ok(Some(result)), _) => result,
             (_, Some(f)) => f(&self.rules.load()),

@@ -1,7 +1,6 @@
 //! `Entry`: the guard of one call inside a resource.
 
 use std::fmt;
-use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -42,8 +41,8 @@ pub(crate) struct Active<'s> {
     /// The resource had circuit breakers when the entry passed them.
     pub(crate) breakers: bool,
     /// Hot-parameter counts and half-open probes the entry holds, ended by
-    /// the exit (which always runs: no drop glue on the hot path).
-    pub(crate) holds: ManuallyDrop<Holds>,
+    /// the exit.
+    pub(crate) holds: Holds,
     error: AtomicBool,
 }
 
@@ -82,7 +81,7 @@ impl<'s> Active<'s> {
             batch,
             reserved,
             breakers,
-            holds: ManuallyDrop::new(holds),
+            holds,
             error: AtomicBool::new(false),
         }
     }

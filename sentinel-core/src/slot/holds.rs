@@ -3,6 +3,7 @@
 //! breakers' half-open probes.
 
 use std::cell::Cell;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use crate::degrade::{CircuitBreaker, Probe, StateChange};
@@ -18,9 +19,14 @@ enum Hold {
 /// entries move no more than that through the hot path. The list behind it
 /// is recycled per thread, so holding allocates nothing once a thread has
 /// held something before.
+///
+/// It has no drop glue (none on the hot path): every holder ends it, with
+/// [`finish`](Self::finish) at the exit or [`give_back`](Self::give_back)
+/// when the entry will not run. One dropped unended (a panic in between)
+/// keeps its counts.
 #[derive(Default)]
 #[allow(clippy::box_collection)] // one word: a `Vec` is three
-pub(crate) struct Holds(Option<Box<Vec<Hold>>>);
+pub(crate) struct Holds(ManuallyDrop<Option<Box<Vec<Hold>>>>);
 
 thread_local! {
     /// An empty list, kept for this thread's next entry that holds.
@@ -78,7 +84,7 @@ impl Holds {
 
     #[cold]
     fn end(&mut self, mut probe: impl FnMut(&CircuitBreaker, Probe)) {
-        let Some(mut list) = self.0.take() else {
+        let Some(mut list) = Option::take(&mut self.0) else {
             return;
         };
         for hold in list.drain(..) {
@@ -89,15 +95,6 @@ impl Holds {
         }
         // Kept for the thread's next holder (one is enough; any other goes).
         let _ = SPARE.try_with(|spare| spare.set(Some(list)));
-    }
-}
-
-impl Drop for Holds {
-    /// An entry never admitted and never given back (a panic between the
-    /// checks and the guard) still gives back its counts; its probes reopen
-    /// nothing, which their breakers' next window corrects.
-    fn drop(&mut self) {
-        self.finish();
     }
 }
 
@@ -133,7 +130,7 @@ mod tests {
             list,
             "the list came back to the thread"
         );
-        drop(second);
+        second.finish();
         let mut third = Holds::default();
         hold(&mut third);
         third.finish();

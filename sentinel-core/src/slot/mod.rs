@@ -106,17 +106,6 @@ impl Check {
         Check::Degrade,
     ];
 
-    /// The kind of a block by this check's rules.
-    pub(crate) fn block_kind(self) -> crate::BlockKind {
-        match self {
-            Check::Authority => crate::BlockKind::Authority,
-            Check::System => crate::BlockKind::System,
-            Check::HotParam => crate::BlockKind::HotParam,
-            Check::Flow => crate::BlockKind::Flow,
-            Check::Degrade => crate::BlockKind::Degrade,
-        }
-    }
-
     fn order(self) -> i32 {
         match self {
             Check::Authority => order::AUTHORITY,
