@@ -31,7 +31,8 @@ pub(crate) trait Usage {
 /// A rule's controller, with its state (warm-up tokens, pacing time).
 #[derive(Debug)]
 pub(crate) enum Controller {
-    Reject,
+    /// The whole part of the rule's count.
+    Reject(f64),
     WarmUp(WarmUp),
     RateLimiter(Pacer),
     WarmUpRateLimiter(WarmUp, Pacer),
@@ -40,7 +41,7 @@ pub(crate) enum Controller {
 impl Controller {
     pub(crate) fn new(rule: &FlowRule) -> Self {
         match rule.control_behavior {
-            ControlBehavior::Reject => Controller::Reject,
+            ControlBehavior::Reject => Controller::Reject(rule.count.floor()),
             ControlBehavior::WarmUp => Controller::WarmUp(WarmUp::new(rule)),
             ControlBehavior::RateLimiter => Controller::RateLimiter(Pacer::new(rule)),
             ControlBehavior::WarmUpRateLimiter => {
@@ -62,9 +63,12 @@ impl Controller {
     ) -> Decision {
         let acquire = f64::from(acquire);
         match self {
-            Controller::Reject => {
-                // Sentinel compares the whole part of the current figure.
-                if whole(usage.current()) + acquire <= count {
+            &Controller::Reject(whole_count) => {
+                // Sentinel passes while whole(current) + acquire <= count:
+                // with whole numbers on the left, that is current <
+                // whole(count) - acquire + 1, a compare without converting
+                // the rate to an integer.
+                if usage.current() < whole_count - acquire + 1.0 {
                     Decision::Pass
                 } else {
                     Decision::Block
@@ -291,6 +295,27 @@ mod tests {
         assert_eq!(
             c.decide(10.0, &Fixed(10.0, 0.0), 1, 0, || 0),
             Decision::Block
+        );
+    }
+
+    #[test]
+    fn reject_compares_whole_numbers_as_sentinel_does() {
+        // whole(current) + acquire <= count, with fractions on both sides.
+        let c = Controller::new(&rule(ControlBehavior::Reject, 2.5));
+        let decide =
+            |current: f64, acquire: u32| c.decide(2.5, &Fixed(current, 0.0), acquire, 0, || 0);
+        assert_eq!(decide(1.99, 1), Decision::Pass, "1 + 1 <= 2.5");
+        assert_eq!(decide(2.0, 1), Decision::Block, "2 + 1 > 2.5");
+        assert_eq!(decide(0.5, 2), Decision::Pass, "0 + 2 <= 2.5");
+        assert_eq!(decide(1.0, 2), Decision::Block, "1 + 2 > 2.5");
+        let zero = Controller::new(&rule(ControlBehavior::Reject, 0.0));
+        assert_eq!(
+            zero.decide(0.0, &Fixed(0.0, 0.0), 1, 0, || 0),
+            Decision::Block
+        );
+        assert_eq!(
+            zero.decide(0.0, &Fixed(0.0, 0.0), 0, 0, || 0),
+            Decision::Pass
         );
     }
 
