@@ -113,3 +113,50 @@ pub(crate) fn origin_problem(origin: &str) -> Option<String> {
     }
     None
 }
+
+/// The problems of one rule, gathered as they are found.
+pub(crate) struct Problems<'r> {
+    kind: &'static str,
+    index: usize,
+    resource: &'r str,
+    found: Vec<RuleError>,
+}
+
+impl<'r> Problems<'r> {
+    /// For rule `kind[index]` on `resource`.
+    pub(crate) fn new(kind: &'static str, index: usize, resource: &'r str) -> Self {
+        Problems {
+            kind,
+            index,
+            resource,
+            found: Vec::new(),
+        }
+    }
+
+    /// `field` is wrong: `message`.
+    pub(crate) fn add(&mut self, field: &'static str, message: impl Into<String>) {
+        let error = RuleError::new(self.kind, self.index, self.resource, field, message);
+        self.found.push(error);
+    }
+
+    /// The rule must name its resource.
+    pub(crate) fn require_resource(&mut self) {
+        if self.resource.trim().is_empty() {
+            self.add("resource", "must not be empty");
+        }
+    }
+
+    /// `value` of `field` must be a finite number >= 0; whether it is.
+    pub(crate) fn non_negative(&mut self, field: &'static str, value: f64) -> bool {
+        let ok = value.is_finite() && value >= 0.0;
+        if !ok {
+            self.add(field, format!("must be a finite number >= 0, got {value}"));
+        }
+        ok
+    }
+
+    /// Every problem found, in order.
+    pub(crate) fn into_vec(self) -> Vec<RuleError> {
+        self.found
+    }
+}

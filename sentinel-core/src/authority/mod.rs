@@ -38,7 +38,7 @@ use crate::rules::{CompiledRule, Kind, KindSet, RuleSet};
 /// The authority kind, for its [`RuleManager`](crate::RuleManager).
 pub(crate) static KIND: Kind<AuthorityRule> = Kind {
     name: "authority",
-    validate: AuthorityRule::validate,
+    problems: AuthorityRule::problems,
     rules: RuleSet::authority_rules,
     replace: |parts, rules| parts.authority = Arc::new(KindSet::compile(rules, &parts.authority)),
     listeners: |sentinel| &sentinel.listeners.authority,

@@ -4,7 +4,7 @@ use std::any::Any;
 use std::fmt;
 
 use crate::BlockKind;
-use crate::rule::{Rule, RuleError, origin_problem};
+use crate::rule::{Problems, Rule, RuleError, origin_problem};
 
 /// Whether an authority rule's origins are the only ones let in, or the
 /// ones kept out.
@@ -63,33 +63,22 @@ impl AuthorityRule {
     /// Every problem of the rule, in field order (empty when it is valid);
     /// [`validate`](Self::validate) returns the first.
     pub fn problems(&self, index: usize) -> Vec<RuleError> {
-        let mut problems = Vec::new();
-        let mut err = |field: &'static str, message: String| {
-            problems.push(RuleError::new(
-                "authority",
-                index,
-                &self.resource,
-                field,
-                message,
-            ));
-        };
-        if self.resource.trim().is_empty() {
-            err("resource", "must not be empty".into());
-        }
+        let mut problems = Problems::new("authority", index, &self.resource);
+        problems.require_resource();
         if self.limit_app.is_empty() {
-            err("limit_app", "must name at least one origin".into());
+            problems.add("limit_app", "must name at least one origin");
         }
         for origin in &self.limit_app {
             if origin.is_empty() {
-                err(
+                problems.add(
                     "limit_app",
-                    "lists an empty origin (entries without one always pass)".into(),
+                    "lists an empty origin (entries without one always pass)",
                 );
             } else if let Some(problem) = origin_problem(origin) {
-                err("limit_app", problem);
+                problems.add("limit_app", problem);
             }
         }
-        problems
+        problems.into_vec()
     }
 }
 

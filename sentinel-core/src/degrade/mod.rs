@@ -70,7 +70,7 @@ use crate::slot::Holds;
 /// The degrade kind, for its [`RuleManager`].
 pub(crate) static KIND: Kind<DegradeRule> = Kind {
     name: "degrade",
-    validate: DegradeRule::validate,
+    problems: DegradeRule::problems,
     rules: RuleSet::degrade_rules,
     replace: |parts, rules| parts.degrade = Arc::new(KindSet::compile(rules, &parts.degrade)),
     listeners: |sentinel| &sentinel.listeners.degrade,

@@ -5,7 +5,7 @@ use std::any::Any;
 use std::fmt;
 
 use crate::BlockKind;
-use crate::rule::{Rule, RuleError};
+use crate::rule::{Problems, Rule, RuleError};
 
 /// The longest statistics window a rule may ask for, in milliseconds (two
 /// minutes, Sentinel's bound).
@@ -94,44 +94,31 @@ impl DegradeRule {
     /// Every problem of the rule, in field order (empty when it is valid);
     /// [`validate`](Self::validate) returns the first.
     pub fn problems(&self, index: usize) -> Vec<RuleError> {
-        let mut problems = Vec::new();
-        let mut err = |field: &'static str, message: String| {
-            problems.push(RuleError::new(
-                "degrade",
-                index,
-                &self.resource,
-                field,
-                message,
-            ));
-        };
-        if self.resource.trim().is_empty() {
-            err("resource", "must not be empty".into());
-        }
-        if !self.count.is_finite() || self.count < 0.0 {
-            err(
-                "count",
-                format!("must be a finite number >= 0, got {}", self.count),
-            );
-        } else if self.grade == DegradeGrade::ErrorRatio && self.count > 1.0 {
-            err(
+        let mut problems = Problems::new("degrade", index, &self.resource);
+        problems.require_resource();
+        if problems.non_negative("count", self.count)
+            && self.grade == DegradeGrade::ErrorRatio
+            && self.count > 1.0
+        {
+            problems.add(
                 "count",
                 format!("is an error ratio and must be in 0..=1, got {}", self.count),
             );
         }
         if self.time_window_sec == 0 {
-            err("time_window_sec", "must be > 0".into());
+            problems.add("time_window_sec", "must be > 0");
         }
         if self.min_request_amount == 0 {
-            err("min_request_amount", "must be > 0".into());
+            problems.add("min_request_amount", "must be > 0");
         }
         if !(0.0..=1.0).contains(&self.slow_ratio_threshold) {
-            err(
+            problems.add(
                 "slow_ratio_threshold",
                 format!("must be in 0..=1, got {}", self.slow_ratio_threshold),
             );
         }
         if self.stat_interval_ms == 0 || self.stat_interval_ms > MAX_STAT_INTERVAL_MS {
-            err(
+            problems.add(
                 "stat_interval_ms",
                 format!(
                     "must be in 1..={MAX_STAT_INTERVAL_MS}, got {}",
@@ -140,12 +127,12 @@ impl DegradeRule {
             );
         }
         if self.probe_num == 0 || self.probe_num > MAX_PROBE_NUM {
-            err(
+            problems.add(
                 "probe_num",
                 format!("must be in 1..={MAX_PROBE_NUM}, got {}", self.probe_num),
             );
         }
-        problems
+        problems.into_vec()
     }
 }
 

@@ -69,7 +69,7 @@ pub type FlowListener = Listener<FlowRule>;
 /// The flow kind, for its [`RuleManager`].
 pub(crate) static KIND: Kind<FlowRule> = Kind {
     name: "flow",
-    validate: FlowRule::validate,
+    problems: FlowRule::problems,
     rules: RuleSet::flow_rules,
     replace: |parts, rules| parts.flow = Arc::new(KindSet::compile(rules, &parts.flow)),
     listeners: |sentinel| &sentinel.listeners.flow,

@@ -4,7 +4,7 @@ use std::any::Any;
 use std::fmt;
 
 use crate::BlockKind;
-use crate::rule::{Rule, RuleError, origin_problem};
+use crate::rule::{Problems, Rule, RuleError, origin_problem};
 
 /// `limit_app` value: the rule counts every caller together.
 pub const LIMIT_APP_DEFAULT: &str = "default";
@@ -117,42 +117,26 @@ impl FlowRule {
     /// Every problem of the rule, in field order (empty when it is valid);
     /// [`validate`](Self::validate) returns the first.
     pub fn problems(&self, index: usize) -> Vec<RuleError> {
-        let mut problems = Vec::new();
-        let mut err = |field: &'static str, message: String| {
-            problems.push(RuleError::new(
-                "flow",
-                index,
-                &self.resource,
-                field,
-                message,
-            ));
-        };
-        if self.resource.trim().is_empty() {
-            err("resource", "must not be empty".into());
-        }
-        if !self.count.is_finite() || self.count < 0.0 {
-            err(
-                "count",
-                format!("must be a finite number >= 0, got {}", self.count),
-            );
-        }
+        let mut problems = Problems::new("flow", index, &self.resource);
+        problems.require_resource();
+        problems.non_negative("count", self.count);
         if let Some(problem) = origin_problem(&self.limit_app) {
-            err("limit_app", problem);
+            problems.add("limit_app", problem);
         }
         let reference = self.ref_resource.as_deref().map(str::trim).unwrap_or("");
         match self.strategy {
             FlowStrategy::Direct => {}
             FlowStrategy::Relate if reference.is_empty() => {
-                err("ref_resource", "is required by the relate strategy".into());
+                problems.add("ref_resource", "is required by the relate strategy");
             }
             FlowStrategy::Chain if reference.is_empty() => {
-                err(
+                problems.add(
                     "ref_resource",
-                    "is required by the chain strategy (the context name)".into(),
+                    "is required by the chain strategy (the context name)",
                 );
             }
             FlowStrategy::Chain if reference == crate::DEFAULT_CONTEXT => {
-                err(
+                problems.add(
                     "ref_resource",
                     format!(
                         "the chain strategy needs a named context, not {}",
@@ -164,7 +148,7 @@ impl FlowRule {
         }
         if self.grade == FlowGrade::Concurrency && self.control_behavior != ControlBehavior::Reject
         {
-            err(
+            problems.add(
                 "control_behavior",
                 format!(
                     "{:?} needs grade qps; the concurrency grade only rejects",
@@ -177,21 +161,21 @@ impl FlowRule {
             ControlBehavior::WarmUp | ControlBehavior::WarmUpRateLimiter
         );
         if warms && self.warm_up_period_sec == 0 {
-            err("warm_up_period_sec", "must be > 0".into());
+            problems.add("warm_up_period_sec", "must be > 0");
         }
         if warms && self.warm_up_cold_factor <= 1 {
-            err(
+            problems.add(
                 "warm_up_cold_factor",
                 format!("must be > 1, got {}", self.warm_up_cold_factor),
             );
         }
         if self.stat_interval_ms == 0 {
-            err("stat_interval_ms", "must be > 0".into());
+            problems.add("stat_interval_ms", "must be > 0");
         }
         if self.stat_sample_count == 0 {
-            err("stat_sample_count", "must be > 0".into());
+            problems.add("stat_sample_count", "must be > 0");
         } else if self.stat_interval_ms % u64::from(self.stat_sample_count) != 0 {
-            err(
+            problems.add(
                 "stat_sample_count",
                 format!(
                     "must divide stat_interval_ms ({} ms into {} buckets)",
@@ -199,7 +183,7 @@ impl FlowRule {
                 ),
             );
         }
-        problems
+        problems.into_vec()
     }
 
     /// Whether `limit_app` names one origin (not "default" or "other").

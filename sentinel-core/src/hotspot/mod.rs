@@ -55,7 +55,7 @@ use crate::slot::{EntryContext, Holds};
 /// The hot-parameter kind, for its [`RuleManager`](crate::RuleManager).
 pub(crate) static KIND: Kind<ParamFlowRule> = Kind {
     name: "param_flow",
-    validate: ParamFlowRule::validate,
+    problems: ParamFlowRule::problems,
     rules: RuleSet::param_rules,
     replace: |parts, rules| parts.param = Arc::new(KindSet::compile(rules, &parts.param)),
     listeners: |sentinel| &sentinel.listeners.param,

@@ -4,7 +4,7 @@
 use std::any::Any;
 use std::fmt;
 
-use crate::rule::{Rule, RuleError};
+use crate::rule::{Problems, Rule, RuleError};
 use crate::{BlockKind, ParamValue};
 
 /// Values a rule tracks by default: 4 000 per second of its duration
@@ -145,29 +145,18 @@ impl ParamFlowRule {
     /// (empty when it is valid); [`validate`](Self::validate) returns the
     /// first.
     pub fn problems(&self, index: usize) -> Vec<RuleError> {
-        let mut problems = Vec::new();
-        let mut err = |field: &'static str, message: String| {
-            problems.push(RuleError::new(
-                "param_flow",
-                index,
-                &self.resource,
-                field,
-                message,
-            ));
-        };
-        if self.resource.trim().is_empty() {
-            err("resource", "must not be empty".into());
-        }
+        let mut problems = Problems::new("param_flow", index, &self.resource);
+        problems.require_resource();
         if let Some(problem) = count_problem(self.count, self.burst_count) {
-            err("count", problem);
+            problems.add("count", problem);
         }
         if self.duration_in_sec == 0 {
-            err("duration_in_sec", "must be > 0".into());
+            problems.add("duration_in_sec", "must be > 0");
         }
         if self.grade == ParamFlowGrade::Concurrency
             && self.control_behavior != ParamControlBehavior::Reject
         {
-            err(
+            problems.add(
                 "control_behavior",
                 format!(
                     "{:?} needs grade qps; the concurrency grade only rejects",
@@ -177,7 +166,7 @@ impl ParamFlowRule {
         }
         for (i, item) in self.param_flow_item_list.iter().enumerate() {
             if matches!(item.value, ParamValue::List(_)) {
-                err(
+                problems.add(
                     "param_flow_item_list",
                     format!(
                         "item {i}: a list ({}) is not a value; give its elements as items",
@@ -185,7 +174,7 @@ impl ParamFlowRule {
                     ),
                 );
             } else if let Some(problem) = count_problem(item.count, self.burst_count) {
-                err(
+                problems.add(
                     "param_flow_item_list",
                     format!("item {i} ({:?}): count {problem}", item.value),
                 );
@@ -193,7 +182,7 @@ impl ParamFlowRule {
                 .iter()
                 .position(|other| other.value == item.value)
             {
-                err(
+                problems.add(
                     "param_flow_item_list",
                     format!(
                         "item {i} ({:?}) repeats item {first}: one threshold per value",
@@ -203,16 +192,16 @@ impl ParamFlowRule {
             }
         }
         match self.capacity {
-            Some(0) => err("capacity", "must be > 0".into()),
+            Some(0) => problems.add("capacity", "must be > 0"),
             Some(capacity) if capacity > MAX_PARAM_CAPACITY => {
-                err(
+                problems.add(
                     "capacity",
                     format!("must be <= {MAX_PARAM_CAPACITY}, got {capacity}"),
                 );
             }
             _ => {}
         }
-        problems
+        problems.into_vec()
     }
 }
 

@@ -17,7 +17,8 @@ pub type Listener<R> = Arc<dyn Fn(&[R]) + Send + Sync>;
 pub(crate) struct Kind<R: 'static> {
     /// The kind's name in logs and errors: `flow`, `degrade`, ...
     pub(crate) name: &'static str,
-    pub(crate) validate: fn(&R, usize) -> Result<(), RuleError>,
+    /// Every problem of a rule at a position in the list being loaded.
+    pub(crate) problems: fn(&R, usize) -> Vec<RuleError>,
     /// The kind's rules in a set, as loaded.
     pub(crate) rules: fn(&RuleSet) -> &[R],
     /// Puts `rules`, compiled, into the parts of the next set (which hold
@@ -84,14 +85,14 @@ impl<'s, R: Clone + Send + Sync + 'static> RuleManager<'s, R> {
     }
 
     /// Replaces every rule of this kind with `rules`, after checking all of
-    /// them: when any is invalid nothing changes and every problem is
-    /// returned. Unchanged rules keep their state; statistics are never
+    /// them: when any is invalid nothing changes and every problem of every
+    /// rule is returned. Unchanged rules keep their state; statistics are never
     /// reset.
     pub fn load(&self, rules: Vec<R>) -> Result<(), RuleErrors> {
         let errors: Vec<RuleError> = rules
             .iter()
             .enumerate()
-            .filter_map(|(i, rule)| (self.kind.validate)(rule, i).err())
+            .flat_map(|(i, rule)| (self.kind.problems)(rule, i))
             .collect();
         if !errors.is_empty() {
             let errors = RuleErrors(errors);

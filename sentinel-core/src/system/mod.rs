@@ -53,7 +53,7 @@ use rule::SystemField;
 /// The system kind, for its [`RuleManager`](crate::RuleManager).
 pub(crate) static KIND: Kind<SystemRule> = Kind {
     name: "system",
-    validate: SystemRule::validate,
+    problems: SystemRule::problems,
     rules: RuleSet::system_rules,
     replace: |parts, rules| parts.system = Arc::new(SystemLimits::compile(rules)),
     listeners: |sentinel| &sentinel.listeners.system,

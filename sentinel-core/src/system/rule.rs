@@ -4,7 +4,7 @@ use std::any::Any;
 use std::fmt;
 
 use crate::BlockKind;
-use crate::rule::{Rule, RuleError};
+use crate::rule::{Problems, Rule, RuleError};
 
 /// Limits on every inbound entry of an instance together (Sentinel's system
 /// adaptive protection). A field left `None` is off; with several rules the
@@ -44,10 +44,7 @@ impl SystemRule {
     /// Every problem of the rule, in field order (empty when it is valid);
     /// [`validate`](Self::validate) returns the first.
     pub fn problems(&self, index: usize) -> Vec<RuleError> {
-        let mut problems = Vec::new();
-        let mut err = |field: &'static str, message: String| {
-            problems.push(RuleError::new("system", index, "", field, message));
-        };
+        let mut problems = Problems::new("system", index, "");
         let not_finite = |value: Option<f64>| match value {
             Some(v) if !v.is_finite() || v < 0.0 => {
                 Some(format!("must be a finite number >= 0, got {v}"))
@@ -55,20 +52,20 @@ impl SystemRule {
             _ => None,
         };
         if let Some(problem) = not_finite(self.highest_system_load) {
-            err("highest_system_load", problem);
+            problems.add("highest_system_load", problem);
         }
         if let Some(problem) = not_finite(self.highest_cpu_usage) {
-            err("highest_cpu_usage", problem);
+            problems.add("highest_cpu_usage", problem);
         } else if let Some(cpu) = self.highest_cpu_usage
             && cpu > 1.0
         {
-            err(
+            problems.add(
                 "highest_cpu_usage",
                 format!("must be within 0..=1 (a fraction), got {cpu}"),
             );
         }
         if let Some(problem) = not_finite(self.qps) {
-            err("qps", problem);
+            problems.add("qps", problem);
         }
         if self.highest_system_load.is_none()
             && self.highest_cpu_usage.is_none()
@@ -76,12 +73,12 @@ impl SystemRule {
             && self.avg_rt.is_none()
             && self.max_thread.is_none()
         {
-            err(
+            problems.add(
                 "highest_system_load",
-                "no limit is set: set at least one of highest_system_load, highest_cpu_usage, qps, avg_rt, max_thread".into(),
+                "no limit is set: set at least one of highest_system_load, highest_cpu_usage, qps, avg_rt, max_thread",
             );
         }
-        problems
+        problems.into_vec()
     }
 
     /// The rule with only the `field` limit kept, to name in a block.
