@@ -161,7 +161,7 @@ impl Sentinel {
         node
     }
 
-    /// As [`resolve`](Self::resolve), without counting a verdict (a handle
+    /// As [`resolve`](Self::resolve), without counting a refusal (a handle
     /// counts one per entry instead).
     pub(crate) fn resolve_quietly(&self, name: &str) -> Option<&ResourceNode> {
         let config = &self.config;
@@ -311,9 +311,9 @@ impl Sentinel {
 
         // The chain runs only when something can block: a user slot or a
         // rule on this resource. Otherwise the entry pays for statistics
-        // alone. A verdict is left in `verdict`, so that the outcome of a
-        // pass travels in registers, and becomes a `BlockError` only here,
-        // in the caller's result.
+        // alone. A refusal is left in `verdict` (with what a passing entry
+        // holds), so that the outcome of a pass travels in a register, and
+        // becomes a `BlockError` only here, in the caller's result.
         let mut verdict = Verdict::default();
         let version = self.rules_version.load(Ordering::Acquire);
         let verdict = &mut verdict;
@@ -439,7 +439,7 @@ impl Sentinel {
         }
         let outcome = self.check(ctx, rules, verdict);
         if outcome.is_none() {
-            // Statistic: a verdict by a check is counted as a block.
+            // Statistic: a refusal by a check is counted as a block.
             let counted = Counted::new(
                 self,
                 ctx.resource,
