@@ -1,0 +1,137 @@
+//! What a blocked request gets back: `429` for HTTP, a trailers-only
+//! `RESOURCE_EXHAUSTED`/`UNAVAILABLE` for gRPC.
+
+use std::sync::Arc;
+
+use http::header::{CONTENT_TYPE, RETRY_AFTER};
+use http::{HeaderMap, HeaderValue, Response, StatusCode};
+use sentinel_core::degrade::DegradeRule;
+use sentinel_core::flow::{FlowGrade, FlowRule};
+use sentinel_core::hotspot::{ParamFlowGrade, ParamFlowRule};
+use sentinel_core::{BlockError, BlockKind};
+
+/// A user function making the HTTP response of a blocked request.
+pub(crate) type BlockFn = Arc<dyn Fn(&BlockError) -> Response<String> + Send + Sync>;
+
+/// gRPC status `RESOURCE_EXHAUSTED`.
+const GRPC_RESOURCE_EXHAUSTED: &str = "8";
+/// gRPC status `UNAVAILABLE`.
+const GRPC_UNAVAILABLE: &str = "14";
+
+/// The seconds after which a blocked request may succeed, for a
+/// `Retry-After` header; `None` where waiting is no remedy or no time is
+/// known.
+///
+/// - flow, QPS grade: the rule's statistics window, rounded up to whole
+///   seconds (1 for the default window), including rate limiters whose
+///   queue was full;
+/// - flow, concurrency grade: `None` (it depends on other calls finishing);
+/// - degrade (open breaker): the rule's `time_window_sec`, after which the
+///   breaker lets a probe through;
+/// - system: 1 (its limits are per-second measures);
+/// - hot parameter, QPS grade: the rule's `duration_in_sec`;
+/// - authority and custom slots: `None` (retrying does not help).
+///
+/// ```
+/// use sentinel_core::{BlockError, BlockKind};
+/// use sentinel_core::flow::FlowRule;
+/// use std::sync::Arc;
+///
+/// let block = BlockError::by_rule(BlockKind::Flow, Arc::new(FlowRule::new("GET:/a", 10.0)));
+/// assert_eq!(sentinel_tower::retry_after(&block), Some(1));
+/// ```
+pub fn retry_after(block: &BlockError) -> Option<u64> {
+    match block.kind() {
+        BlockKind::Flow => match block.rule_as::<FlowRule>() {
+            Some(rule) if rule.grade == FlowGrade::Qps => {
+                Some(rule.stat_interval_ms.div_ceil(1000).max(1))
+            }
+            Some(_) => None,
+            None => Some(1),
+        },
+        BlockKind::Degrade => Some(
+            block
+                .rule_as::<DegradeRule>()
+                .map_or(1, |rule| u64::from(rule.time_window_sec).max(1)),
+        ),
+        BlockKind::System => Some(1),
+        BlockKind::HotParam => match block.rule_as::<ParamFlowRule>() {
+            Some(rule) if rule.grade == ParamFlowGrade::Qps => Some(rule.duration_in_sec.max(1)),
+            Some(_) => None,
+            None => Some(1),
+        },
+        _ => None,
+    }
+}
+
+/// Whether a request speaks gRPC (`content-type: application/grpc…`).
+pub(crate) fn is_grpc(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"application/grpc"))
+}
+
+/// The response to a blocked request.
+pub(crate) fn blocked_response(
+    block: &BlockError,
+    grpc: bool,
+    custom: Option<&BlockFn>,
+) -> Response<String> {
+    if grpc {
+        return grpc_response(block);
+    }
+    if let Some(custom) = custom {
+        return custom(block);
+    }
+    http_response(block)
+}
+
+/// `429 Too Many Requests`, `blocked by <kind>`, and `Retry-After` where
+/// [`retry_after`] gives one.
+fn http_response(block: &BlockError) -> Response<String> {
+    let mut response = Response::new(format!("blocked by {}", block.kind()));
+    *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    if let Some(seconds) = retry_after(block) {
+        headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
+}
+
+/// A trailers-only gRPC error: HTTP 200, `grpc-status` 8
+/// (`RESOURCE_EXHAUSTED`), or 14 (`UNAVAILABLE`) for an open breaker.
+fn grpc_response(block: &BlockError) -> Response<String> {
+    let status = match block.kind() {
+        BlockKind::Degrade => GRPC_UNAVAILABLE,
+        _ => GRPC_RESOURCE_EXHAUSTED,
+    };
+    let mut response = Response::new(String::new());
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+    headers.insert("grpc-status", HeaderValue::from_static(status));
+    headers.insert(
+        "grpc-message",
+        HeaderValue::from_static(match block.kind() {
+            BlockKind::Flow => "blocked by flow",
+            BlockKind::Degrade => "blocked by degrade",
+            BlockKind::System => "blocked by system",
+            BlockKind::Authority => "blocked by authority",
+            BlockKind::HotParam => "blocked by hot_param",
+            _ => "blocked by sentinel",
+        }),
+    );
+    response
+}
+
+/// The default error classifier: a 5xx status, or a `grpc-status` header
+/// other than `0` (a trailers-only gRPC error).
+pub(crate) fn default_is_error(status: StatusCode, headers: &HeaderMap) -> bool {
+    status.is_server_error()
+        || headers
+            .get("grpc-status")
+            .is_some_and(|value| value.as_bytes() != b"0")
+}

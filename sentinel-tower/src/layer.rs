@@ -1,0 +1,222 @@
+//! `SentinelLayer`: the settings, shared by every service it makes.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+use http::header::HeaderName;
+use http::request::Parts;
+use http::{HeaderMap, Response, StatusCode};
+use sentinel_core::{BlockError, EntryType, Sentinel};
+use tower_layer::Layer;
+
+use crate::block::{BlockFn, default_is_error};
+use crate::name::{DEFAULT_MAX_RESOURCE_NAMES, NameCache, Namer};
+use crate::service::SentinelService;
+
+type OriginFn = Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>;
+type ErrorFn = Arc<dyn Fn(StatusCode, &HeaderMap) -> bool + Send + Sync>;
+
+/// Where a request's origin (Sentinel's caller name) comes from.
+#[derive(Clone)]
+pub(crate) enum Origin {
+    None,
+    Header(HeaderName),
+    Custom(OriginFn),
+}
+
+/// What every service of one layer shares.
+#[derive(Clone)]
+pub(crate) struct Config {
+    pub(crate) names: Arc<NameCache>,
+    pub(crate) namer: Namer,
+    pub(crate) origin: Origin,
+    pub(crate) entry_type: EntryType,
+    pub(crate) block: Option<BlockFn>,
+    pub(crate) is_error: ErrorFn,
+}
+
+impl Config {
+    /// The origin of a request; borrowed from its headers when it comes
+    /// from one.
+    pub(crate) fn origin_of<'p>(&self, parts: &'p Parts) -> Option<Cow<'p, str>> {
+        match &self.origin {
+            Origin::None => None,
+            Origin::Header(name) => parts
+                .headers
+                .get(name)
+                .and_then(|value| value.to_str().ok())
+                .map(Cow::Borrowed),
+            Origin::Custom(origin) => origin(parts).map(Cow::Owned),
+        }
+        .filter(|origin| !origin.is_empty())
+    }
+}
+
+/// A tower [`Layer`] that enters a Sentinel resource for each request.
+///
+/// Defaults:
+///
+/// - the [`global`](sentinel_core::global) instance;
+/// - resource name `METHOD:` + the axum route template
+///   ([`MatchedPath`](axum::extract::MatchedPath), with the `axum` feature,
+///   when the layer runs inside an axum `Router`), else `METHOD:` + the path
+///   passed through [`clean_path`](crate::clean_path); at most
+///   [`DEFAULT_MAX_RESOURCE_NAMES`](crate::DEFAULT_MAX_RESOURCE_NAMES)
+///   distinct names, past which requests enter
+///   [`OVERFLOW_RESOURCE`](crate::OVERFLOW_RESOURCE) (the instance's own
+///   `max_resources` cap applies too: past it entries pass unchecked and
+///   uncounted);
+/// - no origin;
+/// - [`EntryType::Inbound`];
+/// - blocked HTTP requests get `429 Too Many Requests`, `blocked by <kind>`
+///   and a [`Retry-After`](crate::retry_after) header; blocked gRPC
+///   requests get `grpc-status` 8 (`RESOURCE_EXHAUSTED`), 14 (`UNAVAILABLE`)
+///   for an open breaker;
+/// - an inner error, a 5xx status or a `grpc-status` header other than `0`
+///   is recorded as an error of the entry (circuit breakers see it).
+///
+/// ```
+/// use sentinel_tower::SentinelLayer;
+///
+/// let layer = SentinelLayer::new()
+///     .origin_header("x-caller")
+///     .max_resource_names(200);
+/// let app: axum::Router = axum::Router::new()
+///     .route("/orders/{id}", axum::routing::get(|| async { "order" }))
+///     .layer(layer);
+/// # drop(app);
+/// ```
+#[derive(Clone)]
+pub struct SentinelLayer {
+    config: Config,
+}
+
+impl SentinelLayer {
+    /// A layer on the global instance with the default settings.
+    pub fn new() -> Self {
+        SentinelLayer::with_sentinel(sentinel_core::global())
+    }
+
+    /// A layer on `sentinel`. The instance must live as long as the
+    /// service: an entry borrows it, and the entry lives in the response
+    /// future (leak an instance built at start-up with `Box::leak`).
+    pub fn with_sentinel(sentinel: &'static Sentinel) -> Self {
+        SentinelLayer {
+            config: Config {
+                names: Arc::new(NameCache::new(sentinel, DEFAULT_MAX_RESOURCE_NAMES)),
+                namer: Namer::default_route(),
+                origin: Origin::None,
+                entry_type: EntryType::Inbound,
+                block: None,
+                is_error: Arc::new(default_is_error),
+            },
+        }
+    }
+
+    /// Names resources with `name` instead of the route template. The
+    /// function's names are capped like the default ones. One `String` per
+    /// request.
+    pub fn resource_fn(mut self, name: impl Fn(&Parts) -> String + Send + Sync + 'static) -> Self {
+        self.config.namer = Namer::Custom(Arc::new(name));
+        self
+    }
+
+    /// Replaces [`clean_path`](crate::clean_path) for requests without a
+    /// route template.
+    pub fn path_cleaner(
+        mut self,
+        cleaner: impl Fn(&str) -> Cow<'_, str> + Send + Sync + 'static,
+    ) -> Self {
+        self.config.namer = Namer::Route(Arc::new(cleaner));
+        self
+    }
+
+    /// At most `max` distinct resource names (default
+    /// [`DEFAULT_MAX_RESOURCE_NAMES`](crate::DEFAULT_MAX_RESOURCE_NAMES));
+    /// requests with further names enter
+    /// [`OVERFLOW_RESOURCE`](crate::OVERFLOW_RESOURCE). Forgets the names
+    /// this layer has seen.
+    pub fn max_resource_names(mut self, max: usize) -> Self {
+        let sentinel = self.config.names.sentinel();
+        self.config.names = Arc::new(NameCache::new(sentinel, max));
+        self
+    }
+
+    /// Takes the origin from the header `name` (absent, empty or not UTF-8:
+    /// no origin). Borrowed from the request: no allocation.
+    ///
+    /// # Panics
+    ///
+    /// If `name` is not a valid header name.
+    pub fn origin_header(mut self, name: &str) -> Self {
+        let name = HeaderName::try_from(name).expect("a valid header name");
+        self.config.origin = Origin::Header(name);
+        self
+    }
+
+    /// Takes the origin from a function of the request head.
+    pub fn origin_fn(
+        mut self,
+        origin: impl Fn(&Parts) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.config.origin = Origin::Custom(Arc::new(origin));
+        self
+    }
+
+    /// Inbound (default) or outbound entries.
+    pub fn entry_type(mut self, entry_type: EntryType) -> Self {
+        self.config.entry_type = entry_type;
+        self
+    }
+
+    /// Makes the HTTP response of a blocked request (gRPC requests keep the
+    /// gRPC response). See [`retry_after`](crate::retry_after) for the
+    /// default's header.
+    pub fn block_response(
+        mut self,
+        respond: impl Fn(&BlockError) -> Response<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.config.block = Some(Arc::new(respond));
+        self
+    }
+
+    /// Decides which responses count as errors of the entry (default: 5xx,
+    /// or a `grpc-status` header other than `0`). An `Err` from the inner
+    /// service is always an error.
+    pub fn error_when(
+        mut self,
+        is_error: impl Fn(StatusCode, &HeaderMap) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.config.is_error = Arc::new(is_error);
+        self
+    }
+
+    /// How many requests entered the overflow resource because the name
+    /// cap was reached.
+    pub fn overflowed(&self) -> u64 {
+        self.config.names.refused()
+    }
+}
+
+impl Default for SentinelLayer {
+    fn default() -> Self {
+        SentinelLayer::new()
+    }
+}
+
+impl<S> Layer<S> for SentinelLayer {
+    type Service = SentinelService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        SentinelService::new(inner, Arc::new(self.config.clone()))
+    }
+}
+
+impl fmt::Debug for SentinelLayer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SentinelLayer")
+            .field("entry_type", &self.config.entry_type)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,45 @@
+//! Tower middleware that runs each request through a Sentinel slot chain:
+//! one [`SentinelLayer`] gives an axum, tonic or hyper service flow
+//! control, circuit breaking, system protection and origin rules.
+//!
+//! ```no_run
+//! use axum::{Router, routing::get};
+//! use sentinel_core::flow::FlowRule;
+//! use sentinel_tower::SentinelLayer;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! sentinel_core::global()
+//!     .flow_rules()
+//!     .load(vec![FlowRule::new("GET:/orders/{id}", 100.0)])?;
+//! let app = Router::new()
+//!     .route("/orders/{id}", get(|| async { "an order" }))
+//!     .layer(SentinelLayer::new().origin_header("x-caller"));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! axum::serve(listener, app).await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A blocked request never reaches the inner service: HTTP clients get
+//! `429 Too Many Requests` with `blocked by flow` (or `degrade`, `system`,
+//! `authority`, `hot_param`) and a `Retry-After` header where waiting helps
+//! (see [`retry_after`]); gRPC clients get `RESOURCE_EXHAUSTED`, or
+//! `UNAVAILABLE` for an open breaker.
+//!
+//! The entry exits when the inner service's response (its head) is ready,
+//! when it fails, or when the response future is dropped (the client went
+//! away): concurrency never leaks. A streaming body is not followed to its
+//! end, and a gRPC status sent in trailers is not seen; a trailers-only
+//! error (`grpc-status` in the head) is.
+
+mod block;
+mod body;
+mod layer;
+mod name;
+mod service;
+
+pub use block::retry_after;
+pub use body::ResponseBody;
+pub use layer::SentinelLayer;
+pub use name::{DEFAULT_MAX_RESOURCE_NAMES, OVERFLOW_RESOURCE, clean_path};
+pub use service::{ResponseFuture, SentinelService};

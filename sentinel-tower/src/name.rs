@@ -1,0 +1,231 @@
+//! Resource names of requests: the route template or a cleaned path, and a
+//! bounded cache of [`Resource`] handles so a known name costs one lookup.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+use http::request::Parts;
+use sentinel_core::{Resource, Sentinel};
+
+/// The resource every request is entered as once the layer has seen
+/// [`max_resource_names`](crate::SentinelLayer::max_resource_names) distinct
+/// names: still counted and still checked (rules can name it), never a new
+/// resource per name.
+pub const OVERFLOW_RESOURCE: &str = "sentinel-tower:overflow";
+
+/// The default cap on distinct resource names one layer makes.
+pub const DEFAULT_MAX_RESOURCE_NAMES: usize = 1_000;
+
+/// Replaces the path segments that look like identifiers with `{id}`: all
+/// digits (`123`), UUIDs (`0f8c…-…`), and hex strings of 16 characters or
+/// more (hashes, object ids). Borrows when nothing changes.
+///
+/// ```
+/// use sentinel_tower::clean_path;
+///
+/// assert_eq!(clean_path("/orders/123/items/9"), "/orders/{id}/items/{id}");
+/// assert_eq!(
+///     clean_path("/users/8c6f3b8e-5a3c-4e1b-9d7a-2f4e6c8b1a0d"),
+///     "/users/{id}"
+/// );
+/// assert_eq!(clean_path("/blobs/5f2b6c1d9e8a7b3c4d5e6f70"), "/blobs/{id}");
+/// assert_eq!(clean_path("/health"), "/health");
+/// ```
+pub fn clean_path(path: &str) -> Cow<'_, str> {
+    if !path.split('/').any(looks_like_id) {
+        return Cow::Borrowed(path);
+    }
+    let mut cleaned = String::with_capacity(path.len());
+    for (i, segment) in path.split('/').enumerate() {
+        if i > 0 {
+            cleaned.push('/');
+        }
+        cleaned.push_str(if looks_like_id(segment) {
+            "{id}"
+        } else {
+            segment
+        });
+    }
+    Cow::Owned(cleaned)
+}
+
+fn looks_like_id(segment: &str) -> bool {
+    let bytes = segment.as_bytes();
+    if bytes.is_empty() {
+        return false;
+    }
+    if bytes.iter().all(u8::is_ascii_digit) {
+        return true;
+    }
+    let is_uuid = bytes.len() == 36
+        && bytes.iter().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => *b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        });
+    is_uuid || (bytes.len() >= 16 && bytes.iter().all(u8::is_ascii_hexdigit))
+}
+
+/// A path cleaner: takes a request path, gives the path to name the
+/// resource with.
+pub(crate) type Cleaner = Arc<dyn Fn(&str) -> Cow<'_, str> + Send + Sync>;
+/// A user function naming the resource of a request.
+pub(crate) type NameFn = Arc<dyn Fn(&Parts) -> String + Send + Sync>;
+
+/// How a request's resource name is made.
+#[derive(Clone)]
+pub(crate) enum Namer {
+    /// `METHOD:` + route template, else `METHOD:` + cleaned path.
+    Route(Cleaner),
+    /// A user function.
+    Custom(NameFn),
+}
+
+impl Namer {
+    pub(crate) fn default_route() -> Self {
+        Namer::Route(Arc::new(clean_path))
+    }
+
+    /// Calls `f` with the resource name of `parts`; a name that fits a
+    /// stack buffer is built without allocating.
+    pub(crate) fn with_name<T>(&self, parts: &Parts, f: impl FnOnce(&str) -> T) -> T {
+        match self {
+            Namer::Custom(name) => f(&name(parts)),
+            Namer::Route(cleaner) => {
+                let method = parts.method.as_str();
+                #[cfg(feature = "axum")]
+                if let Some(matched) = parts.extensions.get::<axum::extract::MatchedPath>() {
+                    return with_joined(method, matched.as_str(), f);
+                }
+                let path = cleaner(parts.uri.path());
+                with_joined(method, &path, f)
+            }
+        }
+    }
+}
+
+/// `method:path`, on the stack when short enough.
+fn with_joined<T>(method: &str, path: &str, f: impl FnOnce(&str) -> T) -> T {
+    const CAP: usize = 256;
+    let len = method.len() + 1 + path.len();
+    if len > CAP {
+        return f(&format!("{method}:{path}"));
+    }
+    let mut buf = [0u8; CAP];
+    buf[..method.len()].copy_from_slice(method.as_bytes());
+    buf[method.len()] = b':';
+    buf[method.len() + 1..len].copy_from_slice(path.as_bytes());
+    // Joined from two `str`s and an ASCII byte: always UTF-8.
+    match std::str::from_utf8(&buf[..len]) {
+        Ok(name) => f(name),
+        Err(_) => f(&format!("{method}:{path}")),
+    }
+}
+
+type Map = HashMap<Box<str>, Arc<Resource<'static>>, foldhash::fast::RandomState>;
+
+/// Resource handles by name, at most `max` of them; read without a lock.
+pub(crate) struct NameCache {
+    sentinel: &'static Sentinel,
+    map: ArcSwap<Map>,
+    max: usize,
+    overflow: Arc<Resource<'static>>,
+    refused: AtomicU64,
+    insert: Mutex<()>,
+}
+
+impl NameCache {
+    pub(crate) fn new(sentinel: &'static Sentinel, max: usize) -> Self {
+        NameCache {
+            sentinel,
+            map: ArcSwap::from_pointee(Map::default()),
+            max,
+            overflow: Arc::new(sentinel.resource(OVERFLOW_RESOURCE)),
+            refused: AtomicU64::new(0),
+            insert: Mutex::new(()),
+        }
+    }
+
+    pub(crate) fn sentinel(&self) -> &'static Sentinel {
+        self.sentinel
+    }
+
+    pub(crate) fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// The handle of `name`, made on first sight; the overflow resource
+    /// once `max` names are known.
+    #[inline]
+    pub(crate) fn get(&self, name: &str) -> Arc<Resource<'static>> {
+        if let Some(resource) = self.map.load().get(name) {
+            return Arc::clone(resource);
+        }
+        self.insert(name)
+    }
+
+    #[cold]
+    fn insert(&self, name: &str) -> Arc<Resource<'static>> {
+        // One writer at a time: the map is copied on write, and names are
+        // bounded, so a copy is at most `max` entries.
+        let _writer = self
+            .insert
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let current = self.map.load_full();
+        if let Some(resource) = current.get(name) {
+            return Arc::clone(resource);
+        }
+        if current.len() >= self.max {
+            if self.refused.fetch_add(1, Ordering::Relaxed) == 0 {
+                tracing::warn!(
+                    resource = name,
+                    max = self.max,
+                    overflow = OVERFLOW_RESOURCE,
+                    "sentinel-tower: resource name cap reached; further names enter the overflow resource"
+                );
+            }
+            return Arc::clone(&self.overflow);
+        }
+        let resource = Arc::new(self.sentinel.resource(name));
+        let mut next = Map::clone(&current);
+        next.insert(name.into(), Arc::clone(&resource));
+        self.map.store(Arc::new(next));
+        resource
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_replaced_and_words_kept() {
+        assert_eq!(clean_path("/"), "/");
+        assert_eq!(clean_path("/a/b"), "/a/b");
+        assert_eq!(clean_path("/v1/orders"), "/v1/orders");
+        assert_eq!(clean_path("/orders/42"), "/orders/{id}");
+        assert_eq!(clean_path("/x/deadbeefdeadbeef/y"), "/x/{id}/y");
+        assert_eq!(clean_path("/x/deadbeef"), "/x/deadbeef");
+    }
+
+    #[test]
+    fn long_names_are_joined_on_the_heap() {
+        let path = format!("/{}", "a".repeat(300));
+        with_joined("GET", &path, |name| assert_eq!(name, format!("GET:{path}")));
+        with_joined("GET", "/x", |name| assert_eq!(name, "GET:/x"));
+    }
+
+    #[test]
+    fn names_past_the_cap_share_the_overflow_resource() {
+        let sentinel: &'static Sentinel = Box::leak(Box::new(Sentinel::builder().build()));
+        let cache = NameCache::new(sentinel, 2);
+        assert_eq!(cache.get("a").name(), "a");
+        assert_eq!(cache.get("b").name(), "b");
+        assert_eq!(cache.get("c").name(), OVERFLOW_RESOURCE);
+        assert_eq!(cache.get("a").name(), "a");
+        assert_eq!(cache.refused(), 1);
+    }
+}
