@@ -39,12 +39,16 @@ pub mod degrade;
 mod entry;
 pub mod flow;
 pub mod hotspot;
+pub mod log;
 pub mod node;
 mod param;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 mod rule;
 mod rules;
 mod sentinel;
 pub mod slot;
+pub mod snapshot;
 pub mod stat;
 pub mod system;
 

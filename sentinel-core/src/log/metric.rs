@@ -1,0 +1,346 @@
+//! The metric log writer: once per second, one line per resource that had
+//! traffic in the second just completed.
+//!
+//! What is written is decided by the instance clock alone: the writer keeps
+//! the start of the first second not written yet and, on each poll, writes
+//! every completed second of the minute window from there on, in order, so
+//! that a late writer catches up (as long as it is less than a minute late)
+//! and no second is written twice. The background thread only decides when
+//! to poll.
+
+use std::borrow::Borrow;
+use std::fmt::{self, Write as _};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::date::date;
+use super::files::{self, LogFile};
+use super::{DEFAULT_LOG_DIR, DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_FILES, MetricLine};
+use crate::Sentinel;
+
+/// Where and how the metric log is written.
+///
+/// ```
+/// use sentinel_core::log::MetricLogConfig;
+///
+/// let config = MetricLogConfig::new("orders")
+///     .dir("/var/log/sentinel")
+///     .max_file_size(10 * 1024 * 1024)
+///     .max_files(3);
+/// assert_eq!(config.app(), "orders");
+/// ```
+#[derive(Clone, Debug)]
+pub struct MetricLogConfig {
+    dir: PathBuf,
+    app: String,
+    max_file_size: u64,
+    max_files: usize,
+    poll_interval: Duration,
+}
+
+impl MetricLogConfig {
+    /// Files of app `app` (`${app}-metrics.log.${yyyy-MM-dd}[.n]`) in
+    /// [`DEFAULT_LOG_DIR`](super::DEFAULT_LOG_DIR), rolled past 50 MiB,
+    /// 6 kept.
+    pub fn new(app: impl Into<String>) -> Self {
+        MetricLogConfig {
+            dir: PathBuf::from(DEFAULT_LOG_DIR),
+            app: app.into(),
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
+            max_files: DEFAULT_MAX_FILES,
+            poll_interval: Duration::from_millis(200),
+        }
+    }
+
+    /// The directory of the files (made when missing).
+    pub fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.dir = dir.into();
+        self
+    }
+
+    /// The size in bytes past which a new file is started (at least 1). A
+    /// second's lines are never split, so a file may pass it by one second's
+    /// lines when it was empty.
+    pub fn max_file_size(mut self, bytes: u64) -> Self {
+        self.max_file_size = bytes.max(1);
+        self
+    }
+
+    /// How many files of the app are kept (at least 1); the oldest are
+    /// deleted.
+    pub fn max_files(mut self, count: usize) -> Self {
+        self.max_files = count.max(1);
+        self
+    }
+
+    /// How long the background thread waits between polls of the clock
+    /// (default 200 ms).
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self
+    }
+
+    /// The app name in file names.
+    pub fn app(&self) -> &str {
+        &self.app
+    }
+
+    /// The directory of the files.
+    pub fn directory(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Default for MetricLogConfig {
+    /// App `sentinel`.
+    fn default() -> Self {
+        MetricLogConfig::new("sentinel")
+    }
+}
+
+/// The file being appended to.
+#[derive(Debug)]
+struct Current {
+    file: File,
+    info: LogFile,
+    size: u64,
+}
+
+/// Writes the metric log of an instance; made by
+/// [`Sentinel::metric_writer`], run in the background by
+/// [`start`](Self::start) or polled by hand with
+/// [`write_pending`](Self::write_pending) (tests drive it with a
+/// [`ManualClock`](crate::ManualClock)).
+///
+/// Run one writer per instance and directory.
+pub struct MetricWriter {
+    config: MetricLogConfig,
+    /// Every second starting before this was written, or was before the
+    /// writer was made.
+    next_ms: u64,
+    current: Option<Current>,
+    /// The last error logged, so that a lasting one is logged once.
+    last_error: Option<String>,
+    /// After an error, no write is tried before this time.
+    retry_at_ms: u64,
+}
+
+impl Sentinel {
+    /// A metric log writer for this instance, which writes the seconds from
+    /// the current one on.
+    pub fn metric_writer(&self, config: MetricLogConfig) -> MetricWriter {
+        let now = self.now_ms();
+        MetricWriter {
+            config,
+            next_ms: now - now % 1_000,
+            current: None,
+            last_error: None,
+            retry_at_ms: 0,
+        }
+    }
+}
+
+impl MetricWriter {
+    /// Writes every completed second not written yet that is still in the
+    /// minute window, oldest first, one line per resource with traffic in
+    /// that second; returns how many lines were written. On an error the
+    /// seconds not written are tried again by the next call.
+    pub fn write_pending(&mut self, sentinel: &Sentinel) -> io::Result<usize> {
+        // One reading of the clock for every resource: a second is either
+        // complete for all of them or for none.
+        let now = sentinel.now_ms();
+        let mut lines = Vec::new();
+        for node in sentinel.resource_nodes() {
+            let concurrency = node.stats().cur_concurrency();
+            node.stats().for_each_metric_since(self.next_ms, now, |m| {
+                lines.push(MetricLine {
+                    timestamp_ms: m.timestamp_ms,
+                    resource: node.name().to_owned(),
+                    pass: m.pass,
+                    block: m.block,
+                    success: m.success,
+                    exception: m.exception,
+                    avg_rt: m.avg_rt(),
+                    occupied_pass: m.occupied_pass,
+                    concurrency,
+                    classification: 0,
+                })
+            });
+        }
+        // Stable: within a second, resources keep their order.
+        lines.sort_by_key(|line| line.timestamp_ms);
+        let mut written = 0;
+        let mut text = String::new();
+        for second in lines.chunk_by(|a, b| a.timestamp_ms == b.timestamp_ms) {
+            text.clear();
+            for line in second {
+                let _ = writeln!(text, "{line}");
+            }
+            let timestamp_ms = second[0].timestamp_ms;
+            if let Err(e) = self.append(timestamp_ms, text.as_bytes()) {
+                // Reopen next time: the directory may have been replaced.
+                self.current = None;
+                return Err(e);
+            }
+            self.next_ms = timestamp_ms + 1;
+            written += second.len();
+        }
+        Ok(written)
+    }
+
+    /// One poll, as the background thread does it: writes what is pending,
+    /// logs an error with `tracing` once (until it changes or writing works
+    /// again) and waits a second before trying again.
+    pub fn tick(&mut self, sentinel: &Sentinel) {
+        let now = sentinel.now_ms();
+        if now < self.retry_at_ms {
+            return;
+        }
+        match self.write_pending(sentinel) {
+            Ok(_) => {
+                if self.last_error.take().is_some() {
+                    tracing::info!(dir = %self.config.dir.display(), "sentinel: metric log written again");
+                }
+            }
+            Err(error) => {
+                self.retry_at_ms = now.saturating_add(1_000);
+                let message = error.to_string();
+                if self.last_error.as_deref() != Some(&message) {
+                    tracing::warn!(
+                        dir = %self.config.dir.display(),
+                        %error,
+                        "sentinel: cannot write the metric log; retrying every second"
+                    );
+                    self.last_error = Some(message);
+                }
+            }
+        }
+    }
+
+    /// The last error met, while writing still fails.
+    pub fn last_error(&self) -> Option<&str> {
+        self.last_error.as_deref()
+    }
+
+    /// Runs the writer on a thread of its own, polling `sentinel` (an
+    /// `Arc<Sentinel>` or a `&'static Sentinel`) every
+    /// [`poll_interval`](MetricLogConfig::poll_interval), until the handle
+    /// is dropped.
+    pub fn start<S>(mut self, sentinel: S) -> io::Result<MetricWriterHandle>
+    where
+        S: Borrow<Sentinel> + Send + 'static,
+    {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let poll = self.config.poll_interval;
+        let thread = std::thread::Builder::new()
+            .name("sentinel-metric-log".into())
+            .spawn(move || {
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(poll) {
+                    self.tick(sentinel.borrow());
+                }
+                self.tick(sentinel.borrow());
+            })?;
+        Ok(MetricWriterHandle {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    fn append(&mut self, timestamp_ms: u64, bytes: &[u8]) -> io::Result<()> {
+        let day = date(timestamp_ms);
+        let len = bytes.len() as u64;
+        let current = match self.current.take() {
+            Some(c)
+                if c.info.date == day
+                    && (c.size == 0 || c.size + len <= self.config.max_file_size) =>
+            {
+                c
+            }
+            Some(c) if c.info.date == day => self.create(&day, c.info.index + 1)?,
+            _ => self.open(&day, len)?,
+        };
+        let current = self.current.insert(current);
+        current.file.write_all(bytes)?;
+        current.size += len;
+        Ok(())
+    }
+
+    /// The file to append `len` bytes of `day` to: the day's last file if
+    /// they fit, else a new one.
+    fn open(&mut self, day: &str, len: u64) -> io::Result<Current> {
+        std::fs::create_dir_all(&self.config.dir)?;
+        let last = files::list(&self.config.dir, &self.config.app)?
+            .into_iter()
+            .rfind(|f| f.date == day);
+        let Some(last) = last else {
+            return self.create(day, 0);
+        };
+        let size = std::fs::metadata(&last.path)?.len();
+        if size == 0 || size + len <= self.config.max_file_size {
+            let file = OpenOptions::new().append(true).open(&last.path)?;
+            return Ok(Current {
+                file,
+                info: last,
+                size,
+            });
+        }
+        self.create(day, last.index + 1)
+    }
+
+    /// Starts file `index` of `day` and deletes the oldest files past the
+    /// count.
+    fn create(&mut self, day: &str, index: u32) -> io::Result<Current> {
+        std::fs::create_dir_all(&self.config.dir)?;
+        let path = self
+            .config
+            .dir
+            .join(files::file_name(&self.config.app, day, index));
+        let file = OpenOptions::new().create(true).append(true).open(&path)?;
+        let size = file.metadata()?.len();
+        let info = LogFile {
+            date: day.to_owned(),
+            index,
+            path,
+        };
+        let all = files::list(&self.config.dir, &self.config.app)?;
+        let excess = all.len().saturating_sub(self.config.max_files);
+        for old in all.iter().filter(|f| **f != info).take(excess) {
+            match std::fs::remove_file(&old.path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        Ok(Current { file, info, size })
+    }
+}
+
+impl fmt::Debug for MetricWriter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MetricWriter")
+            .field("config", &self.config)
+            .field("next_ms", &self.next_ms)
+            .field("last_error", &self.last_error)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A metric writer running in the background; dropping it stops the thread
+/// (after a last poll) and waits for it.
+#[derive(Debug)]
+pub struct MetricWriterHandle {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for MetricWriterHandle {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! Owned, point-in-time views of an instance for operators: every resource
+//! with its figures, rules and breakers ([`Sentinel::resources`]), and the
+//! invocation tree ([`Sentinel::tree`]).
+//!
+//! Both are read from the node statistics and the rule set in force, off
+//! the entry path: taking one adds nothing to entries.
+//!
+//! ```
+//! use sentinel_core::{ManualClock, Sentinel};
+//!
+//! let clock = ManualClock::new(1_700_000_000_000);
+//! let sentinel = Sentinel::builder().clock(clock.clone()).build();
+//! let entry = sentinel.entry("GET:/orders")?;
+//! clock.advance_ms(5);
+//! drop(entry);
+//!
+//! let resources = sentinel.resources();
+//! assert_eq!(&*resources[0].name, "GET:/orders");
+//! assert_eq!(resources[0].stats.pass_qps, 1.0);
+//! assert_eq!(resources[0].stats.avg_rt, 5.0);
+//!
+//! let tree = sentinel.tree();
+//! assert_eq!(tree[0].context, sentinel_core::DEFAULT_CONTEXT);
+//! assert_eq!(&*tree[0].children[0].resource, "GET:/orders");
+//! # Ok::<(), sentinel_core::BlockError>(())
+//! ```
+
+use std::sync::Arc;
+
+use crate::Sentinel;
+use crate::degrade::{BreakerSnapshot, DegradeRule};
+use crate::node::tree::Sums;
+use crate::node::{ContextNode, NodeSnapshot};
+
+/// One resource at one instant.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ResourceSnapshot {
+    /// The resource's name.
+    pub name: Arc<str>,
+    /// Its figures over every context and origin: QPS, RT and concurrency
+    /// over the second window, totals over the minute window.
+    pub stats: NodeSnapshot,
+    /// How many rules of each kind guard it.
+    pub rules: RuleCounts,
+    /// Its circuit breakers, one per degrade rule, in check order.
+    pub breakers: Vec<BreakerStatus>,
+}
+
+/// How many rules of each kind guard one resource. System rules guard
+/// every inbound entry and are not counted per resource.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RuleCounts {
+    /// Flow rules.
+    pub flow: usize,
+    /// Degrade rules (circuit breakers).
+    pub degrade: usize,
+    /// Hot-parameter rules.
+    pub param: usize,
+    /// Authority rules.
+    pub authority: usize,
+}
+
+/// One circuit breaker: its rule and where it stands.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct BreakerStatus {
+    /// The degrade rule of the breaker.
+    pub rule: Arc<DegradeRule>,
+    /// Its state and window.
+    pub snapshot: BreakerSnapshot,
+}
+
+/// One context of the invocation tree.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct TreeSnapshot {
+    /// The context's name ([`DEFAULT_CONTEXT`](crate::DEFAULT_CONTEXT) for
+    /// entries that named none).
+    pub context: String,
+    /// The sum of its top nodes, as Sentinel's `EntranceNode`.
+    pub stats: NodeSnapshot,
+    /// The resources entered at the top of the context.
+    pub children: Vec<TreeNodeSnapshot>,
+}
+
+/// One resource as seen from one context, and what was entered inside it.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct TreeNodeSnapshot {
+    /// The resource.
+    pub resource: Arc<str>,
+    /// Its figures in this context (for the default context: the
+    /// resource's less its named contexts').
+    pub stats: NodeSnapshot,
+    /// The nodes entered while an entry of this one was active. A resource
+    /// entered inside itself appears once: the cycle is cut.
+    pub children: Vec<TreeNodeSnapshot>,
+}
+
+impl Sentinel {
+    /// Every resource entered so far, in order of first entry, with its
+    /// figures, rules and breakers now.
+    pub fn resources(&self) -> Vec<ResourceSnapshot> {
+        let now = self.now_ms();
+        let set = self.rule_set();
+        self.resource_nodes()
+            .map(|node| {
+                let rules = set.for_resource(node);
+                ResourceSnapshot {
+                    name: Arc::clone(node.name_arc()),
+                    stats: Sums::of(node.stats(), now).snapshot(),
+                    rules: rules.map_or_else(RuleCounts::default, |r| RuleCounts {
+                        flow: r.flow.len(),
+                        degrade: r.degrade.len(),
+                        param: r.param.len(),
+                        authority: r.authority.len(),
+                    }),
+                    breakers: rules.map_or_else(Vec::new, |r| {
+                        r.degrade
+                            .iter()
+                            .map(|breaker| BreakerStatus {
+                                rule: Arc::clone(breaker.rule()),
+                                snapshot: breaker.snapshot(now),
+                            })
+                            .collect()
+                    }),
+                }
+            })
+            .collect()
+    }
+
+    /// The invocation tree now: every context (the default one first) with
+    /// the nodes entered at its top and, under each, the nodes entered
+    /// inside it.
+    pub fn tree(&self) -> Vec<TreeSnapshot> {
+        let now = self.now_ms();
+        let mut path = Vec::new();
+        self.entrances()
+            .iter()
+            .map(|entrance| TreeSnapshot {
+                context: entrance.name().to_owned(),
+                stats: entrance.snapshot(now),
+                children: entrance
+                    .children()
+                    .iter()
+                    .map(|child| tree_node(child, now, &mut path))
+                    .collect(),
+            })
+            .collect()
+    }
+}
+
+/// `node` and its descendants; `path` holds its ancestors (context and
+/// resource ids, which name a tree node), to cut cycles.
+fn tree_node(node: &ContextNode<'_>, now: u64, path: &mut Vec<(u32, u32)>) -> TreeNodeSnapshot {
+    path.push((node.node.context, node.node.resource));
+    let mut children = Vec::new();
+    for child in node.children() {
+        if !path.contains(&(child.node.context, child.node.resource)) {
+            children.push(tree_node(&child, now, path));
+        }
+    }
+    path.pop();
+    let resource = node
+        .sentinel
+        .resource_by_id(node.node.resource)
+        .map_or_else(|| Arc::from(""), |r| Arc::clone(r.name_arc()));
+    TreeNodeSnapshot {
+        resource,
+        stats: node.sums(now).snapshot(),
+        children,
+    }
+}
