@@ -399,6 +399,11 @@ fn tree_snapshot_follows_contexts_and_nesting() {
     assert_eq!((&*b.resource, b.stats.total_success), ("B", 1));
     assert!(b.children.is_empty(), "the cycle back to A is cut");
     assert_eq!(web.stats.total_pass, 2);
+    // The same sums as the entrances give.
+    let now = sentinel.now_ms();
+    for (entrance, snapshot) in sentinel.entrances().iter().zip(&tree) {
+        assert_eq!(entrance.snapshot(now), snapshot.stats);
+    }
 }
 
 // ---- Prometheus ----
