@@ -248,6 +248,46 @@ fn unwritable_directory_is_retried_without_losing_seconds() {
     assert_eq!(seconds, [0, 1_000]);
 }
 
+/// Counts warnings, for "logged once".
+struct Warnings(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl tracing::Subscriber for Warnings {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        if *event.metadata().level() == tracing::Level::WARN {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn a_lasting_disk_error_is_logged_once() {
+    let (clock, sentinel) = setup();
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("file");
+    std::fs::write(&blocker, "not a directory").unwrap();
+    let mut writer = writer(&sentinel, &blocker.join("logs"));
+    let warnings = std::sync::Arc::default();
+    let subscriber = Warnings(std::sync::Arc::clone(&warnings));
+    tracing::subscriber::with_default(subscriber, || {
+        for second in 0..10 {
+            call(&clock, &sentinel, "a", 1, false);
+            clock.set(T0 + (second + 1) * 1_000);
+            writer.tick(&sentinel);
+        }
+    });
+    assert_eq!(warnings.load(std::sync::atomic::Ordering::Relaxed), 1);
+}
+
 #[test]
 fn searcher_round_trip_by_time_and_resource() {
     let (clock, sentinel) = setup();
