@@ -144,7 +144,9 @@ impl SentinelLayer {
     }
 
     /// Takes the origin from the header `name` (absent, empty or not UTF-8:
-    /// no origin). Borrowed from the request: no allocation.
+    /// no origin). Borrowed from the request: no allocation. As in
+    /// Sentinel, a request without an origin passes authority rules: put
+    /// the check that the header is present (and trusted) in front.
     ///
     /// # Panics
     ///
