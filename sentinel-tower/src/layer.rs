@@ -66,7 +66,9 @@ impl Config {
 ///   distinct names, past which requests enter
 ///   [`OVERFLOW_RESOURCE`](crate::OVERFLOW_RESOURCE) (the instance's own
 ///   `max_resources` cap applies too: past it entries pass unchecked and
-///   uncounted);
+///   uncounted). With axum, `Router::route_layer` guards matched routes
+///   only, so every name is a route template; `Router::layer` also guards
+///   the fallback, whose random paths can fill the cap;
 /// - no origin;
 /// - [`EntryType::Inbound`];
 /// - blocked HTTP requests get `429 Too Many Requests`, `blocked by <kind>`
