@@ -128,3 +128,45 @@ fn a_grpc_request_gets_a_trailers_only_grpc_error() {
         assert!(body.is_empty());
     });
 }
+
+#[test]
+fn a_rate_limiter_queue_waits_without_blocking_the_executor() {
+    // One executor thread: a sleeping thread would hold up everything.
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let (sentinel, _clock) = sentinel();
+            let mut rule = FlowRule::new("GET:/paced", 10.0);
+            rule.control_behavior = sentinel_core::flow::ControlBehavior::RateLimiter;
+            rule.max_queueing_time_ms = 1_000;
+            sentinel.flow_rules().load(vec![rule]).unwrap();
+            let service = ServiceBuilder::new()
+                .layer(SentinelLayer::with_sentinel(sentinel))
+                .service(service_fn(ok));
+
+            let started = tokio::time::Instant::now();
+            // 100 ms apart: the third waits 200 ms in the queue.
+            let paced: Vec<_> = (0..3)
+                .map(|_| tokio::spawn(service.clone().oneshot(request("/paced"))))
+                .collect();
+            tokio::task::yield_now().await;
+            let fast = service.clone().oneshot(request("/fast")).await.unwrap();
+            assert_eq!(fast.status(), StatusCode::OK);
+            assert!(
+                started.elapsed() < std::time::Duration::from_millis(150),
+                "an unlimited request waited behind the queue: {:?}",
+                started.elapsed()
+            );
+            for handle in paced {
+                let response = tokio::time::timeout(common::TEST_DEADLINE, handle)
+                    .await
+                    .unwrap()
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(response.status(), StatusCode::OK);
+            }
+            assert!(started.elapsed() >= std::time::Duration::from_millis(190));
+        });
+}
