@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use arc_swap::ArcSwap;
 use http::request::Parts;
@@ -131,7 +131,7 @@ pub(crate) struct NameCache {
     sentinel: &'static Sentinel,
     map: ArcSwap<Map>,
     max: usize,
-    overflow: Arc<Resource<'static>>,
+    overflow: OnceLock<Arc<Resource<'static>>>,
     refused: AtomicU64,
     insert: Mutex<()>,
 }
@@ -142,7 +142,7 @@ impl NameCache {
             sentinel,
             map: ArcSwap::from_pointee(Map::default()),
             max,
-            overflow: Arc::new(sentinel.resource(OVERFLOW_RESOURCE)),
+            overflow: OnceLock::new(),
             refused: AtomicU64::new(0),
             insert: Mutex::new(()),
         }
@@ -160,9 +160,15 @@ impl NameCache {
     /// once `max` names are known.
     #[inline]
     pub(crate) fn get(&self, name: &str) -> Arc<Resource<'static>> {
-        if let Some(resource) = self.map.load().get(name) {
+        let map = self.map.load();
+        if let Some(resource) = map.get(name) {
             return Arc::clone(resource);
         }
+        if map.len() >= self.max {
+            // Full: no lock for names that can never be added.
+            return self.overflow(name);
+        }
+        drop(map);
         self.insert(name)
     }
 
@@ -179,21 +185,30 @@ impl NameCache {
             return Arc::clone(resource);
         }
         if current.len() >= self.max {
-            if self.refused.fetch_add(1, Ordering::Relaxed) == 0 {
-                tracing::warn!(
-                    resource = name,
-                    max = self.max,
-                    overflow = OVERFLOW_RESOURCE,
-                    "sentinel-tower: resource name cap reached; further names enter the overflow resource"
-                );
-            }
-            return Arc::clone(&self.overflow);
+            return self.overflow(name);
         }
         let resource = Arc::new(self.sentinel.resource(name));
         let mut next = Map::clone(&current);
         next.insert(name.into(), Arc::clone(&resource));
         self.map.store(Arc::new(next));
         resource
+    }
+
+    /// The overflow resource, for `name` refused by the cap.
+    #[cold]
+    fn overflow(&self, name: &str) -> Arc<Resource<'static>> {
+        if self.refused.fetch_add(1, Ordering::Relaxed) == 0 {
+            tracing::warn!(
+                resource = name,
+                max = self.max,
+                overflow = OVERFLOW_RESOURCE,
+                "sentinel-tower: resource name cap reached; further names enter the overflow resource"
+            );
+        }
+        let overflow = self
+            .overflow
+            .get_or_init(|| Arc::new(self.sentinel.resource(OVERFLOW_RESOURCE)));
+        Arc::clone(overflow)
     }
 }
 

@@ -177,8 +177,8 @@ fn without_a_template_the_path_is_cleaned_and_names_are_capped() {
         let ann = sentinel.resource_node("GET:/users/ann/posts/{id}").unwrap();
         assert_eq!(ann.stats().total_pass(now), 1);
 
-        // Two names so far, with the overflow resource's made at start: a
-        // third new name is refused, and so is every later one.
+        // Two names so far and a cap of three: `bob` is the third, and every
+        // later new name enters the overflow resource.
         for name in ["bob", "cy", "di"] {
             let reply = fetch(addr, &format!("/users/{name}/posts/1"), &[]).await;
             assert_eq!(reply.status, StatusCode::OK);
