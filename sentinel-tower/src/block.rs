@@ -135,3 +135,52 @@ pub(crate) fn default_is_error(status: StatusCode, headers: &HeaderMap) -> bool 
             .get("grpc-status")
             .is_some_and(|value| value.as_bytes() != b"0")
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
+    use sentinel_core::degrade::DegradeGrade;
+
+    use super::*;
+
+    fn block(kind: BlockKind, rule: impl sentinel_core::Rule) -> BlockError {
+        BlockError::by_rule(kind, Arc::new(rule))
+    }
+
+    #[test]
+    fn retry_after_follows_the_rule() {
+        let mut qps = FlowRule::new("r", 5.0);
+        qps.stat_interval_ms = 2_500;
+        assert_eq!(retry_after(&block(BlockKind::Flow, qps)), Some(3));
+        let mut threads = FlowRule::new("r", 5.0);
+        threads.grade = FlowGrade::Concurrency;
+        assert_eq!(retry_after(&block(BlockKind::Flow, threads)), None);
+        let mut breaker = DegradeRule::new("r", DegradeGrade::ErrorRatio, 0.5);
+        breaker.time_window_sec = 30;
+        assert_eq!(retry_after(&block(BlockKind::Degrade, breaker)), Some(30));
+        let origins = AuthorityRule::new("r", AuthorityStrategy::White, ["a"]);
+        assert_eq!(retry_after(&block(BlockKind::Authority, origins)), None);
+    }
+
+    #[test]
+    fn an_open_breaker_is_unavailable_to_grpc_clients() {
+        let breaker = DegradeRule::new("r", DegradeGrade::ErrorCount, 1.0);
+        let response = blocked_response(&block(BlockKind::Degrade, breaker), true, None);
+        assert_eq!(response.headers()["grpc-status"], "14");
+        assert_eq!(response.headers()["grpc-message"], "blocked by degrade");
+        assert!(response.body().is_empty());
+    }
+
+    #[test]
+    fn errors_are_5xx_and_non_ok_grpc_statuses() {
+        let mut headers = HeaderMap::new();
+        assert!(!default_is_error(StatusCode::NOT_FOUND, &headers));
+        assert!(default_is_error(StatusCode::BAD_GATEWAY, &headers));
+        headers.insert("grpc-status", HeaderValue::from_static("0"));
+        assert!(!default_is_error(StatusCode::OK, &headers));
+        headers.insert("grpc-status", HeaderValue::from_static("13"));
+        assert!(default_is_error(StatusCode::OK, &headers));
+    }
+}

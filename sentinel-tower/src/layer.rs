@@ -159,7 +159,8 @@ impl SentinelLayer {
         self
     }
 
-    /// Takes the origin from a function of the request head.
+    /// Takes the origin from a function of the request head (one `String`
+    /// per request that has an origin).
     pub fn origin_fn(
         mut self,
         origin: impl Fn(&Parts) -> Option<String> + Send + Sync + 'static,
