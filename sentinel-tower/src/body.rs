@@ -1,16 +1,25 @@
 //! The response body: the inner service's, or the text of a block.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use http::StatusCode;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
+use sentinel_core::Entry;
+
+use crate::layer::Config;
 
 pin_project! {
     /// The body of a response through [`SentinelService`](crate::SentinelService):
     /// the inner service's body, or the short body of a blocked request.
-    #[derive(Debug)]
+    ///
+    /// The inner body holds the request's entry until it ends (or is
+    /// dropped, when the client goes away), so a streamed response counts
+    /// as inside the resource while it streams, and a gRPC status sent in
+    /// its trailers is recorded as the call's outcome.
     pub struct ResponseBody<B> {
         #[pin]
         kind: Kind<B>,
@@ -19,11 +28,14 @@ pin_project! {
 
 pin_project! {
     #[project = KindProj]
-    #[derive(Debug)]
     enum Kind<B> {
         Inner {
             #[pin]
             body: B,
+            // Exits when the body ends or is dropped.
+            entry: Option<Entry<'static>>,
+            // For a gRPC response: what classifies its trailers' status.
+            grpc: Option<Arc<Config>>,
         },
         // Taken once.
         Blocked {
@@ -32,10 +44,30 @@ pin_project! {
     }
 }
 
+impl<B: std::fmt::Debug> std::fmt::Debug for ResponseBody<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.kind {
+            Kind::Inner { body, entry, .. } => f
+                .debug_struct("ResponseBody")
+                .field("body", body)
+                .field("entry", entry)
+                .finish(),
+            Kind::Blocked { data } => f
+                .debug_struct("ResponseBody")
+                .field("blocked", data)
+                .finish(),
+        }
+    }
+}
+
 impl<B> ResponseBody<B> {
-    pub(crate) fn inner(body: B) -> Self {
+    pub(crate) fn inner(body: B, entry: Entry<'static>, grpc: Option<Arc<Config>>) -> Self {
         ResponseBody {
-            kind: Kind::Inner { body },
+            kind: Kind::Inner {
+                body,
+                entry: Some(entry),
+                grpc,
+            },
         }
     }
 
@@ -60,21 +92,41 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
         match self.project().kind.project() {
-            KindProj::Inner { body } => body.poll_frame(cx),
+            KindProj::Inner { body, entry, grpc } => {
+                let frame = body.poll_frame(cx);
+                match &frame {
+                    Poll::Ready(Some(Ok(frame))) => {
+                        if let (Some(config), Some(trailers), Some(entry)) =
+                            (&*grpc, frame.trailers_ref(), &*entry)
+                            && (config.is_error)(StatusCode::OK, trailers)
+                        {
+                            entry.set_error("grpc-status in trailers");
+                        }
+                    }
+                    Poll::Ready(Some(Err(_))) => {
+                        if let Some(entry) = entry.take() {
+                            entry.set_error("response body error");
+                        }
+                    }
+                    Poll::Ready(None) => drop(entry.take()),
+                    Poll::Pending => {}
+                }
+                frame
+            }
             KindProj::Blocked { data } => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
         }
     }
 
     fn is_end_stream(&self) -> bool {
         match &self.kind {
-            Kind::Inner { body } => body.is_end_stream(),
+            Kind::Inner { body, .. } => body.is_end_stream(),
             Kind::Blocked { data } => data.is_none(),
         }
     }
 
     fn size_hint(&self) -> SizeHint {
         match &self.kind {
-            Kind::Inner { body } => body.size_hint(),
+            Kind::Inner { body, .. } => body.size_hint(),
             Kind::Blocked { data } => {
                 SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
             }

@@ -38,7 +38,8 @@ impl<S: fmt::Debug> fmt::Debug for SentinelService<S> {
 type BoxedResult<B, E> = Pin<Box<dyn Future<Output = Result<Response<ResponseBody<B>>, E>> + Send>>;
 
 /// The response future of [`SentinelService`]: holds the entry until the
-/// inner response is ready, so dropping it (a client gone) exits the entry.
+/// inner response is ready (then its body holds it until it ends), so
+/// dropping either (a client gone) exits the entry.
 ///
 /// One allocation per request: the core's `enter_async` future has no
 /// nameable type, so the entering and the inner call live in one box.
@@ -115,16 +116,21 @@ where
             return Ok(response.map(ResponseBody::blocked));
         }
     };
-    // Dropped here or with this future: the entry exits either way.
+    // Dropped with this future (a client gone before the response), or
+    // moved into the body, which exits it when it ends or is dropped.
     let result = inner.call(Request::from_parts(parts, body)).await;
-    match &result {
+    match result {
         Ok(response) => {
             if (config.is_error)(response.status(), response.headers()) {
                 entry.set_error(&response.status());
             }
+            // A gRPC status may come in the trailers too.
+            let grpc = is_grpc(response.headers()).then_some(config);
+            Ok(response.map(|body| ResponseBody::inner(body, entry, grpc)))
         }
-        Err(error) => entry.set_error(error),
+        Err(error) => {
+            entry.set_error(&error);
+            Err(error)
+        }
     }
-    drop(entry);
-    result.map(|response| response.map(ResponseBody::inner))
 }

@@ -85,6 +85,8 @@ fn inner_errors_and_5xx_are_recorded_unless_told_otherwise() {
         assert!(service.clone().oneshot(request("/err")).await.is_err());
         let response = service.oneshot(request("/bad")).await.unwrap();
         assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
+        // The call ends with its body (here, dropped unread).
+        drop(response);
         let now = sentinel.now_ms();
         let errors = |name| {
             let node = sentinel.resource_node(name).unwrap();
@@ -169,4 +171,71 @@ fn a_rate_limiter_queue_waits_without_blocking_the_executor() {
             }
             assert!(started.elapsed() >= std::time::Duration::from_millis(190));
         });
+}
+
+#[test]
+fn a_streamed_body_holds_the_entry_and_its_grpc_trailers_count() {
+    run(async {
+        let (sentinel, _clock) = sentinel();
+        // A gRPC response streamed as a data frame, then trailers with
+        // INTERNAL (13): an error known only at the end of the body.
+        let streaming = service_fn(|_: Request<Empty<Bytes>>| async {
+            let mut trailers = http::HeaderMap::new();
+            trailers.insert("grpc-status", http::HeaderValue::from_static("13"));
+            let body = Frames(
+                [
+                    http_body::Frame::data(Bytes::from_static(b"chunk")),
+                    http_body::Frame::trailers(trailers),
+                ]
+                .into(),
+            );
+            let mut response = Response::new(body);
+            response.headers_mut().insert(
+                "content-type",
+                http::HeaderValue::from_static("application/grpc"),
+            );
+            Ok::<_, Infallible>(response)
+        });
+        let service = ServiceBuilder::new()
+            .layer(SentinelLayer::with_sentinel(sentinel))
+            .service(streaming);
+        let response = service
+            .oneshot(Request::post("/pkg.Svc/Stream").body(Empty::new()).unwrap())
+            .await
+            .unwrap();
+        let node = sentinel.resource_node("POST:/pkg.Svc/Stream").unwrap();
+        assert_eq!(
+            node.stats().cur_concurrency(),
+            1,
+            "inside while the body streams"
+        );
+        let collected = response.into_body().collect().await.unwrap();
+        assert_eq!(collected.trailers().unwrap()["grpc-status"], "13");
+        let now = sentinel.now_ms();
+        assert_eq!(
+            node.stats().cur_concurrency(),
+            0,
+            "exited at the body's end"
+        );
+        assert_eq!(
+            node.stats().total_exception(now),
+            1,
+            "the trailers' status counted"
+        );
+    });
+}
+
+/// A body of the given frames, each ready at once.
+struct Frames(std::collections::VecDeque<http_body::Frame<Bytes>>);
+
+impl http_body::Body for Frames {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        std::task::Poll::Ready(self.0.pop_front().map(Ok))
+    }
 }
