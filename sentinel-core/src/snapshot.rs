@@ -159,28 +159,7 @@ impl Sentinel {
 /// computes it, from figures already read (reading them again would double
 /// the cost of a tree).
 fn entrance_sum(children: &[TreeNodeSnapshot]) -> NodeSnapshot {
-    let mut total = NodeSnapshot::default();
-    for s in children.iter().map(|c| &c.stats) {
-        total.pass_qps += s.pass_qps;
-        total.block_qps += s.block_qps;
-        total.success_qps += s.success_qps;
-        total.exception_qps += s.exception_qps;
-        total.concurrency += s.concurrency;
-        total.total_pass += s.total_pass;
-        total.total_block += s.total_block;
-        total.total_success += s.total_success;
-        total.total_exception += s.total_exception;
-        total.avg_rt += s.avg_rt * s.success_qps;
-        total.min_rt = if total.min_rt == 0 {
-            s.min_rt
-        } else {
-            total.min_rt.min(s.min_rt)
-        };
-    }
-    if total.success_qps > 0.0 {
-        total.avg_rt /= total.success_qps;
-    }
-    total
+    NodeSnapshot::sum(children.iter().map(|c| &c.stats))
 }
 
 /// `node` and its descendants; `path` holds its ancestors (context and

@@ -131,6 +131,36 @@ pub struct NodeSnapshot {
     pub total_exception: u64,
 }
 
+impl NodeSnapshot {
+    /// The figures of several nodes together (an entrance over its
+    /// children): counts and rates added, the average RT weighted by
+    /// completions, the smallest non-zero minimum RT.
+    pub(crate) fn sum<'a>(parts: impl IntoIterator<Item = &'a NodeSnapshot>) -> NodeSnapshot {
+        let mut total = NodeSnapshot::default();
+        for s in parts {
+            total.pass_qps += s.pass_qps;
+            total.block_qps += s.block_qps;
+            total.success_qps += s.success_qps;
+            total.exception_qps += s.exception_qps;
+            total.concurrency += s.concurrency;
+            total.total_pass += s.total_pass;
+            total.total_block += s.total_block;
+            total.total_success += s.total_success;
+            total.total_exception += s.total_exception;
+            total.avg_rt += s.avg_rt * s.success_qps;
+            total.min_rt = if total.min_rt == 0 {
+                s.min_rt
+            } else {
+                total.min_rt.min(s.min_rt)
+            };
+        }
+        if total.success_qps > 0.0 {
+            total.avg_rt /= total.success_qps;
+        }
+        total
+    }
+}
+
 impl StatisticNode {
     /// An empty node with the windows of `config`.
     pub fn new(config: &StatConfig) -> Self {

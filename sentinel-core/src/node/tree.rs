@@ -220,30 +220,8 @@ impl<'s> Entrance<'s> {
 
     /// The sum of the children's statistics, as Sentinel's `EntranceNode`.
     pub fn snapshot(&self, now: u64) -> NodeSnapshot {
-        let mut total = NodeSnapshot::default();
-        let children = self.children();
-        for child in &children {
-            let s = child.snapshot(now);
-            total.pass_qps += s.pass_qps;
-            total.block_qps += s.block_qps;
-            total.success_qps += s.success_qps;
-            total.exception_qps += s.exception_qps;
-            total.concurrency += s.concurrency;
-            total.total_pass += s.total_pass;
-            total.total_block += s.total_block;
-            total.total_success += s.total_success;
-            total.total_exception += s.total_exception;
-            total.avg_rt += s.avg_rt * s.success_qps;
-            total.min_rt = if total.min_rt == 0 {
-                s.min_rt
-            } else {
-                total.min_rt.min(s.min_rt)
-            };
-        }
-        if total.success_qps > 0.0 {
-            total.avg_rt /= total.success_qps;
-        }
-        total
+        let children: Vec<NodeSnapshot> = self.children().iter().map(|c| c.snapshot(now)).collect();
+        NodeSnapshot::sum(&children)
     }
 }
 
