@@ -21,6 +21,12 @@ pub trait Rule: fmt::Debug + fmt::Display + Send + Sync + 'static {
         BlockKind::Custom("rule")
     }
 
+    /// The callers the rule applies to, as the block log names them
+    /// (Sentinel's `limitApp`): `default` unless the kind has such a field.
+    fn limit_app(&self) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Borrowed("default")
+    }
+
     /// The rule as `Any`, to get its concrete type back
     /// ([`BlockError::rule_as`](crate::BlockError::rule_as)).
     fn as_any(&self) -> &dyn Any;

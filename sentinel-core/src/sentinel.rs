@@ -14,12 +14,14 @@ use crate::degrade::{self, DegradeRule, StateChange};
 use crate::entry::{Active, Request};
 use crate::flow::{self, FlowRules};
 use crate::hotspot::{self, ParamFlowRule};
+use crate::log::BlockLedger;
 use crate::node::registry::{Arena, Registry};
 use crate::node::tree::{EntranceNode, TreeNode, add_child, has_child};
 use crate::node::{ContextNode, Entrance, OriginNode, ResourceNode, StatisticNode};
 use crate::rules::{AllListeners, ResourceRules, RuleManager, RuleSet, RuleSetParts};
 use crate::slot::{Check, EntryContext, Holds, Outcome, Slot, SlotChain};
 use crate::stat::StatConfig;
+use crate::stat::tally::{self, BlockKey, BlockSource};
 use crate::system::{self, ProcStatus, SystemLimits, SystemRule, SystemStatus};
 use crate::{
     BlockError, BlockKind, Clock, Entry, EntryBuilder, EntryType, MonotonicClock, Resource, Rule,
@@ -107,6 +109,8 @@ pub struct Sentinel {
     pub(crate) listeners: AllListeners,
     /// Load and CPU readings for system rules.
     status: Arc<dyn SystemStatus>,
+    /// Blocks per resource and kind, and per second for the block log.
+    pub(crate) blocks: BlockLedger,
 }
 
 /// Instance ids, for the per-thread rule cache.
@@ -449,8 +453,30 @@ impl Sentinel {
             );
             let batch = u64::from(ctx.batch);
             counted.each(|node| node.add_block(ctx.now_ms, batch));
+            self.count_block(ctx, verdict);
         }
         outcome
+    }
+
+    /// Counts a block by its resource, kind, rule and origin, for the
+    /// block log and the per-kind counts (on this thread's tally: no
+    /// atomic read-modify-write).
+    #[inline]
+    fn count_block(&self, ctx: &EntryContext<'_>, verdict: &Verdict) {
+        let (kind, rule) = match (&verdict.rule, &verdict.block) {
+            (Some((kind, rule)), _) => (*kind, Some(rule)),
+            (None, Some(block)) => (block.kind(), block.rule_arc()),
+            (None, None) => return,
+        };
+        let origin = ctx.origin.map_or(0, |o| std::ptr::from_ref(o) as usize);
+        let key = BlockKey::new(self.uid, ctx.resource.id(), kind, rule, origin);
+        tally::count(&key, ctx.now_ms, u64::from(ctx.batch), || BlockSource {
+            key,
+            resource: Arc::clone(ctx.resource.name_arc()),
+            kind,
+            rule: rule.cloned(),
+            origin: ctx.origin.map(|o| Arc::clone(o.name_arc())),
+        });
     }
 
     /// The rule checks and the user slots among them; the first block wins
@@ -817,6 +843,11 @@ impl Sentinel {
         next
     }
 
+    /// This instance among all.
+    pub(crate) fn uid(&self) -> u64 {
+        self.uid
+    }
+
     pub(crate) fn resource_id(&self, name: &str) -> Option<u32> {
         self.resources.find(name)
     }
@@ -1145,7 +1176,16 @@ impl SentinelBuilder {
             rules_lock: Mutex::new(()),
             listeners: AllListeners::default(),
             status: self.status.unwrap_or_else(|| Arc::new(ProcStatus)),
+            blocks: BlockLedger::default(),
         }
+    }
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        // Nothing enters the instance any more: its blocks not taken are
+        // of no use.
+        tally::forget(self.uid);
     }
 }
 

@@ -110,6 +110,10 @@ impl Rule for AuthorityRule {
         BlockKind::Authority
     }
 
+    fn limit_app(&self) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Owned(self.limit_app.join(","))
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

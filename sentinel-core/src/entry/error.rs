@@ -97,6 +97,11 @@ impl BlockError {
         self.rule.as_deref()
     }
 
+    /// The rule's reference, if a rule refused.
+    pub(crate) fn rule_arc(&self) -> Option<&Arc<dyn Rule>> {
+        self.rule.as_ref()
+    }
+
     /// The rule as its concrete type, if it is a `R`.
     pub fn rule_as<R: Rule>(&self) -> Option<&R> {
         self.rule.as_deref()?.as_any().downcast_ref()

@@ -239,6 +239,10 @@ impl Rule for FlowRule {
         BlockKind::Flow
     }
 
+    fn limit_app(&self) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Borrowed(&self.limit_app)
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

@@ -1,9 +1,13 @@
-//! Metric log file names: `${app}-metrics.log.${yyyy-MM-dd}[.n]`.
+//! Log files: `${app}-${kind}.log.${yyyy-MM-dd}[.n]` (kind `metrics` or
+//! `block`), appended to and rolled by size and count.
 
-use std::io;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
-/// One metric log file of an app.
+use super::date::date;
+
+/// One log file of an app.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct LogFile {
     /// `yyyy-MM-dd`, the day of its lines (UTC).
@@ -13,15 +17,20 @@ pub(crate) struct LogFile {
     pub(crate) path: PathBuf,
 }
 
-fn prefix(app: &str) -> String {
-    format!("{app}-metrics.log.")
+/// The metric log's kind of file.
+pub(crate) const METRICS: &str = "metrics";
+/// The block log's kind of file.
+pub(crate) const BLOCK: &str = "block";
+
+fn prefix(app: &str, kind: &str) -> String {
+    format!("{app}-{kind}.log.")
 }
 
 /// The name of file `index` of `date`.
-pub(crate) fn file_name(app: &str, date: &str, index: u32) -> String {
+pub(crate) fn file_name(app: &str, kind: &str, date: &str, index: u32) -> String {
     match index {
-        0 => format!("{}{date}", prefix(app)),
-        n => format!("{}{date}.{n}", prefix(app)),
+        0 => format!("{}{date}", prefix(app, kind)),
+        n => format!("{}{date}.{n}", prefix(app, kind)),
     }
 }
 
@@ -37,8 +46,8 @@ fn is_date(s: &str) -> bool {
 }
 
 /// `(date, index)` of a file named for `app`.
-fn parse_name(app: &str, name: &str) -> Option<(String, u32)> {
-    let rest = name.strip_prefix(&prefix(app))?;
+fn parse_name(app: &str, kind: &str, name: &str) -> Option<(String, u32)> {
+    let rest = name.strip_prefix(&prefix(app, kind))?;
     let (date, index) = match rest.split_once('.') {
         Some((date, n)) => (date, n.parse().ok().filter(|&n| n > 0)?),
         None => (rest, 0),
@@ -46,9 +55,9 @@ fn parse_name(app: &str, name: &str) -> Option<(String, u32)> {
     is_date(date).then(|| (date.to_owned(), index))
 }
 
-/// The metric log files of `app` in `dir`, oldest first; none if the
+/// The log files of `app` and `kind` in `dir`, oldest first; none if the
 /// directory does not exist.
-pub(crate) fn list(dir: &Path, app: &str) -> io::Result<Vec<LogFile>> {
+pub(crate) fn list(dir: &Path, app: &str, kind: &str) -> io::Result<Vec<LogFile>> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -58,7 +67,7 @@ pub(crate) fn list(dir: &Path, app: &str) -> io::Result<Vec<LogFile>> {
     for entry in entries {
         let entry = entry?;
         let name = entry.file_name();
-        let Some((date, index)) = name.to_str().and_then(|n| parse_name(app, n)) else {
+        let Some((date, index)) = name.to_str().and_then(|n| parse_name(app, kind, n)) else {
             continue;
         };
         files.push(LogFile {
@@ -71,6 +80,119 @@ pub(crate) fn list(dir: &Path, app: &str) -> io::Result<Vec<LogFile>> {
     Ok(files)
 }
 
+/// The file being appended to.
+#[derive(Debug)]
+struct Current {
+    file: File,
+    info: LogFile,
+    size: u64,
+}
+
+/// Appends to the files of one app and kind, starting a new file past a
+/// size or a day and deleting the oldest past a count.
+#[derive(Debug)]
+pub(crate) struct RollingFiles {
+    dir: PathBuf,
+    app: String,
+    kind: &'static str,
+    max_file_size: u64,
+    max_files: usize,
+    current: Option<Current>,
+}
+
+impl RollingFiles {
+    pub(crate) fn new(
+        dir: PathBuf,
+        app: String,
+        kind: &'static str,
+        max_file_size: u64,
+        max_files: usize,
+    ) -> Self {
+        RollingFiles {
+            dir,
+            app,
+            kind,
+            max_file_size,
+            max_files,
+            current: None,
+        }
+    }
+
+    /// Appends `bytes` (never split across files) to the file of the day of
+    /// `timestamp_ms`.
+    pub(crate) fn append(&mut self, timestamp_ms: u64, bytes: &[u8]) -> io::Result<()> {
+        let result = self.try_append(timestamp_ms, bytes);
+        if result.is_err() {
+            // Reopen next time: the directory may have been replaced.
+            self.current = None;
+        }
+        result
+    }
+
+    fn try_append(&mut self, timestamp_ms: u64, bytes: &[u8]) -> io::Result<()> {
+        let day = date(timestamp_ms);
+        let len = bytes.len() as u64;
+        let current = match self.current.take() {
+            Some(c)
+                if c.info.date == day && (c.size == 0 || c.size + len <= self.max_file_size) =>
+            {
+                c
+            }
+            Some(c) if c.info.date == day => self.create(&day, c.info.index + 1)?,
+            _ => self.open(&day, len)?,
+        };
+        let current = self.current.insert(current);
+        current.file.write_all(bytes)?;
+        current.size += len;
+        Ok(())
+    }
+
+    /// The file to append `len` bytes of `day` to: the day's last file if
+    /// they fit, else a new one.
+    fn open(&mut self, day: &str, len: u64) -> io::Result<Current> {
+        std::fs::create_dir_all(&self.dir)?;
+        let last = list(&self.dir, &self.app, self.kind)?
+            .into_iter()
+            .rfind(|f| f.date == day);
+        let Some(last) = last else {
+            return self.create(day, 0);
+        };
+        let size = std::fs::metadata(&last.path)?.len();
+        if size == 0 || size + len <= self.max_file_size {
+            let file = OpenOptions::new().append(true).open(&last.path)?;
+            return Ok(Current {
+                file,
+                info: last,
+                size,
+            });
+        }
+        self.create(day, last.index + 1)
+    }
+
+    /// Starts file `index` of `day` and deletes the oldest files past the
+    /// count.
+    fn create(&mut self, day: &str, index: u32) -> io::Result<Current> {
+        std::fs::create_dir_all(&self.dir)?;
+        let path = self.dir.join(file_name(&self.app, self.kind, day, index));
+        let file = OpenOptions::new().create(true).append(true).open(&path)?;
+        let size = file.metadata()?.len();
+        let info = LogFile {
+            date: day.to_owned(),
+            index,
+            path,
+        };
+        let all = list(&self.dir, &self.app, self.kind)?;
+        let excess = all.len().saturating_sub(self.max_files);
+        for old in all.iter().filter(|f| **f != info).take(excess) {
+            match std::fs::remove_file(&old.path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        Ok(Current { file, info, size })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,19 +200,19 @@ mod tests {
     #[test]
     fn names_round_trip() {
         assert_eq!(
-            file_name("app", "2024-01-31", 0),
+            file_name("app", METRICS, "2024-01-31", 0),
             "app-metrics.log.2024-01-31"
         );
         assert_eq!(
-            file_name("app", "2024-01-31", 3),
+            file_name("app", METRICS, "2024-01-31", 3),
             "app-metrics.log.2024-01-31.3"
         );
         assert_eq!(
-            parse_name("app", "app-metrics.log.2024-01-31.3"),
+            parse_name("app", METRICS, "app-metrics.log.2024-01-31.3"),
             Some(("2024-01-31".into(), 3))
         );
         assert_eq!(
-            parse_name("app", "app-metrics.log.2024-01-31"),
+            parse_name("app", METRICS, "app-metrics.log.2024-01-31"),
             Some(("2024-01-31".into(), 0))
         );
         for other in [
@@ -98,8 +220,9 @@ mod tests {
             "app-metrics.log.2024-01-31.idx",
             "app-metrics.log.2024-01-31.0",
             "app-metrics.log.20240131",
+            "app-block.log.2024-01-31",
         ] {
-            assert_eq!(parse_name("app", other), None, "{other}");
+            assert_eq!(parse_name("app", METRICS, other), None, "{other}");
         }
     }
 }

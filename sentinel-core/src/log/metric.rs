@@ -10,15 +10,14 @@
 
 use std::borrow::Borrow;
 use std::fmt::{self, Write as _};
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write as _};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::date::date;
-use super::files::{self, LogFile};
+use super::blocks::BlockLog;
+use super::files::{self, RollingFiles};
 use super::{DEFAULT_LOG_DIR, DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_FILES, MetricLine};
 use crate::Sentinel;
 
@@ -40,6 +39,8 @@ pub struct MetricLogConfig {
     max_file_size: u64,
     max_files: usize,
     poll_interval: Duration,
+    block_file: bool,
+    block_events: Option<tracing::Level>,
 }
 
 impl MetricLogConfig {
@@ -53,6 +54,8 @@ impl MetricLogConfig {
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             max_files: DEFAULT_MAX_FILES,
             poll_interval: Duration::from_millis(200),
+            block_file: true,
+            block_events: Some(tracing::Level::INFO),
         }
     }
 
@@ -84,6 +87,22 @@ impl MetricLogConfig {
         self
     }
 
+    /// Whether the block log file (`${app}-block.log.${yyyy-MM-dd}[.n]`,
+    /// beside the metric log, rolled the same way) is written (default
+    /// yes). See [`BlockLine`](super::BlockLine) for its lines.
+    pub fn block_log(mut self, write: bool) -> Self {
+        self.block_file = write;
+        self
+    }
+
+    /// The level of the `tracing` event sent once per second per resource,
+    /// kind, rule and origin that blocked in that second, or `None` for no
+    /// event (default `INFO`).
+    pub fn block_events(mut self, level: Option<tracing::Level>) -> Self {
+        self.block_events = level;
+        self
+    }
+
     /// The app name in file names.
     pub fn app(&self) -> &str {
         &self.app
@@ -102,14 +121,6 @@ impl Default for MetricLogConfig {
     }
 }
 
-/// The file being appended to.
-#[derive(Debug)]
-struct Current {
-    file: File,
-    info: LogFile,
-    size: u64,
-}
-
 /// Writes the metric log of an instance; made by
 /// [`Sentinel::metric_writer`], run in the background by
 /// [`start`](Self::start) or polled by hand with
@@ -122,7 +133,9 @@ pub struct MetricWriter {
     /// Every second starting before this was written, or was before the
     /// writer was made.
     next_ms: u64,
-    current: Option<Current>,
+    files: RollingFiles,
+    /// The blocks of each second, once complete.
+    blocks: BlockLog,
     /// The last error logged, so that a lasting one is logged once.
     last_error: Option<String>,
     /// After an error, no write is tried before this time.
@@ -134,10 +147,28 @@ impl Sentinel {
     /// the current one on.
     pub fn metric_writer(&self, config: MetricLogConfig) -> MetricWriter {
         let now = self.now_ms();
+        let files = RollingFiles::new(
+            config.dir.clone(),
+            config.app.clone(),
+            files::METRICS,
+            config.max_file_size,
+            config.max_files,
+        );
+        let block_files = config.block_file.then(|| {
+            RollingFiles::new(
+                config.dir.clone(),
+                config.app.clone(),
+                files::BLOCK,
+                config.max_file_size,
+                config.max_files,
+            )
+        });
+        let blocks = BlockLog::new(self, block_files, config.block_events);
         MetricWriter {
             config,
             next_ms: now - now % 1_000,
-            current: None,
+            files,
+            blocks,
             last_error: None,
             retry_at_ms: 0,
         }
@@ -181,26 +212,34 @@ impl MetricWriter {
                 let _ = writeln!(text, "{line}");
             }
             let timestamp_ms = second[0].timestamp_ms;
-            if let Err(e) = self.append(timestamp_ms, text.as_bytes()) {
-                // Reopen next time: the directory may have been replaced.
-                self.current = None;
-                return Err(e);
-            }
+            self.files.append(timestamp_ms, text.as_bytes())?;
             self.next_ms = timestamp_ms + 1;
             written += second.len();
         }
         Ok(written)
     }
 
-    /// One poll, as the background thread does it: writes what is pending,
-    /// logs an error with `tracing` once (until it changes or writing works
+    /// Writes the blocks of every second complete and not written yet (see
+    /// [`BlockLine`](super::BlockLine)), and sends their `tracing` events;
+    /// returns how many new lines there were. On an error the lines not
+    /// written are kept and tried again first by the next call (their
+    /// events are sent once).
+    pub fn write_blocks(&mut self, sentinel: &Sentinel) -> io::Result<usize> {
+        self.blocks.write(sentinel)
+    }
+
+    /// One poll, as the background thread does it: writes what is pending
+    /// (metric and block lines), logs an error with `tracing` once (until it changes or writing works
     /// again) and waits a second before trying again.
     pub fn tick(&mut self, sentinel: &Sentinel) {
         let now = sentinel.now_ms();
         if now < self.retry_at_ms {
             return;
         }
-        match self.write_pending(sentinel) {
+        let written = self
+            .write_pending(sentinel)
+            .and_then(|_| self.write_blocks(sentinel));
+        match written {
             Ok(_) => {
                 if self.last_error.take().is_some() {
                     tracing::info!(dir = %self.config.dir.display(), "sentinel: metric log written again");
@@ -248,73 +287,6 @@ impl MetricWriter {
             stop: Some(stop),
             thread: Some(thread),
         })
-    }
-
-    fn append(&mut self, timestamp_ms: u64, bytes: &[u8]) -> io::Result<()> {
-        let day = date(timestamp_ms);
-        let len = bytes.len() as u64;
-        let current = match self.current.take() {
-            Some(c)
-                if c.info.date == day
-                    && (c.size == 0 || c.size + len <= self.config.max_file_size) =>
-            {
-                c
-            }
-            Some(c) if c.info.date == day => self.create(&day, c.info.index + 1)?,
-            _ => self.open(&day, len)?,
-        };
-        let current = self.current.insert(current);
-        current.file.write_all(bytes)?;
-        current.size += len;
-        Ok(())
-    }
-
-    /// The file to append `len` bytes of `day` to: the day's last file if
-    /// they fit, else a new one.
-    fn open(&mut self, day: &str, len: u64) -> io::Result<Current> {
-        std::fs::create_dir_all(&self.config.dir)?;
-        let last = files::list(&self.config.dir, &self.config.app)?
-            .into_iter()
-            .rfind(|f| f.date == day);
-        let Some(last) = last else {
-            return self.create(day, 0);
-        };
-        let size = std::fs::metadata(&last.path)?.len();
-        if size == 0 || size + len <= self.config.max_file_size {
-            let file = OpenOptions::new().append(true).open(&last.path)?;
-            return Ok(Current {
-                file,
-                info: last,
-                size,
-            });
-        }
-        self.create(day, last.index + 1)
-    }
-
-    /// Starts file `index` of `day` and deletes the oldest files past the
-    /// count.
-    fn create(&mut self, day: &str, index: u32) -> io::Result<Current> {
-        std::fs::create_dir_all(&self.config.dir)?;
-        let path = self
-            .config
-            .dir
-            .join(files::file_name(&self.config.app, day, index));
-        let file = OpenOptions::new().create(true).append(true).open(&path)?;
-        let size = file.metadata()?.len();
-        let info = LogFile {
-            date: day.to_owned(),
-            index,
-            path,
-        };
-        let all = files::list(&self.config.dir, &self.config.app)?;
-        let excess = all.len().saturating_sub(self.config.max_files);
-        for old in all.iter().filter(|f| **f != info).take(excess) {
-            match std::fs::remove_file(&old.path) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                _ => {}
-            }
-        }
-        Ok(Current { file, info, size })
     }
 }
 

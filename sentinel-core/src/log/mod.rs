@@ -1,5 +1,7 @@
 //! Logs written by an instance: the metric log, one line per resource and
-//! second in Alibaba Sentinel's format, and its reader.
+//! second in Alibaba Sentinel's format, and its reader; the block log, one
+//! line per second, resource, kind, rule and origin that blocked (also sent
+//! as `tracing` events).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -15,12 +17,15 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+mod blocks;
 mod date;
 mod files;
 mod line;
 mod metric;
 mod searcher;
 
+pub(crate) use blocks::BlockLedger;
+pub use blocks::{BlockCount, BlockLine};
 pub use line::MetricLine;
 pub use metric::{MetricLogConfig, MetricWriter, MetricWriterHandle};
 pub use searcher::MetricSearcher;

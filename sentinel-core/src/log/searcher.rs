@@ -46,7 +46,7 @@ impl MetricSearcher {
     ) -> io::Result<Vec<MetricLine>> {
         let (first_day, last_day) = (date(from_ms), date(to_ms));
         let mut found = Vec::new();
-        for file in files::list(&self.dir, &self.app)? {
+        for file in files::list(&self.dir, &self.app, files::METRICS)? {
             // A file holds the lines of the day it is named after.
             if file.date < first_day || file.date > last_day {
                 continue;

@@ -52,6 +52,10 @@ impl OriginNode {
         &self.name
     }
 
+    pub(crate) fn name_arc(&self) -> &Arc<str> {
+        &self.name
+    }
+
     /// What this origin did with the resource.
     pub fn stats(&self) -> &StatisticNode {
         &self.stats

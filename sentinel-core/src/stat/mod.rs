@@ -6,6 +6,7 @@ mod bucket;
 mod divisor;
 mod leap_array;
 mod live;
+pub(crate) mod tally;
 mod window;
 
 pub use adder::Adder;

@@ -1,0 +1,354 @@
+//! Blocks aggregated per second: the block log, its `tracing` events, and
+//! the per-kind block counts.
+//!
+//! Each thread counts its blocks by key (resource, kind, rule, origin) and
+//! by second, with no atomic read-modify-write
+//! ([`tally`](crate::stat::tally)). An instance's [`BlockLedger`] takes
+//! those counts when asked: for [`Sentinel::block_counts`] (running totals
+//! per resource and kind, which the Prometheus exporter renders) and for
+//! the block log, which a [`MetricWriter`](super::MetricWriter) writes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::io;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::date::date_time;
+use super::files::RollingFiles;
+use crate::stat::tally::{self, BlockKey, BlockSource};
+use crate::{BlockKind, Sentinel};
+
+/// How long after a second ends its blocks are written: an entry that read
+/// the clock just before the second ended is counted a moment later. A
+/// count later still is written as one more line for its second, never
+/// lost.
+const GRACE_MS: u64 = 1_000;
+/// Seconds of blocks kept for a block log that stopped writing.
+const KEEP_SECONDS: u64 = 120;
+
+/// Blocks of one resource and kind since the instance was made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BlockCount {
+    /// The resource refused.
+    pub resource: String,
+    /// The kind of check that refused it.
+    pub kind: BlockKind,
+    /// How many entries (counting a batch as its size).
+    pub count: u64,
+}
+
+/// An instance's running block totals and the seconds not logged yet.
+#[derive(Default)]
+pub(crate) struct BlockLedger {
+    state: Mutex<Ledger>,
+}
+
+#[derive(Default)]
+struct Ledger {
+    /// Blocks so far by resource id and kind.
+    totals: HashMap<(u32, BlockKind), (Arc<str>, u64)>,
+    /// Blocks by second and key, not logged yet; kept while `logging`.
+    pending: BTreeMap<u64, HashMap<BlockKey, (Arc<BlockSource>, u64)>>,
+    logging: bool,
+}
+
+impl BlockLedger {
+    /// Takes every thread's new counts of instance `uid`.
+    fn harvest(&self, uid: u64) -> parking_lot::MutexGuard<'_, Ledger> {
+        let mut guard = self.state.lock();
+        let ledger = &mut *guard;
+        tally::harvest(uid, |source, second, count| {
+            let total = ledger
+                .totals
+                .entry((source.resource_id(), source.kind))
+                .or_insert_with(|| (Arc::clone(&source.resource), 0));
+            total.1 += count;
+            if ledger.logging {
+                ledger
+                    .pending
+                    .entry(second)
+                    .or_default()
+                    .entry(source.key)
+                    .or_insert_with(|| (Arc::clone(source), 0))
+                    .1 += count;
+            }
+        });
+        guard
+    }
+
+    /// Starts keeping seconds for the block log: the blocks counted so far
+    /// go to the totals only.
+    fn start_logging(&self, uid: u64) {
+        self.harvest(uid).logging = true;
+    }
+
+    /// The lines of every second complete at `now_ms`, oldest first, taken
+    /// out of the ledger.
+    fn take_complete(&self, uid: u64, now_ms: u64) -> Vec<(u64, Vec<BlockLine>)> {
+        let mut ledger = self.harvest(uid);
+        let now_second = now_ms / 1_000;
+        let too_old = now_second.saturating_sub(KEEP_SECONDS);
+        let stale: Vec<u64> = ledger.pending.range(..too_old).map(|(&s, _)| s).collect();
+        if !stale.is_empty() {
+            tracing::warn!(
+                seconds = stale.len(),
+                "sentinel: block log lines older than {KEEP_SECONDS} s dropped (no writer took them)"
+            );
+        }
+        let complete: Vec<u64> = ledger
+            .pending
+            .keys()
+            .copied()
+            .filter(|&second| (second + 1) * 1_000 + GRACE_MS <= now_ms)
+            .collect();
+        let mut seconds = Vec::new();
+        for second in stale.into_iter().chain(complete) {
+            let Some(keys) = ledger.pending.remove(&second) else {
+                continue;
+            };
+            if second < too_old {
+                continue;
+            }
+            let mut lines: Vec<BlockLine> = keys
+                .into_values()
+                .map(|(source, count)| BlockLine::new(second, &source, count))
+                .collect();
+            lines.sort_by(|a, b| {
+                (&a.resource, a.kind.as_str(), &a.origin, &a.rule).cmp(&(
+                    &b.resource,
+                    b.kind.as_str(),
+                    &b.origin,
+                    &b.rule,
+                ))
+            });
+            for (i, line) in lines.iter_mut().enumerate() {
+                line.index = i as u32 + 1;
+            }
+            seconds.push((second, lines));
+        }
+        seconds
+    }
+}
+
+impl Sentinel {
+    /// Blocks per resource and kind since the instance was made (exact to
+    /// the moment of the call), sorted by resource then kind. Counting them
+    /// costs the block path no atomic operation: each thread counts its own,
+    /// and this call gathers them.
+    ///
+    /// ```
+    /// use sentinel_core::flow::FlowRule;
+    /// use sentinel_core::{BlockKind, ManualClock, Sentinel};
+    ///
+    /// let sentinel = Sentinel::builder().clock(ManualClock::new(0)).build();
+    /// sentinel.flow_rules().load(vec![FlowRule::new("api", 0.0)])?;
+    /// assert!(sentinel.entry("api").is_err());
+    ///
+    /// let counts = sentinel.block_counts();
+    /// assert_eq!((counts[0].resource.as_str(), counts[0].kind, counts[0].count), ("api", BlockKind::Flow, 1));
+    /// # Ok::<(), sentinel_core::RuleErrors>(())
+    /// ```
+    pub fn block_counts(&self) -> Vec<BlockCount> {
+        let ledger = self.blocks.harvest(self.uid());
+        let mut counts: Vec<BlockCount> = ledger
+            .totals
+            .iter()
+            .map(|(&(_, kind), (resource, count))| BlockCount {
+                resource: resource.to_string(),
+                kind,
+                count: *count,
+            })
+            .collect();
+        counts.sort_by(|a, b| (&a.resource, a.kind.as_str()).cmp(&(&b.resource, b.kind.as_str())));
+        counts
+    }
+}
+
+/// One line of the block log: the blocks of one second by one resource,
+/// kind, rule and origin.
+///
+/// Written as in Alibaba Sentinel's `sentinel-block.log`, with the rule
+/// added as a last field:
+///
+/// ```text
+/// 2024-01-31 10:00:01|1|GET:/orders,FlowException,default,|61,0|flow rule: qps <= 100
+/// ```
+///
+/// Time (UTC) and the line's number within its second, then the resource,
+/// the kind as Sentinel's exception name (`FlowException`,
+/// `DegradeException`, `SystemBlockException`, `AuthorityException`,
+/// `ParamFlowException`, or a user slot's kind), the rule's `limit_app`,
+/// the caller's origin (empty when none), the count, an unused `0`, and the
+/// rule (empty when none).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BlockLine {
+    /// The start of the second, Unix milliseconds.
+    pub timestamp_ms: u64,
+    /// The line's number within its second, from 1.
+    pub index: u32,
+    /// The resource refused.
+    pub resource: String,
+    /// The kind of check.
+    pub kind: BlockKind,
+    /// The rule's `limit_app` (`default` for kinds without one).
+    pub limit_app: String,
+    /// The caller's origin, empty when none.
+    pub origin: String,
+    /// Entries refused in the second.
+    pub count: u64,
+    /// The rule, as it displays; empty when none.
+    pub rule: String,
+}
+
+impl BlockLine {
+    fn new(second: u64, source: &BlockSource, count: u64) -> BlockLine {
+        BlockLine {
+            timestamp_ms: second * 1_000,
+            index: 0,
+            resource: source.resource.to_string(),
+            kind: source.kind,
+            limit_app: source.rule.as_ref().map_or_else(
+                || "default".to_owned(),
+                |rule| rule.limit_app().into_owned(),
+            ),
+            origin: source.origin.as_deref().unwrap_or("").to_owned(),
+            count,
+            rule: source
+                .rule
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The kind as Sentinel's exception name.
+    pub fn exception_name(&self) -> &'static str {
+        match self.kind {
+            BlockKind::Flow => "FlowException",
+            BlockKind::Degrade => "DegradeException",
+            BlockKind::System => "SystemBlockException",
+            BlockKind::Authority => "AuthorityException",
+            BlockKind::HotParam => "ParamFlowException",
+            BlockKind::Custom(kind) => kind,
+        }
+    }
+
+    /// Sends the line as a `tracing` event at `level`.
+    fn event(&self, level: tracing::Level) {
+        macro_rules! at {
+            ($level:expr) => {
+                tracing::event!(
+                    $level,
+                    resource = %self.resource,
+                    kind = %self.kind,
+                    rule = %self.rule,
+                    limit_app = %self.limit_app,
+                    origin = %self.origin,
+                    count = self.count,
+                    second = %date_time(self.timestamp_ms),
+                    "sentinel: blocked"
+                )
+            };
+        }
+        match level {
+            tracing::Level::ERROR => at!(tracing::Level::ERROR),
+            tracing::Level::WARN => at!(tracing::Level::WARN),
+            tracing::Level::INFO => at!(tracing::Level::INFO),
+            tracing::Level::DEBUG => at!(tracing::Level::DEBUG),
+            tracing::Level::TRACE => at!(tracing::Level::TRACE),
+        }
+    }
+}
+
+impl fmt::Display for BlockLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}|{}|{},{},{},{}|{},0|{}",
+            date_time(self.timestamp_ms),
+            self.index,
+            self.resource,
+            self.exception_name(),
+            self.limit_app,
+            self.origin,
+            self.count,
+            self.rule,
+        )
+    }
+}
+
+/// The block log of a [`MetricWriter`](super::MetricWriter): a file, events,
+/// or both.
+pub(crate) struct BlockLog {
+    files: Option<RollingFiles>,
+    events: Option<tracing::Level>,
+    /// Lines taken from the ledger whose write failed, to write first.
+    unwritten: Vec<(u64, String)>,
+}
+
+impl BlockLog {
+    pub(crate) fn new(
+        sentinel: &Sentinel,
+        files: Option<RollingFiles>,
+        events: Option<tracing::Level>,
+    ) -> BlockLog {
+        if files.is_some() || events.is_some() {
+            sentinel.blocks.start_logging(sentinel.uid());
+        }
+        BlockLog {
+            files,
+            events,
+            unwritten: Vec::new(),
+        }
+    }
+
+    /// Logs every second complete now; returns how many lines were taken.
+    pub(crate) fn write(&mut self, sentinel: &Sentinel) -> io::Result<usize> {
+        if self.files.is_none() && self.events.is_none() {
+            return Ok(0);
+        }
+        let seconds = sentinel
+            .blocks
+            .take_complete(sentinel.uid(), sentinel.now_ms());
+        let mut taken = 0;
+        for (second, lines) in seconds {
+            taken += lines.len();
+            if let Some(level) = self.events {
+                lines.iter().for_each(|line| line.event(level));
+            }
+            if self.files.is_some() {
+                let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+                self.unwritten.push((second, text));
+            }
+        }
+        if self.unwritten.len() > KEEP_SECONDS as usize {
+            let dropped = self.unwritten.len() - KEEP_SECONDS as usize;
+            self.unwritten.drain(..dropped);
+            tracing::warn!(
+                seconds = dropped,
+                "sentinel: block log seconds dropped after failing to write them for {KEEP_SECONDS} s"
+            );
+        }
+        if let Some(files) = &mut self.files {
+            while let Some((second, text)) = self.unwritten.first() {
+                files.append(second * 1_000, text.as_bytes())?;
+                self.unwritten.remove(0);
+            }
+        }
+        Ok(taken)
+    }
+}
+
+impl fmt::Debug for BlockLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BlockLog")
+            .field("file", &self.files.is_some())
+            .field("events", &self.events)
+            .field("unwritten", &self.unwritten.len())
+            .finish()
+    }
+}

@@ -1,0 +1,582 @@
+//! Blocks counted per thread, for the block log and the per-kind block
+//! counters.
+//!
+//! A block is counted under its *key*: instance, resource, kind, rule and
+//! origin. Counting it on a shared counter would put a locked instruction
+//! (and, under load, a contended line) on the block path, so each thread
+//! counts in a [`Shard`] of its own with plain loads and stores: the slot
+//! of a key keeps the second it counts in, that second's count, and the
+//! count of earlier seconds. A harvester (the instance's log writer or a
+//! scrape) reads every shard under the shard's lock once in a while and
+//! takes what was added since its last visit, by second.
+//!
+//! A thread keeps [`SLOTS`] keys; a key lands in one of two slots by its
+//! hash. A third key evicts the slot that counted longest ago, after
+//! setting aside what it holds for the harvester ([`Books::retired`]), so
+//! nothing is lost. Slots of an exited thread are harvested and then freed;
+//! a dropped instance's slots are freed by [`forget`].
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+
+use parking_lot::Mutex;
+
+use crate::{BlockKind, Rule};
+
+/// Keys a thread counts at once.
+const SLOTS: usize = 32;
+/// Counts set aside by evictions and not harvested yet, per thread, past
+/// which the oldest are merged per key.
+const MAX_RETIRED: usize = 1024;
+
+/// What a block is counted under, as three words compared on the block
+/// path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct BlockKey {
+    /// The rule's address; for a rule-less block of a user slot, its kind
+    /// name's.
+    rule: usize,
+    /// The instance's id (high half) and the resource's id (low half).
+    place: u64,
+    /// The origin node's address (or 0), with the kind's code in the low
+    /// bits.
+    origin: usize,
+}
+
+impl BlockKey {
+    /// The key of a block by `kind` (and `rule`, if one) on resource
+    /// `resource` of instance `instance`, from `origin` (a node's address,
+    /// or 0).
+    #[inline]
+    pub(crate) fn new(
+        instance: u64,
+        resource: u32,
+        kind: BlockKind,
+        rule: Option<&Arc<dyn Rule>>,
+        origin: usize,
+    ) -> BlockKey {
+        let rule = match (rule, kind) {
+            (Some(rule), _) => Arc::as_ptr(rule).cast::<()>() as usize,
+            (None, BlockKind::Custom(name)) => name.as_ptr() as usize,
+            (None, _) => 0,
+        };
+        BlockKey {
+            rule,
+            place: (instance << 32) | u64::from(resource),
+            origin: origin | kind_code(kind),
+        }
+    }
+
+    /// The instance whose block this is.
+    fn instance(&self) -> u64 {
+        self.place >> 32
+    }
+
+    #[inline]
+    fn slot(&self) -> usize {
+        let mixed = (self.rule as u64 ^ self.place.rotate_left(17) ^ self.origin as u64)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (mixed >> 58) as usize % SLOTS
+    }
+}
+
+/// A kind in the 3 low bits of an origin node's (8-aligned) address.
+#[inline]
+fn kind_code(kind: BlockKind) -> usize {
+    match kind {
+        BlockKind::Flow => 1,
+        BlockKind::Degrade => 2,
+        BlockKind::System => 3,
+        BlockKind::Authority => 4,
+        BlockKind::HotParam => 5,
+        BlockKind::Custom(_) => 6,
+    }
+}
+
+/// What a key names, made when a thread first counts the key.
+#[derive(Debug)]
+pub(crate) struct BlockSource {
+    pub(crate) key: BlockKey,
+    pub(crate) resource: Arc<str>,
+    pub(crate) kind: BlockKind,
+    pub(crate) rule: Option<Arc<dyn Rule>>,
+    pub(crate) origin: Option<Arc<str>>,
+}
+
+impl BlockSource {
+    /// The resource's id in its instance.
+    pub(crate) fn resource_id(&self) -> u32 {
+        self.key.place as u32
+    }
+}
+
+/// One key's counts in a thread, written by the thread alone.
+#[derive(Default)]
+#[repr(align(64))]
+struct Slot {
+    rule: AtomicUsize,
+    /// 0 while the slot is free (instance ids start at 1).
+    place: AtomicU64,
+    origin: AtomicUsize,
+    /// Odd while the thread moves the slot to a new second.
+    seq: AtomicU64,
+    /// The second (ms / 1000 of the instance clock) `current` counts.
+    second: AtomicU64,
+    current: AtomicU64,
+    /// Counted in seconds before `second`, since the key took the slot.
+    before: AtomicU64,
+    /// The second of the last count in `before`.
+    previous: AtomicU64,
+}
+
+impl Slot {
+    #[inline]
+    fn holds(&self, key: &BlockKey) -> bool {
+        self.place.load(Ordering::Relaxed) == key.place
+            && self.rule.load(Ordering::Relaxed) == key.rule
+            && self.origin.load(Ordering::Relaxed) == key.origin
+    }
+
+    /// Counts `n` in `second` (owner thread).
+    #[inline]
+    fn add(&self, second: u64, n: u64, shard: &Shard, i: usize) {
+        if self.second.load(Ordering::Relaxed) == second {
+            let current = self.current.load(Ordering::Relaxed);
+            self.current.store(current + n, Ordering::Relaxed);
+        } else {
+            self.turn(second, n, shard, i);
+        }
+    }
+
+    /// Starts counting in `second` (owner thread). What the ending second
+    /// counted is set aside under it for the harvester, unless a harvester
+    /// holds the shard this moment (then it stays in `before`, to be taken
+    /// under the second of its last count): never a wait.
+    #[cold]
+    fn turn(&self, second: u64, n: u64, shard: &Shard, i: usize) {
+        if let Some(mut books) = shard.books.try_lock() {
+            let source = books.sources[i].clone();
+            if let Some(source) = source {
+                let mut ended = [(0, 0); 2];
+                let mut k = 0;
+                shard.take(&mut books, i, |second, count| {
+                    ended[k] = (second, count);
+                    k += 1;
+                });
+                for &(second, count) in &ended[..k] {
+                    books.retired.push(Retired {
+                        source: Arc::clone(&source),
+                        second,
+                        count,
+                    });
+                }
+                if books.retired.len() > MAX_RETIRED {
+                    merge_retired(&mut books.retired);
+                }
+            }
+        }
+        let seq = self.seq.load(Ordering::Relaxed);
+        self.seq.store(seq + 1, Ordering::Relaxed);
+        fence(Ordering::Release);
+        let before = self.before.load(Ordering::Relaxed) + self.current.load(Ordering::Relaxed);
+        self.before.store(before, Ordering::Relaxed);
+        self.previous
+            .store(self.second.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.second.store(second, Ordering::Relaxed);
+        self.current.store(n, Ordering::Relaxed);
+        self.seq.store(seq + 2, Ordering::Release);
+    }
+
+    /// `(previous, before, second, current)`, consistent with one another.
+    fn read(&self) -> (u64, u64, u64, u64) {
+        loop {
+            let seq = self.seq.load(Ordering::Acquire);
+            let read = (
+                self.previous.load(Ordering::Relaxed),
+                self.before.load(Ordering::Relaxed),
+                self.second.load(Ordering::Relaxed),
+                self.current.load(Ordering::Relaxed),
+            );
+            fence(Ordering::Acquire);
+            if seq & 1 == 0 && self.seq.load(Ordering::Relaxed) == seq {
+                return read;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Empties the slot (under the shard's lock, by the owner or, for a
+    /// thread gone, a harvester).
+    fn clear(&self) {
+        self.place.store(0, Ordering::Relaxed);
+        self.rule.store(0, Ordering::Relaxed);
+        self.origin.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Counts taken out of a slot before it was reused.
+struct Retired {
+    source: Arc<BlockSource>,
+    second: u64,
+    count: u64,
+}
+
+/// A shard's bookkeeping, behind its lock.
+struct Books {
+    sources: [Option<Arc<BlockSource>>; SLOTS],
+    /// Per slot, how much of `before + current` was harvested.
+    taken: [u64; SLOTS],
+    retired: Vec<Retired>,
+}
+
+/// One thread's counts.
+struct Shard {
+    slots: [Slot; SLOTS],
+    /// Cleared when the thread exits.
+    alive: AtomicBool,
+    books: Mutex<Books>,
+}
+
+impl Shard {
+    fn new() -> Shard {
+        Shard {
+            slots: std::array::from_fn(|_| Slot::default()),
+            alive: AtomicBool::new(true),
+            books: Mutex::new(Books {
+                sources: std::array::from_fn(|_| None),
+                taken: [0; SLOTS],
+                retired: Vec::new(),
+            }),
+        }
+    }
+
+    /// Takes what slot `i` counted since `books.taken[i]`, by second.
+    fn take(&self, books: &mut Books, i: usize, mut f: impl FnMut(u64, u64)) {
+        let (previous, before, second, current) = self.slots[i].read();
+        let taken = &mut books.taken[i];
+        if *taken < before {
+            f(previous, before - *taken);
+            *taken = before;
+        }
+        let total = before + current;
+        if *taken < total {
+            f(second, total - *taken);
+            *taken = total;
+        }
+    }
+}
+
+/// Marks a thread's shard as gone when the thread exits.
+struct Owner(Arc<Shard>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.0.alive.store(false, Ordering::Release);
+    }
+}
+
+/// Every thread's shard (a gone thread's until it is harvested empty).
+static SHARDS: Mutex<Vec<Arc<Shard>>> = Mutex::new(Vec::new());
+
+thread_local! {
+    static SHARD: RefCell<Option<Owner>> = const { RefCell::new(None) };
+}
+
+/// Counts `n` blocks under `key` at `now_ms` on this thread; `source` names
+/// the key when the thread first counts it.
+#[inline]
+pub(crate) fn count(key: &BlockKey, now_ms: u64, n: u64, source: impl FnOnce() -> BlockSource) {
+    let second = now_ms / 1_000;
+    let counted = SHARD.try_with(
+        #[inline(always)]
+        |shard| {
+            let Ok(shard) = shard.try_borrow() else {
+                // Counting from inside `install` (never): dropped.
+                return true;
+            };
+            let Some(Owner(shard)) = &*shard else {
+                return false;
+            };
+            let i = key.slot();
+            for j in [i, i ^ 1] {
+                let slot = &shard.slots[j];
+                if slot.holds(key) {
+                    slot.add(second, n, shard, j);
+                    return true;
+                }
+            }
+            false
+        },
+    );
+    // Not on an exiting thread (whose counts would outlive nothing).
+    if counted == Ok(false) {
+        install(key, second, n, source);
+    }
+}
+
+/// Gives `key` a slot of this thread's shard (made on first use) and counts
+/// `n` in it.
+#[cold]
+#[inline(never)]
+fn install(key: &BlockKey, second: u64, n: u64, source: impl FnOnce() -> BlockSource) {
+    let _ = SHARD.try_with(|cell| {
+        let Ok(mut cell) = cell.try_borrow_mut() else {
+            return;
+        };
+        let Owner(shard) = cell.get_or_insert_with(|| {
+            let shard = Arc::new(Shard::new());
+            SHARDS.lock().push(Arc::clone(&shard));
+            Owner(shard)
+        });
+        let i = key.slot();
+        let mut books = shard.books.lock();
+        // A free slot of the two, else the one that counted longest ago.
+        let free = |j: usize| shard.slots[j].place.load(Ordering::Relaxed) == 0;
+        let j = match (free(i), free(i ^ 1)) {
+            (true, _) => i,
+            (_, true) => i ^ 1,
+            _ => {
+                let last = |j: usize| shard.slots[j].second.load(Ordering::Relaxed);
+                let j = if last(i ^ 1) < last(i) { i ^ 1 } else { i };
+                retire(shard, &mut books, j);
+                j
+            }
+        };
+        let slot = &shard.slots[j];
+        slot.seq.store(0, Ordering::Relaxed);
+        slot.before.store(0, Ordering::Relaxed);
+        slot.previous.store(second, Ordering::Relaxed);
+        slot.second.store(second, Ordering::Relaxed);
+        slot.current.store(n, Ordering::Relaxed);
+        slot.rule.store(key.rule, Ordering::Relaxed);
+        slot.origin.store(key.origin, Ordering::Relaxed);
+        slot.place.store(key.place, Ordering::Relaxed);
+        books.sources[j] = Some(Arc::new(source()));
+        books.taken[j] = 0;
+    });
+}
+
+/// Sets aside what slot `j` holds and was not harvested, and frees it.
+fn retire(shard: &Shard, books: &mut Books, j: usize) {
+    let Some(source) = books.sources[j].take() else {
+        return;
+    };
+    let mut taken = Vec::new();
+    shard.take(books, j, |second, count| taken.push((second, count)));
+    books
+        .retired
+        .extend(taken.into_iter().map(|(second, count)| Retired {
+            source: Arc::clone(&source),
+            second,
+            count,
+        }));
+    if books.retired.len() > MAX_RETIRED {
+        merge_retired(&mut books.retired);
+    }
+    shard.slots[j].clear();
+}
+
+/// Merges set-aside counts per key (keeping the latest second), so that a
+/// thread cycling through many keys between harvests keeps every count in
+/// bounded memory; their seconds become approximate.
+#[cold]
+fn merge_retired(retired: &mut Vec<Retired>) {
+    retired.sort_by_key(|r| (r.source.key.place, r.source.key.rule, r.source.key.origin));
+    retired.dedup_by(|later, kept| {
+        if later.source.key != kept.source.key {
+            return false;
+        }
+        kept.count += later.count;
+        kept.second = kept.second.max(later.second);
+        true
+    });
+}
+
+/// Takes every count of instance `instance` not taken yet, by source and
+/// second; frees what exited threads held once taken.
+pub(crate) fn harvest(instance: u64, mut f: impl FnMut(&Arc<BlockSource>, u64, u64)) {
+    let shards: Vec<Arc<Shard>> = SHARDS.lock().clone();
+    let mut empty = Vec::new();
+    for shard in &shards {
+        let gone = !shard.alive.load(Ordering::Acquire);
+        let mut books = shard.books.lock();
+        books.retired.retain(|r| {
+            if r.source.key.instance() != instance {
+                return true;
+            }
+            f(&r.source, r.second, r.count);
+            false
+        });
+        for i in 0..SLOTS {
+            let Some(source) = books.sources[i].clone() else {
+                continue;
+            };
+            if source.key.instance() != instance {
+                continue;
+            }
+            shard.take(&mut books, i, |second, count| f(&source, second, count));
+            if gone {
+                books.sources[i] = None;
+                shard.slots[i].clear();
+            }
+        }
+        if gone && books.retired.is_empty() && books.sources.iter().all(Option::is_none) {
+            empty.push(Arc::as_ptr(shard));
+        }
+    }
+    if !empty.is_empty() {
+        SHARDS
+            .lock()
+            .retain(|shard| !empty.contains(&Arc::as_ptr(shard)));
+    }
+}
+
+/// Frees every count of instance `instance` (dropped: nothing enters it
+/// any more).
+pub(crate) fn forget(instance: u64) {
+    let shards: Vec<Arc<Shard>> = SHARDS.lock().clone();
+    for shard in &shards {
+        let mut books = shard.books.lock();
+        books
+            .retired
+            .retain(|r| r.source.key.instance() != instance);
+        for i in 0..SLOTS {
+            if books.sources[i]
+                .as_ref()
+                .is_some_and(|s| s.key.instance() == instance)
+            {
+                books.sources[i] = None;
+                shard.slots[i].clear();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::FlowRule;
+    use std::collections::BTreeMap;
+
+    /// Instance ids far from those of real instances in other tests.
+    fn instance(n: u64) -> u64 {
+        0xF000_0000 + n
+    }
+
+    fn source(key: BlockKey, resource: &str) -> impl FnOnce() -> BlockSource {
+        let resource: Arc<str> = resource.into();
+        move || BlockSource {
+            key,
+            resource,
+            kind: BlockKind::Flow,
+            rule: None,
+            origin: None,
+        }
+    }
+
+    fn collect(instance: u64) -> BTreeMap<(String, u64), u64> {
+        let mut seen = BTreeMap::new();
+        harvest(instance, |source, second, count| {
+            *seen
+                .entry((source.resource.to_string(), second))
+                .or_default() += count;
+        });
+        seen
+    }
+
+    #[test]
+    fn counts_are_taken_once_by_second() {
+        let id = instance(1);
+        let rule: Arc<dyn Rule> = Arc::new(FlowRule::new("a", 1.0));
+        let key = BlockKey::new(id, 7, BlockKind::Flow, Some(&rule), 0);
+        for _ in 0..3 {
+            count(&key, 10_100, 1, source(key, "a"));
+        }
+        count(&key, 10_900, 2, source(key, "a"));
+        assert_eq!(
+            collect(id),
+            BTreeMap::from([(("a".into(), 10), 5)]),
+            "the second so far"
+        );
+        count(&key, 11_000, 1, source(key, "a"));
+        count(&key, 13_500, 4, source(key, "a"));
+        assert_eq!(
+            collect(id),
+            BTreeMap::from([(("a".into(), 11), 1), (("a".into(), 13), 4)])
+        );
+        assert!(collect(id).is_empty(), "nothing taken twice");
+        forget(id);
+    }
+
+    #[test]
+    fn an_evicted_key_keeps_its_counts_and_a_gone_thread_is_harvested() {
+        let id = instance(2);
+        // More keys than slots, on a thread that then exits.
+        std::thread::spawn(move || {
+            for resource in 0..(3 * SLOTS as u32) {
+                let key = BlockKey::new(id, resource, BlockKind::System, None, 0);
+                for _ in 0..=resource {
+                    count(&key, 5_000, 1, source(key, &format!("r{resource}")));
+                }
+            }
+        })
+        .join()
+        .unwrap();
+        let seen = collect(id);
+        assert_eq!(seen.len(), 3 * SLOTS);
+        for resource in 0..(3 * SLOTS as u64) {
+            assert_eq!(seen[&(format!("r{resource}"), 5)], resource + 1);
+        }
+        assert!(collect(id).is_empty());
+        let ours = SHARDS.lock().iter().any(|shard| {
+            let books = shard.books.lock();
+            books
+                .sources
+                .iter()
+                .flatten()
+                .any(|s| s.key.instance() == id)
+        });
+        assert!(!ours, "the gone thread's slots were freed");
+    }
+
+    #[test]
+    fn threads_count_apart_and_every_block_is_taken() {
+        let id = instance(3);
+        let key = BlockKey::new(id, 1, BlockKind::Degrade, None, 0);
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                std::thread::spawn(move || {
+                    for i in 0..10_000u64 {
+                        count(&key, 20_000 + i / 10, 1, source(key, "d"));
+                    }
+                })
+            })
+            .collect();
+        // Harvest while they count: nothing lost or taken twice.
+        let mut total = 0;
+        while threads.iter().any(|t| !t.is_finished()) {
+            total += collect(id).values().sum::<u64>();
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        total += collect(id).values().sum::<u64>();
+        assert_eq!(total, 40_000);
+    }
+
+    #[test]
+    fn keys_differ_by_every_part() {
+        let rule: Arc<dyn Rule> = Arc::new(FlowRule::new("a", 1.0));
+        let base = BlockKey::new(1, 1, BlockKind::Flow, Some(&rule), 0);
+        assert_ne!(base, BlockKey::new(2, 1, BlockKind::Flow, Some(&rule), 0));
+        assert_ne!(base, BlockKey::new(1, 2, BlockKind::Flow, Some(&rule), 0));
+        assert_ne!(base, BlockKey::new(1, 1, BlockKind::System, Some(&rule), 0));
+        assert_ne!(base, BlockKey::new(1, 1, BlockKind::Flow, None, 0));
+        assert_ne!(base, BlockKey::new(1, 1, BlockKind::Flow, Some(&rule), 64));
+        assert_ne!(
+            BlockKey::new(1, 1, BlockKind::Custom("x"), None, 0),
+            BlockKey::new(1, 1, BlockKind::Custom("yy"), None, 0)
+        );
+    }
+}

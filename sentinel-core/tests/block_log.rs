@@ -1,0 +1,365 @@
+//! Blocks aggregated per second, on a `ManualClock`: the per-kind counts,
+//! the block log's lines (exact, late, retried after a disk error), and its
+//! `tracing` events.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_core::flow::FlowRule;
+use sentinel_core::log::{BlockCount, MetricLogConfig, MetricWriter};
+use sentinel_core::system::SystemRule;
+use sentinel_core::{BlockKind, EntryType, ManualClock, Sentinel};
+
+/// 2023-11-14 22:13:20 UTC, on a second.
+const T0: u64 = 1_700_000_000_000;
+
+fn setup() -> (ManualClock, Sentinel) {
+    let clock = ManualClock::new(T0);
+    let sentinel = Sentinel::builder().clock(clock.clone()).build();
+    (clock, sentinel)
+}
+
+/// `n` entries to `resource` from `origin`; how many were blocked.
+fn hit(sentinel: &Sentinel, resource: &str, origin: &str, n: usize) -> usize {
+    (0..n)
+        .filter(|_| {
+            sentinel
+                .entry_builder(resource)
+                .origin(origin)
+                .entry_type(EntryType::Inbound)
+                .enter()
+                .is_err()
+        })
+        .count()
+}
+
+fn counts(sentinel: &Sentinel) -> Vec<(String, BlockKind, u64)> {
+    sentinel
+        .block_counts()
+        .into_iter()
+        .map(
+            |BlockCount {
+                 resource,
+                 kind,
+                 count,
+                 ..
+             }| (resource, kind, count),
+        )
+        .collect()
+}
+
+fn writer(sentinel: &Sentinel, dir: &Path) -> MetricWriter {
+    sentinel.metric_writer(MetricLogConfig::new("app").dir(dir).block_events(None))
+}
+
+/// The block log's lines, in file order.
+fn block_lines(dir: &Path) -> Vec<String> {
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.starts_with("app-block.log."))
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .flat_map(|name| {
+            std::fs::read_to_string(dir.join(name))
+                .unwrap()
+                .lines()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn blocks_are_counted_per_resource_and_kind() {
+    let (_clock, sentinel) = setup();
+    sentinel
+        .flow_rules()
+        .load(vec![FlowRule::new("a", 2.0)])
+        .unwrap();
+    sentinel
+        .authority_rules()
+        .load(vec![AuthorityRule::new(
+            "b",
+            AuthorityStrategy::Black,
+            ["bad"],
+        )])
+        .unwrap();
+    assert!(counts(&sentinel).is_empty());
+    assert_eq!(hit(&sentinel, "a", "", 5), 3);
+    assert_eq!(hit(&sentinel, "b", "bad", 4), 4);
+    assert_eq!(hit(&sentinel, "b", "good", 4), 0);
+    assert_eq!(
+        counts(&sentinel),
+        vec![
+            ("a".into(), BlockKind::Flow, 3),
+            ("b".into(), BlockKind::Authority, 4),
+        ]
+    );
+    // A batch counts as its size.
+    assert!(sentinel.entry_builder("a").batch_count(3).enter().is_err());
+    assert_eq!(counts(&sentinel)[0], ("a".into(), BlockKind::Flow, 6));
+}
+
+#[test]
+fn blocks_of_threads_are_all_counted() {
+    let (clock, sentinel) = setup();
+    sentinel
+        .flow_rules()
+        .load(vec![FlowRule::new("a", 0.0)])
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = writer(&sentinel, dir.path());
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| assert_eq!(hit(&sentinel, "a", "", 10_000), 10_000));
+        }
+        // Gathered while they block: nothing lost or counted twice.
+        for _ in 0..50 {
+            sentinel.block_counts();
+        }
+    });
+    assert_eq!(
+        counts(&sentinel),
+        vec![("a".into(), BlockKind::Flow, 40_000)]
+    );
+    clock.advance_ms(2_000);
+    assert_eq!(writer.write_blocks(&sentinel).unwrap(), 1);
+    let lines = block_lines(dir.path());
+    assert_eq!(
+        lines,
+        vec![
+            "2023-11-14 22:13:20|1|a,FlowException,default,|40000,0|flow rule on a: Qps <= 0 (Reject, limit_app default)"
+        ]
+    );
+}
+
+#[test]
+fn the_block_log_has_a_line_per_second_resource_kind_rule_and_origin() {
+    let (clock, sentinel) = setup();
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = writer(&sentinel, dir.path());
+    let mut per_origin = FlowRule::new("a", 1.0);
+    per_origin.limit_app = "app1".into();
+    sentinel
+        .flow_rules()
+        .load(vec![per_origin, FlowRule::new("a", 1.0)])
+        .unwrap();
+    sentinel
+        .system_rules()
+        .load(vec![SystemRule {
+            qps: Some(100.0),
+            ..SystemRule::default()
+        }])
+        .unwrap();
+
+    // Second 0: app1 goes past its rule, everyone past the other.
+    assert_eq!(hit(&sentinel, "a", "app1", 4), 3);
+    assert_eq!(hit(&sentinel, "a", "app2", 3), 3);
+    clock.advance_ms(1_000);
+    // Second 1: three more from app2.
+    assert_eq!(hit(&sentinel, "a", "app2", 4), 3);
+    // Second 2: the system limit blocks resource `c`.
+    clock.advance_ms(1_000);
+    assert_eq!(hit(&sentinel, "c", "", 150), 50);
+
+    // Second 0 is written once a second (the grace) has passed after it.
+    assert_eq!(writer.write_blocks(&sentinel).unwrap(), 2);
+    let first = block_lines(dir.path());
+    assert_eq!(
+        first,
+        vec![
+            "2023-11-14 22:13:20|1|a,FlowException,app1,app1|3,0|flow rule on a: Qps <= 1 (Reject, limit_app app1)",
+            "2023-11-14 22:13:20|2|a,FlowException,default,app2|3,0|flow rule on a: Qps <= 1 (Reject, limit_app default)",
+        ]
+    );
+    assert_eq!(writer.write_blocks(&sentinel).unwrap(), 0, "nothing twice");
+    clock.advance_ms(2_000);
+    assert_eq!(writer.write_blocks(&sentinel).unwrap(), 2);
+    let lines = block_lines(dir.path());
+    assert_eq!(lines[..2], first[..]);
+    assert_eq!(
+        lines[2..],
+        [
+            "2023-11-14 22:13:21|1|a,FlowException,default,app2|3,0|flow rule on a: Qps <= 1 (Reject, limit_app default)",
+            "2023-11-14 22:13:22|1|c,SystemBlockException,default,|50,0|system rule: qps <= 100",
+        ]
+    );
+    assert_eq!(
+        counts(&sentinel),
+        vec![
+            ("a".into(), BlockKind::Flow, 9),
+            ("c".into(), BlockKind::System, 50),
+        ]
+    );
+}
+
+#[test]
+fn a_late_writer_writes_every_second_under_its_own_time() {
+    let (clock, sentinel) = setup();
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = writer(&sentinel, dir.path());
+    sentinel
+        .flow_rules()
+        .load(vec![FlowRule::new("a", 0.0)])
+        .unwrap();
+    for second in 1..=5 {
+        assert_eq!(hit(&sentinel, "a", "", second), second);
+        clock.advance_ms(1_000);
+    }
+    clock.advance_ms(5_000);
+    assert_eq!(writer.write_blocks(&sentinel).unwrap(), 5);
+    let counts: Vec<(String, String)> = block_lines(dir.path())
+        .iter()
+        .map(|line| {
+            let fields: Vec<&str> = line.split('|').collect();
+            (fields[0].to_owned(), fields[3].to_owned())
+        })
+        .collect();
+    assert_eq!(
+        counts,
+        (0..5)
+            .map(|s| (format!("2023-11-14 22:13:2{s}"), format!("{},0", s + 1)))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_disk_error_keeps_the_lines_until_they_can_be_written() {
+    let (clock, sentinel) = setup();
+    let parent = tempfile::tempdir().unwrap();
+    // A directory under a file cannot be made, even by root.
+    let blocker = parent.path().join("file");
+    std::fs::write(&blocker, "not a directory").unwrap();
+    let dir = blocker.join("logs");
+    let mut writer = writer(&sentinel, &dir);
+    sentinel
+        .flow_rules()
+        .load(vec![FlowRule::new("a", 0.0)])
+        .unwrap();
+    assert_eq!(hit(&sentinel, "a", "", 2), 2);
+    clock.advance_ms(2_000);
+    assert!(writer.write_blocks(&sentinel).is_err());
+    assert_eq!(hit(&sentinel, "a", "", 1), 1);
+    clock.advance_ms(1_000);
+    assert!(writer.write_blocks(&sentinel).is_err());
+    // The disk comes back: both seconds are written, once.
+    std::fs::remove_file(&blocker).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    clock.advance_ms(1_000);
+    assert_eq!(
+        writer.write_blocks(&sentinel).unwrap(),
+        1,
+        "the newer second"
+    );
+    assert_eq!(writer.write_blocks(&sentinel).unwrap(), 0);
+    assert_eq!(
+        block_lines(&dir),
+        vec![
+            "2023-11-14 22:13:20|1|a,FlowException,default,|2,0|flow rule on a: Qps <= 0 (Reject, limit_app default)",
+            "2023-11-14 22:13:22|1|a,FlowException,default,|1,0|flow rule on a: Qps <= 0 (Reject, limit_app default)",
+        ]
+    );
+}
+
+#[test]
+fn blocks_before_the_writer_only_go_to_the_counts() {
+    let (clock, sentinel) = setup();
+    sentinel
+        .flow_rules()
+        .load(vec![FlowRule::new("a", 0.0)])
+        .unwrap();
+    assert_eq!(hit(&sentinel, "a", "", 3), 3);
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = writer(&sentinel, dir.path());
+    assert_eq!(hit(&sentinel, "a", "", 1), 1);
+    clock.advance_ms(3_000);
+    assert_eq!(writer.write_blocks(&sentinel).unwrap(), 1);
+    assert!(block_lines(dir.path())[0].contains("|1,0|"));
+    assert_eq!(counts(&sentinel), vec![("a".into(), BlockKind::Flow, 4)]);
+}
+
+// ---- tracing events ----
+
+/// The `count` and `resource` fields of every event seen.
+#[derive(Default, Clone)]
+struct Seen(Arc<Mutex<Vec<(tracing::Level, String, u64)>>>);
+
+struct Fields {
+    resource: String,
+    count: u64,
+}
+
+impl tracing::field::Visit for Fields {
+    fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+        if field.name() == "count" {
+            self.count = value;
+        }
+    }
+
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "resource" {
+            self.resource = format!("{value:?}");
+        }
+    }
+}
+
+impl tracing::Subscriber for Seen {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut fields = Fields {
+            resource: String::new(),
+            count: 0,
+        };
+        event.record(&mut fields);
+        if event.metadata().fields().field("count").is_some() {
+            let level = *event.metadata().level();
+            self.0
+                .lock()
+                .unwrap()
+                .push((level, fields.resource, fields.count));
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn blocks_are_sent_as_one_event_per_line_at_the_chosen_level() {
+    let (clock, sentinel) = setup();
+    sentinel
+        .flow_rules()
+        .load(vec![FlowRule::new("a", 0.0), FlowRule::new("b", 0.0)])
+        .unwrap();
+    let config = MetricLogConfig::new("app")
+        .block_log(false)
+        .block_events(Some(tracing::Level::WARN));
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = sentinel.metric_writer(config.dir(dir.path()));
+    assert_eq!(hit(&sentinel, "a", "", 1_000), 1_000);
+    assert_eq!(hit(&sentinel, "b", "", 2), 2);
+    clock.advance_ms(2_000);
+    let seen = Seen::default();
+    tracing::subscriber::with_default(seen.clone(), || {
+        assert_eq!(writer.write_blocks(&sentinel).unwrap(), 2);
+        assert_eq!(writer.write_blocks(&sentinel).unwrap(), 0);
+    });
+    assert_eq!(
+        *seen.0.lock().unwrap(),
+        vec![
+            (tracing::Level::WARN, "a".to_owned(), 1_000),
+            (tracing::Level::WARN, "b".to_owned(), 2),
+        ]
+    );
+    assert!(block_lines(dir.path()).is_empty(), "no file asked for");
+}
