@@ -578,6 +578,12 @@ impl Sentinel {
         };
         if refused {
             flow::release(ctx, outcome.reserved());
+            if outcome.leased()
+                && let Some(rules) = checks.resource
+            {
+                // Refused after flow: every flow rule let it pass.
+                flow::give_back(&rules.flow, ctx);
+            }
             verdict.holds.give_back(ctx.now_ms, &notify);
             return None;
         }

@@ -209,6 +209,148 @@ fn qps_reject_under_three_times_overload_admits_the_count_each_second() {
     );
 }
 
+/// `attempts` entries on each of `threads` threads at once; how many passed.
+fn hammer(sentinel: &Sentinel, resource: &str, threads: usize, attempts: usize) -> usize {
+    let passed = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let n = (0..attempts)
+                    .filter(|_| sentinel.entry(resource).is_ok())
+                    .count();
+                passed.fetch_add(n as u64, Ordering::Relaxed);
+            });
+        }
+    });
+    passed.into_inner() as usize
+}
+
+#[test]
+fn qps_reject_admits_exactly_the_count_to_threads_racing_for_it() {
+    let (clock, sentinel) = setup();
+    let count = 1_000;
+    sentinel
+        .flow_rules()
+        .load(vec![FlowRule::new("r", count as f64)])
+        .unwrap();
+    // Threads take permits in leases; every permit is spent and none twice,
+    // in every bucket, while the window slides over 10 s.
+    let mut per_bucket = Vec::new();
+    for _ in 0..20 {
+        per_bucket.push(hammer(&sentinel, "r", 4, 700));
+        clock.advance_ms(500);
+    }
+    // The first bucket takes the whole count, the next sees it in its
+    // window; from then on each bucket takes what the bucket before left.
+    assert_eq!(per_bucket[0], count);
+    for pair in per_bucket.windows(2) {
+        assert_eq!(pair[0] + pair[1], count, "buckets {per_bucket:?}");
+    }
+    let now = sentinel.now_ms();
+    assert_eq!(
+        stats(&sentinel, "r").total_pass(now) as usize,
+        per_bucket.iter().sum::<usize>(),
+        "every pass counted on the node"
+    );
+}
+
+#[test]
+fn permits_leased_to_an_idle_thread_serve_the_others() {
+    let (_clock, sentinel) = setup();
+    let count = 800;
+    sentinel
+        .flow_rules()
+        .load(vec![FlowRule::new("r", count as f64)])
+        .unwrap();
+    let sentinel = &sentinel;
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let (done, stay) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        // One entry takes a lease (an eighth of the count), then the thread
+        // stays alive and idle until the test is done (or has failed).
+        s.spawn(move || {
+            assert!(sentinel.entry("r").is_ok());
+            entered_tx.send(()).unwrap();
+            let _ = stay.recv();
+        });
+        entered.recv().unwrap();
+        let admitted = admit(sentinel, "r", 2 * count);
+        drop(done);
+        assert_eq!(admitted, count - 1);
+    });
+}
+
+/// Refuses every entry while set, after the flow check.
+#[derive(Debug, Default)]
+struct After(std::sync::atomic::AtomicBool);
+
+impl Slot for After {
+    fn order(&self) -> i32 {
+        slot::order::DEGRADE + 1
+    }
+
+    fn entry(&self, ctx: &EntryContext<'_>) -> Result<(), BlockError> {
+        match self.0.load(Ordering::Relaxed) {
+            true => Err(ctx.block(BlockKind::Custom("after"))),
+            false => Ok(()),
+        }
+    }
+}
+
+#[test]
+fn permits_of_entries_refused_after_the_flow_check_are_given_back() {
+    let clock = ManualClock::new(T0);
+    let after = Arc::new(After::default());
+    let sentinel = Sentinel::builder()
+        .clock(clock.clone())
+        .slot(SharedSlot(Arc::clone(&after)))
+        .build();
+    sentinel
+        .flow_rules()
+        .load(vec![FlowRule::new("r", 10.0), FlowRule::new("r", 20.0)])
+        .unwrap();
+    after.0.store(true, Ordering::Relaxed);
+    // Refused later, from this thread and others: nothing spent.
+    assert_eq!(admit(&sentinel, "r", 50), 0);
+    assert_eq!(hammer(&sentinel, "r", 3, 50), 0);
+    after.0.store(false, Ordering::Relaxed);
+    assert_eq!(hammer(&sentinel, "r", 3, 10), 10, "the whole count left");
+    assert_eq!(admit(&sentinel, "r", 10), 0);
+}
+
+#[test]
+fn a_rule_that_refuses_gives_back_the_permits_of_the_rules_before_it() {
+    let (clock, sentinel) = setup();
+    // Both apply to every caller; the first (20) lets through entries the
+    // second (5) refuses.
+    sentinel
+        .flow_rules()
+        .load(vec![FlowRule::new("r", 20.0), FlowRule::new("r", 5.0)])
+        .unwrap();
+    assert_eq!(admit(&sentinel, "r", 30), 5);
+    clock.advance_ms(1_000);
+    // The 20-rule counted only the 5 passes, not the 25 refused.
+    sentinel
+        .flow_rules()
+        .load(vec![FlowRule::new("r", 20.0)])
+        .unwrap();
+    assert_eq!(admit(&sentinel, "r", 30), 20);
+}
+
+/// A slot shared with the test.
+#[derive(Debug)]
+struct SharedSlot<S>(Arc<S>);
+
+impl<S: Slot> Slot for SharedSlot<S> {
+    fn order(&self) -> i32 {
+        self.0.order()
+    }
+
+    fn entry(&self, ctx: &EntryContext<'_>) -> Result<(), BlockError> {
+        self.0.entry(ctx)
+    }
+}
+
 // ---- 3. concurrency grade ----
 
 #[test]

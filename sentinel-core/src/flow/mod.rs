@@ -30,6 +30,7 @@
 //! ```
 
 mod controller;
+mod quota;
 mod rule;
 
 use std::sync::Arc;
@@ -102,6 +103,9 @@ pub(crate) struct CompiledFlow {
     controller: Controller,
     /// The rule's own window, when its interval is not the node's second.
     window: Option<LeapArray<MetricBucket>>,
+    /// Permits leased to threads, for a reject QPS rule on the resource's
+    /// own node (see `quota`).
+    quota: Option<quota::Quota>,
 }
 
 impl CompiledFlow {
@@ -135,7 +139,14 @@ impl CompiledRule for CompiledFlow {
             .then(|| WindowShape::new(rule.stat_interval_ms, rule.stat_sample_count).ok())
             .flatten()
             .map(LeapArray::with_shape);
+        let quota = (rule.grade == FlowGrade::Qps
+            && rule.control_behavior == ControlBehavior::Reject
+            && matches!((&limit, &strategy), (Limit::Default, Strategy::Direct))
+            && window.is_none()
+            && rule.count <= quota::MAX_COUNT)
+            .then(|| quota::Quota::new(rule.count));
         CompiledFlow {
+            quota,
             controller: Controller::new(rule),
             concurrency: rule.grade == FlowGrade::Concurrency,
             limit,
@@ -204,11 +215,20 @@ pub(crate) fn check(
     ctx: &EntryContext<'_>,
 ) -> Result<Outcome, Arc<dyn Rule>> {
     let mut outcome = Outcome::default();
-    for compiled in rules {
+    for (i, compiled) in rules.iter().enumerate() {
         let Some((node, bit)) = select(sentinel, compiled, &named_origin, ctx) else {
             continue;
         };
-        let refused = if compiled.concurrency {
+        let leased = match &compiled.quota {
+            Some(quota) => quota.acquire(node, u64::from(ctx.batch), ctx.now_ms),
+            None => None,
+        };
+        let refused = if let Some(passed) = leased {
+            if passed {
+                outcome.lease();
+            }
+            !passed
+        } else if compiled.concurrency {
             !reserve(compiled, node, bit, ctx.batch, &mut outcome)
         } else {
             let usage = Qps {
@@ -233,10 +253,22 @@ pub(crate) fn check(
         };
         if refused {
             release(ctx, outcome.reserved());
+            if outcome.leased() {
+                give_back(&rules[..i], ctx);
+            }
             return Err(spare::share(&compiled.rule));
         }
     }
     Ok(outcome)
+}
+
+/// Gives back the permits an entry spent from the quotas of `rules`, every
+/// one of which let it pass, when a later check refuses it.
+#[cold]
+pub(crate) fn give_back(rules: &[Arc<CompiledFlow>], ctx: &EntryContext<'_>) {
+    for quota in rules.iter().filter_map(|c| c.quota.as_ref()) {
+        quota.give_back(u64::from(ctx.batch), ctx.now_ms);
+    }
 }
 
 /// Counts an admitted entry in the windows of the rules (of its resource)

@@ -261,6 +261,11 @@ impl StatisticNode {
         self.sum(now, event) as f64 * self.per_second_factor
     }
 
+    /// The second window's interval and bucket length, in ms.
+    pub(crate) fn second_window_ms(&self) -> (u64, u64) {
+        (self.windows.interval_ms(), self.windows.bucket_len_ms())
+    }
+
     /// The second window's length in seconds.
     pub(crate) fn second_interval_secs(&self) -> f64 {
         self.windows.interval_ms() as f64 / 1_000.0

@@ -83,7 +83,7 @@ struct TokenAlloc {
 
 /// The token of a thread that owns nothing (past [`TOKEN_SLOTS`], or in its
 /// thread-local teardown).
-const NO_OWNER: u64 = u64::MAX;
+pub(crate) const NO_OWNER: u64 = u64::MAX;
 
 /// Gives the thread's token slot back when the thread exits.
 struct TokenReturn;
@@ -116,14 +116,14 @@ fn token_slot(token: u64) -> usize {
 
 /// Whether `token` belongs to a live thread.
 #[inline]
-fn is_live(token: u64) -> bool {
+pub(crate) fn is_live(token: u64) -> bool {
     token != NO_OWNER && LIVE_TOKENS[token_slot(token)].load(Acquire) == token
 }
 
 /// The calling thread's owner token: unique among live threads, and never
 /// equal to the token of a thread that has exited.
 #[inline(always)]
-fn token() -> u64 {
+pub(crate) fn token() -> u64 {
     match TOKEN.with(Cell::get) {
         0 => new_token(),
         v => v,
@@ -360,6 +360,11 @@ impl LiveWindows {
     /// The second window's length in milliseconds.
     pub(crate) fn interval_ms(&self) -> u64 {
         self.interval_ms
+    }
+
+    /// The length of the second window's buckets.
+    pub(crate) fn bucket_len_ms(&self) -> u64 {
+        self.bucket_len.get()
     }
 
     /// The second window's sample count.

@@ -7,6 +7,12 @@ mod divisor;
 mod leap_array;
 mod live;
 pub(crate) mod tally;
+
+/// Thread identities as owners of per-thread parts (of nodes, of rule
+/// quotas).
+pub(crate) mod owner {
+    pub(crate) use super::live::{NO_OWNER, is_live, token};
+}
 mod window;
 
 pub use adder::Adder;
