@@ -7,7 +7,8 @@
 //! to the second window only, mostly without atomic read-modify-writes, and
 //! reach the minute window when their slice is rotated out (see the `live`
 //! module of `stat`). The calls currently inside the node (concurrency) are
-//! every pass less every completion.
+//! every pass less every completion. Lifetime [`Totals`] come from the same
+//! folding: what left the second window, plus what is still in it.
 //!
 //! If the minute window's buckets are not whole multiples of the second
 //! window's, a second-window bucket is counted in the minute bucket where it
@@ -158,6 +159,40 @@ impl NodeSnapshot {
             total.avg_rt /= total.success_qps;
         }
         total
+    }
+}
+
+/// Everything a node has recorded since it was made, exact at the instant
+/// it was read (see [`StatisticNode::lifetime`]). Counters in the
+/// Prometheus sense: they only go up (wrapping past `u64::MAX`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Requests let through.
+    pub pass: u64,
+    /// Requests refused, by any rule.
+    pub block: u64,
+    /// Requests completed.
+    pub success: u64,
+    /// Completed requests that recorded an error.
+    pub exception: u64,
+    /// Sum of the response times of completed requests, in milliseconds
+    /// (each capped at the configured ceiling).
+    pub rt_sum: u64,
+    /// Requests let through against a future window's quota.
+    pub occupied_pass: u64,
+}
+
+impl Totals {
+    fn of(lanes: &[u64; LANES]) -> Self {
+        let get = |event: MetricEvent| lanes[event.lane()];
+        Totals {
+            pass: get(MetricEvent::Pass),
+            block: get(MetricEvent::Block),
+            success: get(MetricEvent::Success),
+            exception: get(MetricEvent::Exception),
+            rt_sum: get(MetricEvent::Rt),
+            occupied_pass: get(MetricEvent::OccupiedPass),
+        }
     }
 }
 
@@ -428,6 +463,39 @@ impl StatisticNode {
         let mut out = Vec::new();
         self.for_each_metric_since(from_ms, now, |m| out.push(m));
         out
+    }
+
+    // ---- lifetime totals ----
+
+    /// Every request the node has recorded since it was made, including
+    /// those whose seconds have left the minute window and those recorded
+    /// late (stamped before the slice their slot holds), counted exactly
+    /// once, up to the instant of the call.
+    ///
+    /// Nothing is counted on the entry path for this: a slice's counts are
+    /// added to the totals once, when it is rotated out of the second
+    /// window, and a read adds the slices not rotated out yet. Reads that
+    /// follow one another never see a total go down, whatever the writers
+    /// do meanwhile; a read that meets a rotation in progress waits for it
+    /// (a few dozen stores). It needs no time: everything recorded counts,
+    /// whenever it happened.
+    ///
+    /// ```
+    /// use sentinel_core::node::StatisticNode;
+    /// use sentinel_core::stat::StatConfig;
+    ///
+    /// let node = StatisticNode::new(&StatConfig::default());
+    /// let t0 = 1_700_000_000_000;
+    /// node.add_pass(t0, 1);
+    /// node.add_rt_and_success(t0 + 5, 5, 1);
+    /// node.add_block(t0 + 90_000, 2); // the first second has left every window
+    /// let totals = node.lifetime();
+    /// assert_eq!((totals.pass, totals.success, totals.block), (1, 1, 2));
+    /// assert_eq!(totals.rt_sum, 5);
+    /// assert_eq!(node.total_pass(t0 + 90_000), 0, "the minute window forgot it");
+    /// ```
+    pub fn lifetime(&self) -> Totals {
+        Totals::of(&self.windows.lifetime_sums())
     }
 
     /// Every figure at once.
