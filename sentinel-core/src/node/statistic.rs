@@ -636,6 +636,35 @@ mod tests {
     }
 
     #[test]
+    fn lifetime_totals_match_the_minute_then_outlive_it() {
+        let node = node();
+        node.add_pass(T0, 3); // a batch of three
+        node.add_block(T0 + 400, 2);
+        node.add_occupied_pass(T0 + 600, 1);
+        node.add_exception(T0 + 1_200, 1);
+        node.add_rt_and_success(T0 + 1_300, 25, 3);
+        let expected = Totals {
+            pass: 3,
+            block: 2,
+            success: 3,
+            exception: 1,
+            rt_sum: 25,
+            occupied_pass: 1,
+        };
+        assert_eq!(node.lifetime(), expected);
+        let now = T0 + 1_500;
+        assert_eq!(
+            (node.total_pass(now), node.total_block(now)),
+            (expected.pass, expected.block),
+            "the minute window agrees while it holds everything"
+        );
+        node.add_pass(T0 + 200_000, 1);
+        assert_eq!(node.total_pass(T0 + 200_000), 1);
+        assert_eq!(node.lifetime().pass, 4);
+        assert_eq!(node.lifetime().rt_sum, 25);
+    }
+
+    #[test]
     fn snapshot_reads_everything_at_one_instant() {
         let node = node();
         node.add_pass(T0, 1);
