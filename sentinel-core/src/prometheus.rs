@@ -1,156 +1,127 @@
 //! Prometheus text exposition of an instance's statistics (feature
 //! `prometheus`), produced at scrape time from the node statistics:
-//! nothing is added to entries.
+//! nothing is added to entries, and nothing is kept between scrapes.
 //!
 //! Per resource (label `resource`):
 //!
 //! - counters `sentinel_pass_total`, `sentinel_block_total`,
 //!   `sentinel_success_total`, `sentinel_exception_total`: requests since
-//!   the [`Exporter`] was made (back to a minute before), summed from the
-//!   completed seconds of the minute window, so they lag by up to a second.
-//!   Nodes keep no per-kind block counts, so `sentinel_block_total` has no
-//!   `kind` label.
+//!   the resource was first entered, from the node's lifetime [`Totals`].
+//!   They are exact at the instant of the scrape (the second still filling
+//!   included), never go down between scrapes, and miss nothing however
+//!   rarely the endpoint is scraped. `sentinel_block_total` counts refusals
+//!   by every rule kind together.
 //! - gauges `sentinel_concurrency` (calls inside now) and
 //!   `sentinel_avg_rt_ms` (over the second window).
 //! - gauge `sentinel_breaker_state` per degrade rule (label `rule`: its id,
 //!   or its position among the resource's degrade rules when it has none):
 //!   0 closed, 1 open, 2 half-open.
 //!
-//! Counters need memory between scrapes (the minute window alone goes down
-//! as seconds leave it), which the [`Exporter`] keeps; scrape it at least
-//! once a minute or seconds are missed (counters stay monotonic).
+//! The text is the Prometheus text format, version 0.0.4 (serve it with
+//! [`CONTENT_TYPE`]): `# HELP` and `# TYPE` before each family, label values
+//! with `\`, `"` and line feeds escaped.
 //!
 //! ```
-//! use sentinel_core::prometheus::Exporter;
+//! use sentinel_core::prometheus::render_prometheus;
 //! use sentinel_core::{ManualClock, Sentinel};
 //!
 //! let clock = ManualClock::new(1_700_000_000_000);
 //! let sentinel = Sentinel::builder().clock(clock.clone()).build();
-//! let exporter = Exporter::new();
 //! drop(sentinel.entry("GET:/orders")?);
-//! clock.advance_ms(1_000);
 //!
-//! let text = exporter.render(&sentinel);
+//! let text = render_prometheus(&sentinel);
+//! assert!(text.contains("# TYPE sentinel_pass_total counter\n"));
 //! assert!(text.contains("sentinel_pass_total{resource=\"GET:/orders\"} 1\n"));
 //! # Ok::<(), sentinel_core::BlockError>(())
 //! ```
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
-
-use parking_lot::Mutex;
+use std::fmt::{Display, Write as _};
 
 use crate::Sentinel;
 use crate::degrade::BreakerState;
+use crate::node::{ResourceNode, Totals};
 
-/// Renders an instance's statistics for Prometheus, keeping the running
-/// totals behind the counters. Keep one per instance and scrape endpoint.
-#[derive(Debug, Default)]
-pub struct Exporter {
-    state: Mutex<Totals>,
-}
+/// The `Content-Type` of the text [`render_prometheus`] produces.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-#[derive(Debug, Default)]
-struct Totals {
-    /// Every second starting before this is counted.
-    next_ms: u64,
-    /// pass, block, success, exception, by resource id.
-    by_resource: Vec<[u64; 4]>,
-}
+/// Labels of one sample, in order: `(name, value)`. Names must be valid
+/// Prometheus label names; values are escaped.
+type Labels<'a, const N: usize> = [(&'a str, &'a str); N];
 
-const COUNTERS: [(&str, &str); 4] = [
-    ("sentinel_pass_total", "Requests let through."),
-    ("sentinel_block_total", "Requests refused, by any rule."),
-    ("sentinel_success_total", "Requests completed."),
+/// A counter by resource: family name, help, and the total it reads.
+type Counter = (&'static str, &'static str, fn(&Totals) -> u64);
+
+const COUNTERS: [Counter; 4] = [
+    ("sentinel_pass_total", "Requests let through.", |t| t.pass),
+    (
+        "sentinel_block_total",
+        "Requests refused, by any rule.",
+        |t| t.block,
+    ),
+    ("sentinel_success_total", "Requests completed.", |t| {
+        t.success
+    }),
     (
         "sentinel_exception_total",
         "Completed requests that recorded an error.",
+        |t| t.exception,
     ),
 ];
 
-impl Exporter {
-    /// An exporter whose counters start from what the minute window holds at
-    /// the first scrape.
-    pub fn new() -> Self {
-        Exporter::default()
+/// The text exposition of `sentinel` now: every figure read at the call,
+/// nothing remembered from an earlier one, so any number of endpoints or
+/// scrapers may call it.
+pub fn render_prometheus(sentinel: &Sentinel) -> String {
+    let now = sentinel.now_ms();
+    // The same resources in every family, whatever is entered meanwhile,
+    // and one consistent read of each one's totals for all its counters.
+    let nodes: Vec<&ResourceNode> = sentinel.resource_nodes().collect();
+    let resources: Vec<(&str, Totals)> = nodes
+        .iter()
+        .map(|node| (node.name(), node.stats().lifetime()))
+        .collect();
+    let mut out = String::with_capacity(512 + resources.len() * 400);
+
+    for (name, help, total) in COUNTERS {
+        // A per-kind block tally will add `[("resource", r), ("kind", k)]`
+        // series to `sentinel_block_total` here.
+        family(
+            &mut out,
+            name,
+            help,
+            "counter",
+            resources
+                .iter()
+                .map(|(resource, totals)| ([("resource", *resource)], total(totals))),
+        );
     }
 
-    /// The text exposition of `sentinel` now.
-    pub fn render(&self, sentinel: &Sentinel) -> String {
-        let now = sentinel.now_ms();
-        let resources = sentinel.resources();
-        let totals = {
-            let mut state = self.state.lock();
-            let from = state.next_ms;
-            let mut latest = None;
-            for node in sentinel.resource_nodes() {
-                let id = node.id() as usize;
-                if state.by_resource.len() <= id {
-                    state.by_resource.resize(id + 1, [0; 4]);
-                }
-                let total = &mut state.by_resource[id];
-                node.stats().for_each_metric_since(from, now, |m| {
-                    for (t, n) in total
-                        .iter_mut()
-                        .zip([m.pass, m.block, m.success, m.exception])
-                    {
-                        *t += n;
-                    }
-                    latest = latest.max(Some(m.timestamp_ms));
-                });
-            }
-            if let Some(latest) = latest {
-                state.next_ms = latest + 1;
-            }
-            state.by_resource.clone()
-        };
+    family(
+        &mut out,
+        "sentinel_concurrency",
+        "Calls inside the resource now.",
+        "gauge",
+        nodes
+            .iter()
+            .map(|node| ([("resource", node.name())], node.stats().cur_concurrency())),
+    );
+    family(
+        &mut out,
+        "sentinel_avg_rt_ms",
+        "Average response time over the second window, in milliseconds.",
+        "gauge",
+        nodes
+            .iter()
+            .map(|node| ([("resource", node.name())], node.stats().avg_rt(now))),
+    );
 
-        let mut out = String::with_capacity(256 + resources.len() * 400);
-        for (i, (name, help)) in COUNTERS.iter().enumerate() {
-            header(&mut out, name, help, "counter");
-            for (node, total) in sentinel.resource_nodes().zip(&totals) {
-                sample(&mut out, name, node.name(), None, total[i]);
-            }
-        }
-        header(
-            &mut out,
-            "sentinel_concurrency",
-            "Calls inside the resource now.",
-            "gauge",
-        );
-        for r in &resources {
-            sample(
-                &mut out,
-                "sentinel_concurrency",
-                &r.name,
-                None,
-                r.stats.concurrency,
-            );
-        }
-        header(
-            &mut out,
-            "sentinel_avg_rt_ms",
-            "Average response time over the second window, in milliseconds.",
-            "gauge",
-        );
-        for r in &resources {
-            sample(
-                &mut out,
-                "sentinel_avg_rt_ms",
-                &r.name,
-                None,
-                r.stats.avg_rt,
-            );
-        }
-        header(
-            &mut out,
-            "sentinel_breaker_state",
-            "Circuit breaker state: 0 closed, 1 open, 2 half-open.",
-            "gauge",
-        );
-        let mut positions: HashMap<String, usize> = HashMap::new();
-        for (rule, snapshot) in sentinel.degrade_rules().breakers() {
-            let position = positions.entry(rule.resource.clone()).or_default();
+    let breakers = sentinel.degrade_rules().breakers();
+    let mut positions: HashMap<&str, usize> = HashMap::new();
+    let breaker_rows: Vec<(&str, String, u8)> = breakers
+        .iter()
+        .map(|(rule, snapshot)| {
+            let position = positions.entry(&rule.resource).or_default();
             let label = rule
                 .id
                 .map_or_else(|| position.to_string(), |id| id.to_string());
@@ -160,44 +131,55 @@ impl Exporter {
                 BreakerState::Open => 1,
                 BreakerState::HalfOpen => 2,
             };
-            sample(
-                &mut out,
-                "sentinel_breaker_state",
-                &rule.resource,
-                Some(&label),
-                state,
-            );
-        }
-        out
-    }
+            (rule.resource.as_str(), label, state)
+        })
+        .collect();
+    family(
+        &mut out,
+        "sentinel_breaker_state",
+        "Circuit breaker state: 0 closed, 1 open, 2 half-open.",
+        "gauge",
+        breaker_rows
+            .iter()
+            .map(|(resource, rule, state)| ([("resource", *resource), ("rule", rule)], state)),
+    );
+    out
 }
 
-fn header(out: &mut String, name: &str, help: &str, kind: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-}
-
-fn sample(
+/// Writes one metric family: its `# HELP` and `# TYPE` lines, then one
+/// `name{labels} value` line per sample.
+fn family<'a, const N: usize, V: Display>(
     out: &mut String,
     name: &str,
-    resource: &str,
-    rule: Option<&str>,
-    value: impl std::fmt::Display,
+    help: &str,
+    kind: &str,
+    samples: impl IntoIterator<Item = (Labels<'a, N>, V)>,
 ) {
-    let _ = write!(out, "{name}{{resource=\"");
-    escape(out, resource);
-    if let Some(rule) = rule {
-        out.push_str("\",rule=\"");
-        escape(out, rule);
+    let _ = write!(out, "# HELP {name} ");
+    escape(out, help, false);
+    let _ = writeln!(out, "\n# TYPE {name} {kind}");
+    for (labels, value) in samples {
+        out.push_str(name);
+        for (i, (label, label_value)) in labels.iter().enumerate() {
+            out.push(if i == 0 { '{' } else { ',' });
+            let _ = write!(out, "{label}=\"");
+            escape(out, label_value, true);
+            out.push('"');
+        }
+        if N > 0 {
+            out.push('}');
+        }
+        let _ = writeln!(out, " {value}");
     }
-    let _ = writeln!(out, "\"}} {value}");
 }
 
-/// A label value: backslash, double quote and line feed escaped.
-fn escape(out: &mut String, value: &str) {
+/// Escapes backslash and line feed, and double quote in a label value (a
+/// help text keeps its quotes).
+fn escape(out: &mut String, value: &str, label: bool) {
     for c in value.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
+            '"' if label => out.push_str("\\\""),
             '\n' => out.push_str("\\n"),
             c => out.push(c),
         }
@@ -211,7 +193,36 @@ mod tests {
     #[test]
     fn label_values_are_escaped() {
         let mut out = String::new();
-        escape(&mut out, "a\\b\"c\nd");
+        escape(&mut out, "a\\b\"c\nd", true);
         assert_eq!(out, "a\\\\b\\\"c\\nd");
+    }
+
+    #[test]
+    fn help_text_keeps_quotes() {
+        let mut out = String::new();
+        escape(&mut out, "a \"b\"\\\n", false);
+        assert_eq!(out, "a \"b\"\\\\\\n");
+    }
+
+    #[test]
+    fn a_family_is_help_type_then_samples() {
+        let mut out = String::new();
+        family(
+            &mut out,
+            "x_total",
+            "Some x.",
+            "counter",
+            [
+                ([("a", "1"), ("b", "q\"")], 3),
+                ([("a", "2"), ("b", "")], 0),
+            ],
+        );
+        family(&mut out, "y", "No labels.", "gauge", [([], 1.5)]);
+        assert_eq!(
+            out,
+            "# HELP x_total Some x.\n# TYPE x_total counter\n\
+             x_total{a=\"1\",b=\"q\\\"\"} 3\nx_total{a=\"2\",b=\"\"} 0\n\
+             # HELP y No labels.\n# TYPE y gauge\ny 1.5\n"
+        );
     }
 }

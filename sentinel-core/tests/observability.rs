@@ -453,37 +453,63 @@ mod prometheus {
     use std::collections::HashMap;
 
     use super::*;
-    use sentinel_core::prometheus::Exporter;
+    use sentinel_core::prometheus::render_prometheus;
 
-    /// `name{labels} value` lines by (name, labels), and the TYPE of each
-    /// name; panics on any line that is not valid exposition text.
     /// A sample's name and labels, in order.
     type Key = (String, Vec<(String, String)>);
 
+    /// `name{labels} value` lines by (name, labels), and the TYPE of each
+    /// family; panics on any line that is not valid exposition text: HELP
+    /// then TYPE once per family, its samples right after, names and label
+    /// names of `[a-zA-Z_:][a-zA-Z0-9_:]*`, each series once.
     fn parse(text: &str) -> (HashMap<Key, f64>, HashMap<String, String>) {
+        fn valid_name(name: &str) -> bool {
+            let mut chars = name.chars();
+            chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+        }
+        assert!(text.ends_with('\n'), "the text ends with a line feed");
         let mut samples = HashMap::new();
         let mut types = HashMap::new();
+        let mut helped = None;
+        let mut family = None;
         for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                let (name, _) = rest.split_once(' ').unwrap();
+                helped = Some(name.to_owned());
+                continue;
+            }
             if let Some(rest) = line.strip_prefix("# TYPE ") {
                 let (name, kind) = rest.split_once(' ').unwrap();
-                types.insert(name.to_owned(), kind.to_owned());
+                assert!(valid_name(name), "{name}");
+                assert_eq!(helped.as_deref(), Some(name), "HELP before TYPE");
+                assert!(["counter", "gauge"].contains(&kind), "{line}");
+                if kind == "counter" {
+                    assert!(name.ends_with("_total"), "{name}");
+                }
+                let previous = types.insert(name.to_owned(), kind.to_owned());
+                assert!(previous.is_none(), "{name} described twice");
+                family = Some(name.to_owned());
                 continue;
             }
-            if line.starts_with("# HELP ") {
-                continue;
-            }
+            assert!(!line.starts_with('#'), "{line}");
             let (name, rest) = line.split_once('{').expect("labels");
+            assert_eq!(family.as_deref(), Some(name), "{name} outside its family");
             let mut labels = Vec::new();
             let mut chars = rest.chars();
             loop {
                 let label: String = chars.by_ref().take_while(|&c| c != '=').collect();
+                assert!(valid_name(&label), "label {label:?} in {line}");
                 assert_eq!(chars.next(), Some('"'));
                 let mut value = String::new();
                 loop {
                     match chars.next().unwrap() {
                         '\\' => match chars.next().unwrap() {
                             'n' => value.push('\n'),
-                            c => value.push(c),
+                            c @ ('\\' | '"') => value.push(c),
+                            c => panic!("unknown escape \\{c} in {line}"),
                         },
                         '"' => break,
                         c => value.push(c),
@@ -498,8 +524,8 @@ mod prometheus {
             }
             let value: String = chars.collect();
             let value = value.strip_prefix(' ').unwrap().parse().unwrap();
-            assert!(types.contains_key(name), "TYPE before {name}");
-            samples.insert((name.to_owned(), labels), value);
+            let previous = samples.insert((name.to_owned(), labels), value);
+            assert!(previous.is_none(), "series repeated: {line}");
         }
         (samples, types)
     }
@@ -510,6 +536,66 @@ mod prometheus {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         (name.to_owned(), labels)
+    }
+
+    /// The four counters of `resource`: pass, block, success, exception.
+    fn counters(samples: &HashMap<Key, f64>, resource: &str) -> [f64; 4] {
+        [
+            "sentinel_pass_total",
+            "sentinel_block_total",
+            "sentinel_success_total",
+            "sentinel_exception_total",
+        ]
+        .map(|name| samples[&key(name, &[("resource", resource)])])
+    }
+
+    /// Counts of what a scripted pattern did: pass, block, success,
+    /// exception, by resource.
+    #[derive(Default)]
+    struct Model(HashMap<&'static str, [f64; 4]>);
+
+    impl Model {
+        /// One call through `call`, counted.
+        fn call(
+            &mut self,
+            clock: &ManualClock,
+            sentinel: &Sentinel,
+            resource: &'static str,
+            rt: u64,
+            error: bool,
+        ) {
+            let counts = self.0.entry(resource).or_default();
+            if call(clock, sentinel, resource, rt, error) {
+                counts[0] += 1.0;
+                counts[2] += 1.0;
+                counts[3] += f64::from(u8::from(error));
+            } else {
+                counts[1] += 1.0;
+            }
+        }
+
+        /// Second `s` of the pattern: 2 to 8 calls on `a` (limited to 4 a
+        /// second), one of them failing every eleventh second, and one on
+        /// `b` in 5 seconds of 13. No period divides a minute, so a count
+        /// over the last minute goes up and down.
+        fn second(&mut self, clock: &ManualClock, sentinel: &Sentinel, s: u64) {
+            clock.set(T0 + s * 1_000 + 100);
+            for i in 0..(s % 7 + 2) {
+                self.call(clock, sentinel, "a", 7 + i, s % 11 == 0 && i == 1);
+            }
+            if s % 13 < 5 {
+                self.call(clock, sentinel, "b", 30, false);
+            }
+        }
+    }
+
+    fn limited() -> (ManualClock, Sentinel) {
+        let (clock, sentinel) = setup();
+        sentinel
+            .flow_rules()
+            .load(vec![FlowRule::new("a", 4.0)])
+            .unwrap();
+        (clock, sentinel)
     }
 
     #[test]
@@ -533,14 +619,13 @@ mod prometheus {
                 },
             ])
             .unwrap();
-        let exporter = Exporter::new();
         call(&clock, &sentinel, odd, 10, false);
         call(&clock, &sentinel, odd, 30, true); // opens the breaker
         assert!(!call(&clock, &sentinel, odd, 0, false));
         let _inside = sentinel.entry("b").unwrap();
-        clock.set(T0 + 1_000);
 
-        let (samples, types) = parse(&exporter.render(&sentinel));
+        // Exact within the second, before it is over.
+        let (samples, types) = parse(&render_prometheus(&sentinel));
         for (name, kind) in [
             ("sentinel_pass_total", "counter"),
             ("sentinel_block_total", "counter"),
@@ -554,10 +639,8 @@ mod prometheus {
         }
         let get = |name: &str, labels: &[(&str, &str)]| samples[&key(name, labels)];
         let r = [("resource", odd)];
-        assert_eq!(get("sentinel_pass_total", &r), 2.0);
-        assert_eq!(get("sentinel_block_total", &r), 1.0);
-        assert_eq!(get("sentinel_success_total", &r), 2.0);
-        assert_eq!(get("sentinel_exception_total", &r), 1.0);
+        assert_eq!(counters(&samples, odd), [2.0, 1.0, 2.0, 1.0]);
+        assert_eq!(get("sentinel_avg_rt_ms", &r), 20.0);
         assert_eq!(get("sentinel_concurrency", &[("resource", "b")]), 1.0);
         assert_eq!(get("sentinel_pass_total", &[("resource", "b")]), 1.0);
         assert_eq!(
@@ -579,12 +662,105 @@ mod prometheus {
         clock.set(T0 + 30_000);
         call(&clock, &sentinel, odd, 4, false);
         clock.set(T0 + 31_000);
-        let (samples, _) = parse(&exporter.render(&sentinel));
+        let (samples, _) = parse(&render_prometheus(&sentinel));
         assert_eq!(samples[&key("sentinel_pass_total", &r)], 3.0);
         assert_eq!(samples[&key("sentinel_avg_rt_ms", &r)], 0.0);
         clock.set(T0 + 120_000);
-        let (samples, _) = parse(&exporter.render(&sentinel));
+        let (samples, _) = parse(&render_prometheus(&sentinel));
         assert_eq!(samples[&key("sentinel_pass_total", &r)], 3.0, "monotonic");
         assert_eq!(samples[&key("sentinel_success_total", &r)], 3.0);
+    }
+
+    #[test]
+    fn counters_are_exact_after_minutes_without_a_scrape() {
+        // Two and a half minutes of traffic and one scrape at the end, in the
+        // middle of a second: a scraper with memory of its own would have
+        // had to come by every minute, and would lag by the second filling.
+        let (clock, sentinel) = limited();
+        let mut model = Model::default();
+        for s in 0..150 {
+            model.second(&clock, &sentinel, s);
+        }
+        let inside = sentinel.entry("b").unwrap();
+        model.0.get_mut("b").unwrap()[0] += 1.0;
+        let (samples, _) = parse(&render_prometheus(&sentinel));
+        for resource in ["a", "b"] {
+            assert_eq!(
+                counters(&samples, resource),
+                model.0[resource],
+                "{resource}"
+            );
+        }
+        let a = model.0["a"];
+        assert!(a[1] > 0.0 && a[3] > 0.0, "blocks and errors happened");
+        assert_eq!(
+            samples[&key("sentinel_concurrency", &[("resource", "b")])],
+            1.0
+        );
+        drop(inside);
+        let (samples, _) = parse(&render_prometheus(&sentinel));
+        assert_eq!(counters(&samples, "b")[2], model.0["b"][2] + 1.0);
+    }
+
+    #[test]
+    fn counters_never_go_down_across_scrapes() {
+        // Scraped every 250 ms for three minutes of traffic: each counter is
+        // at least its previous value and exactly what was done so far.
+        let (clock, sentinel) = limited();
+        let mut model = Model::default();
+        let mut last: HashMap<Key, f64> = HashMap::new();
+        for s in 0..180 {
+            model.second(&clock, &sentinel, s);
+            for quarter in 0..4 {
+                clock.set(T0 + s * 1_000 + 200 + quarter * 250);
+                let (samples, types) = parse(&render_prometheus(&sentinel));
+                for (key, value) in samples {
+                    if types[&key.0] == "counter" {
+                        let previous = last.insert(key.clone(), value).unwrap_or(0.0);
+                        assert!(value >= previous, "{key:?} went down at {s} s");
+                    }
+                }
+                for (resource, counts) in &model.0 {
+                    let now: Vec<f64> = [
+                        "sentinel_pass_total",
+                        "sentinel_block_total",
+                        "sentinel_success_total",
+                        "sentinel_exception_total",
+                    ]
+                    .iter()
+                    .map(|name| last[&key(name, &[("resource", resource)])])
+                    .collect();
+                    assert_eq!(now, counts, "{resource} at {s} s");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn resource_names_are_escaped_in_labels() {
+        let (_clock, sentinel) = setup();
+        let names = [
+            "back\\slash",
+            "quote\"d",
+            "two\nlines",
+            "\\\"\n\\n",
+            "a,b=c}{",
+            "ünïcödé ✓",
+        ];
+        for name in names {
+            drop(sentinel.entry(name).unwrap());
+        }
+        let text = render_prometheus(&sentinel);
+        assert!(text.contains("sentinel_pass_total{resource=\"back\\\\slash\"} 1\n"));
+        assert!(text.contains("sentinel_pass_total{resource=\"quote\\\"d\"} 1\n"));
+        assert!(text.contains("sentinel_pass_total{resource=\"two\\nlines\"} 1\n"));
+        assert!(text.contains("sentinel_pass_total{resource=\"\\\\\\\"\\n\\\\n\"} 1\n"));
+        // Every line is a comment or one sample: no name broke a line.
+        let (samples, types) = parse(&text);
+        let lines = text.lines().count();
+        assert_eq!(lines, 2 * types.len() + samples.len());
+        for name in names {
+            assert_eq!(counters(&samples, name), [1.0, 0.0, 1.0, 0.0], "{name:?}");
+        }
     }
 }

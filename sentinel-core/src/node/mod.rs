@@ -7,5 +7,5 @@ mod statistic;
 pub(crate) mod tree;
 
 pub use resource::{OriginNode, ResourceNode};
-pub use statistic::{MetricSnapshot, NodeSnapshot, StatisticNode};
+pub use statistic::{MetricSnapshot, NodeSnapshot, StatisticNode, Totals};
 pub use tree::{ContextNode, Entrance};

@@ -7,7 +7,8 @@
 //! to the second window only, mostly without atomic read-modify-writes, and
 //! reach the minute window when their slice is rotated out (see the `live`
 //! module of `stat`). The calls currently inside the node (concurrency) are
-//! every pass less every completion.
+//! every pass less every completion. Lifetime [`Totals`] come from the same
+//! folding: what left the second window, plus what is still in it.
 //!
 //! If the minute window's buckets are not whole multiples of the second
 //! window's, a second-window bucket is counted in the minute bucket where it
@@ -158,6 +159,40 @@ impl NodeSnapshot {
             total.avg_rt /= total.success_qps;
         }
         total
+    }
+}
+
+/// Everything a node has recorded since it was made, exact at the instant
+/// it was read (see [`StatisticNode::lifetime`]). Counters in the
+/// Prometheus sense: they only go up (wrapping past `u64::MAX`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Requests let through.
+    pub pass: u64,
+    /// Requests refused, by any rule.
+    pub block: u64,
+    /// Requests completed.
+    pub success: u64,
+    /// Completed requests that recorded an error.
+    pub exception: u64,
+    /// Sum of the response times of completed requests, in milliseconds
+    /// (each capped at the configured ceiling).
+    pub rt_sum: u64,
+    /// Requests let through against a future window's quota.
+    pub occupied_pass: u64,
+}
+
+impl Totals {
+    fn of(lanes: &[u64; LANES]) -> Self {
+        let get = |event: MetricEvent| lanes[event.lane()];
+        Totals {
+            pass: get(MetricEvent::Pass),
+            block: get(MetricEvent::Block),
+            success: get(MetricEvent::Success),
+            exception: get(MetricEvent::Exception),
+            rt_sum: get(MetricEvent::Rt),
+            occupied_pass: get(MetricEvent::OccupiedPass),
+        }
     }
 }
 
@@ -435,6 +470,39 @@ impl StatisticNode {
         out
     }
 
+    // ---- lifetime totals ----
+
+    /// Every request the node has recorded since it was made, including
+    /// those whose seconds have left the minute window and those recorded
+    /// late (stamped before the slice their slot holds), counted exactly
+    /// once, up to the instant of the call.
+    ///
+    /// Nothing is counted on the entry path for this: a slice's counts are
+    /// added to the totals once, when it is rotated out of the second
+    /// window, and a read adds the slices not rotated out yet. Reads that
+    /// follow one another never see a total go down, whatever the writers
+    /// do meanwhile; a read that meets a rotation in progress waits for it
+    /// (a few dozen stores). It needs no time: everything recorded counts,
+    /// whenever it happened.
+    ///
+    /// ```
+    /// use sentinel_core::node::StatisticNode;
+    /// use sentinel_core::stat::StatConfig;
+    ///
+    /// let node = StatisticNode::new(&StatConfig::default());
+    /// let t0 = 1_700_000_000_000;
+    /// node.add_pass(t0, 1);
+    /// node.add_rt_and_success(t0 + 5, 5, 1);
+    /// node.add_block(t0 + 90_000, 2); // the first second has left every window
+    /// let totals = node.lifetime();
+    /// assert_eq!((totals.pass, totals.success, totals.block), (1, 1, 2));
+    /// assert_eq!(totals.rt_sum, 5);
+    /// assert_eq!(node.total_pass(t0 + 90_000), 0, "the minute window forgot it");
+    /// ```
+    pub fn lifetime(&self) -> Totals {
+        Totals::of(&self.windows.lifetime_sums())
+    }
+
     /// Every figure at once.
     pub fn snapshot(&self, now: u64) -> NodeSnapshot {
         NodeSnapshot {
@@ -570,6 +638,35 @@ mod tests {
         assert_eq!(node.metrics_since(T0 + 2_001, T0 + 3_500).len(), 0);
         // A minute later everything has left the window.
         assert!(node.metrics_since(0, T0 + 63_000).is_empty());
+    }
+
+    #[test]
+    fn lifetime_totals_match_the_minute_then_outlive_it() {
+        let node = node();
+        node.add_pass(T0, 3); // a batch of three
+        node.add_block(T0 + 400, 2);
+        node.add_occupied_pass(T0 + 600, 1);
+        node.add_exception(T0 + 1_200, 1);
+        node.add_rt_and_success(T0 + 1_300, 25, 3);
+        let expected = Totals {
+            pass: 3,
+            block: 2,
+            success: 3,
+            exception: 1,
+            rt_sum: 25,
+            occupied_pass: 1,
+        };
+        assert_eq!(node.lifetime(), expected);
+        let now = T0 + 1_500;
+        assert_eq!(
+            (node.total_pass(now), node.total_block(now)),
+            (expected.pass, expected.block),
+            "the minute window agrees while it holds everything"
+        );
+        node.add_pass(T0 + 200_000, 1);
+        assert_eq!(node.total_pass(T0 + 200_000), 1);
+        assert_eq!(node.lifetime().pass, 4);
+        assert_eq!(node.lifetime().rt_sum, 25);
     }
 
     #[test]

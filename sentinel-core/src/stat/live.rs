@@ -19,17 +19,26 @@
 //!   either taken or left for the new slice, never lost.
 //! - **The minute window is fed by folding.** Events are written to the
 //!   second window only. When a slice of it is rotated out, its values are
-//!   added to the minute bucket of its start and to lifetime pass and success
-//!   totals. Reads of the minute window add the second-window slices not
-//!   folded yet, so nothing is missing and nothing counted twice. Concurrency
-//!   needs no counter of its own: it is every pass ever recorded less every
-//!   completion (the node corrects for batch counts above one).
+//!   added to the minute bucket of its start and to the lifetime totals of
+//!   every lane (one add per lane and slice, none per event). Reads of the
+//!   minute window add the second-window slices not folded yet, so nothing is
+//!   missing and nothing counted twice. A lifetime total is likewise the
+//!   folded total plus every slice not folded yet, whatever its age.
+//!   Concurrency needs no counter of its own: it is every pass ever recorded
+//!   less every completion (the node corrects for batch counts above one).
 //!
 //! A fold moves values from one place to another; readers that sum across
-//! both (minute totals, concurrency) check a sequence number and retry while a
-//! fold is running, like a seqlock, so they never see a value twice or not at
-//! all. Second-window reads need no such check: a fold only removes a slice
-//! that has already left the second window.
+//! both (minute totals, lifetime totals, concurrency) check a sequence number
+//! and retry while a fold is running, like a seqlock, so they never see a
+//! value twice or not at all. Second-window reads need no such check: a fold
+//! only removes a slice that has already left the second window.
+//!
+//! Lifetime totals never go down between two reads: outside folds, every
+//! place a value can be only grows, and a fold moves a slice's whole value
+//! (at least what any earlier read saw of it) into the folded totals. That
+//! holds only for reads that saw no fold running, so lifetime reads wait for
+//! one ([`LiveWindows::lifetime_sums`]) where the other reads give up after a
+//! bounded number of retries.
 
 use std::cell::Cell;
 use std::fmt;
@@ -332,9 +341,8 @@ pub(crate) struct LiveWindows {
     minute: LeapArray<MetricBucket>,
     /// Try-lock for rotating shared parts.
     rotating: AtomicBool,
-    /// Pass and success folded out of the second window, ever.
-    folded_pass: AtomicU64,
-    folded_success: AtomicU64,
+    /// Every lane folded out of the second window, ever, plus late events.
+    folded: [AtomicU64; LANES],
     /// Folds running (multiples of [`BUSY`]) and folds done (low bits).
     seq: AtomicU64,
 }
@@ -351,8 +359,7 @@ impl LiveWindows {
             shared: OnceBox::new(),
             minute: LeapArray::with_shape(minute),
             rotating: AtomicBool::new(false),
-            folded_pass: AtomicU64::new(0),
-            folded_success: AtomicU64::new(0),
+            folded: std::array::from_fn(|_| AtomicU64::new(0)),
             seq: AtomicU64::new(0),
         }
     }
@@ -417,7 +424,7 @@ impl LiveWindows {
             if held != start {
                 if held != UNUSED && held > start {
                     // Older than the slot's slice: out of every window.
-                    return self.late(word, low);
+                    return self.late(word, low, high);
                 }
                 self.rotate_owned(slot, held, start);
             }
@@ -544,7 +551,7 @@ impl LiveWindows {
                 continue;
             }
             if held > start {
-                self.late(word, low);
+                self.late(word, low, high);
                 return;
             }
             self.rotate_shared(part, start);
@@ -576,14 +583,11 @@ impl LiveWindows {
     }
 
     /// An event older than its slot's slice: no window counts it, but the
-    /// lifetime totals must, or concurrency would drift.
+    /// lifetime totals must, or concurrency would drift and counters miss it.
     #[cold]
-    fn late(&self, word: usize, low: u64) {
-        if word == LANE_PASS / 2 {
-            self.folded_pass.fetch_add(low, Relaxed);
-        } else if word == LANE_SUCCESS / 2 {
-            self.folded_success.fetch_add(low, Relaxed);
-        }
+    fn late(&self, word: usize, low: u64, high: u64) {
+        self.folded[2 * word].fetch_add(low, Relaxed);
+        self.folded[2 * word + 1].fetch_add(high, Relaxed);
     }
 
     /// Adds a slice's values to its minute bucket and the lifetime totals.
@@ -598,8 +602,11 @@ impl LiveWindows {
             }
             bucket.record_min_rt_raw(min_rt);
         }
-        self.folded_pass.fetch_add(lanes[LANE_PASS], Relaxed);
-        self.folded_success.fetch_add(lanes[LANE_SUCCESS], Relaxed);
+        for (total, &v) in self.folded.iter().zip(lanes) {
+            if v != 0 {
+                total.fetch_add(v, Relaxed);
+            }
+        }
     }
 
     fn begin_fold(&self) {
@@ -627,6 +634,33 @@ impl LiveWindows {
             std::hint::spin_loop();
         }
         read()
+    }
+
+    /// `read()` as of an instant no fold was running, retried for as long
+    /// as it takes: for reads that must never see a value missing halfway
+    /// through a fold (lifetime totals, which must not go down). Past the
+    /// spinning retries it yields, so a fold whose thread was descheduled
+    /// runs. A fold always ends: it adds and stores, at most waiting for
+    /// another thread's reset of a minute bucket, never for a reader, and
+    /// nothing in it panics. Never on the entry path.
+    fn settled<T>(&self, read: impl Fn() -> T) -> T {
+        let mut tries = 0u32;
+        loop {
+            let before = self.seq.load(Acquire);
+            if before < BUSY {
+                let value = read();
+                fence(Acquire);
+                if self.seq.load(Relaxed) == before {
+                    return value;
+                }
+            }
+            tries += 1;
+            if tries < READ_RETRIES {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
     }
 
     // ---- reads of the second window ----
@@ -777,14 +811,33 @@ impl LiveWindows {
         })
     }
 
+    // ---- lifetime totals ----
+
+    /// Every lane ever recorded (wrapping): the folded totals plus every
+    /// part's slice not folded yet, in or out of the windows. Waits while a
+    /// fold runs (see [`settled`](Self::settled)), so two reads in turn
+    /// never go down.
+    pub(crate) fn lifetime_sums(&self) -> [u64; LANES] {
+        self.settled(|| {
+            let mut sums: [u64; LANES] = std::array::from_fn(|l| self.folded[l].load(Relaxed));
+            for i in 0..self.slot_count {
+                self.parts(i, |_, lanes, _| {
+                    for (lane, sum) in sums.iter_mut().enumerate() {
+                        *sum = sum.wrapping_add(lanes.lane(lane));
+                    }
+                });
+            }
+            sums
+        })
+    }
+
     /// Every pass ever recorded less every completion (wrapping; the node
     /// corrects for batches).
     pub(crate) fn pass_less_success(&self) -> i64 {
         self.consistent(|| {
-            let mut diff = self
-                .folded_pass
+            let mut diff = self.folded[LANE_PASS]
                 .load(Relaxed)
-                .wrapping_sub(self.folded_success.load(Relaxed));
+                .wrapping_sub(self.folded[LANE_SUCCESS].load(Relaxed));
             for i in 0..self.slot_count {
                 self.parts(i, |_, lanes, _| {
                     diff = diff
@@ -892,16 +945,19 @@ mod tests {
 
     #[test]
     fn rotation_folds_into_the_minute_and_keeps_lifetime_totals() {
-        let w = windows();
+        let w = std::sync::Arc::new(windows());
+        // In a thread joined to its end (thread-locals gone, unlike a scoped
+        // thread's), so that the next thread can take its part over.
+        let in_thread = |now, n| {
+            let w = std::sync::Arc::clone(&w);
+            std::thread::spawn(move || pass(&w, now, n)).join().unwrap();
+        };
         pass(&w, T0, 3);
-        std::thread::scope(|s| {
-            s.spawn(|| pass(&w, T0 + 10, 4));
-        });
+        in_thread(T0 + 10, 4);
         // Both parts of the slot rotate one second later.
         pass(&w, T0 + 1_000, 1);
-        std::thread::scope(|s| {
-            s.spawn(|| pass(&w, T0 + 1_010, 1));
-        });
+        in_thread(T0 + 1_010, 1);
+        assert!(w.shared.get().is_none(), "two owned parts, no shared one");
         assert_eq!(w.second_sum(T0 + 1_010, LANE_PASS), 2);
         let bucket = w.minute().bucket_at(T0).expect("folded");
         assert_eq!(bucket.lane(LANE_PASS), 7);
@@ -912,6 +968,32 @@ mod tests {
             Some(2)
         );
         assert_eq!(w.pass_less_success(), 9);
+        assert_eq!(w.folded[LANE_PASS].load(Relaxed), 7, "folded once");
+        assert_eq!(w.lifetime_sums()[LANE_PASS], 9);
+        // Two minutes on, the minute window has forgotten; lifetime has not.
+        pass(&w, T0 + 121_000, 1);
+        assert_eq!(w.minute_sums(T0 + 121_000)[LANE_PASS], 1);
+        assert_eq!(w.lifetime_sums()[LANE_PASS], 10);
+    }
+
+    #[test]
+    fn lifetime_totals_fold_every_lane_once() {
+        let w = windows();
+        let mut expected = [0u64; LANES];
+        // Each slice of both slots, for three minutes, rotated by the owner.
+        for i in 0..360u64 {
+            let now = T0 + i * 500 + i % 7;
+            pass(&w, now, 1);
+            w.add(now, LANE_PASS / 2, 0, 2, None); // block
+            w.add(now, 1, i % 3, 1, None); // exception, occupied pass
+            w.add(now, LANE_SUCCESS / 2, 1, i % 11, Some(1));
+            for (lane, v) in [1, 2, i % 3, 1, 1, i % 11].into_iter().enumerate() {
+                expected[lane] += v;
+            }
+            assert_eq!(w.lifetime_sums(), expected, "at slice {i}");
+        }
+        let folded: Vec<u64> = w.folded.iter().map(|f| f.load(Relaxed)).collect();
+        assert!(folded.iter().zip(expected).all(|(&f, e)| f < e && f > 0));
     }
 
     #[test]
@@ -920,8 +1002,20 @@ mod tests {
         pass(&w, T0 + 1_000, 1);
         // Same slot, one second earlier: older than the slot's slice.
         pass(&w, T0, 5);
+        w.add(T0, LANE_PASS / 2, 0, 3, None); // blocks
+        w.add(T0 + 1, LANE_SUCCESS / 2, 2, 40, Some(20));
         assert_eq!(w.second_sum(T0 + 1_000, LANE_PASS), 1);
-        assert_eq!(w.pass_less_success(), 6);
+        assert_eq!(w.minute_sums(T0 + 1_000)[LANE_PASS], 1);
+        assert_eq!(w.pass_less_success(), 4);
+        assert_eq!(w.lifetime_sums(), [6, 3, 0, 0, 2, 40]);
+        // The same through the shared part (another thread).
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                pass(&w, T0 + 1_001, 1);
+                w.add(T0 + 2, LANE_PASS / 2, 4, 5, None);
+            });
+        });
+        assert_eq!(w.lifetime_sums(), [11, 8, 0, 0, 2, 40]);
     }
 
     #[test]
@@ -964,19 +1058,21 @@ mod tests {
         let w = windows();
         let clock = AtomicU64::new(T0);
         let done = AtomicBool::new(false);
+        // The reader is running before any writer starts (on a busy machine
+        // it could otherwise be scheduled only after they end).
+        let start = std::sync::Barrier::new(5);
         std::thread::scope(|s| {
             let reader = s.spawn(|| {
-                let mut reads = 0u64;
+                start.wait();
                 while !done.load(Relaxed) {
                     std::hint::black_box(w.pass_less_success());
                     std::hint::black_box(w.minute_sums(clock.load(Relaxed)));
-                    reads += 1;
                 }
-                reads
             });
             let writers: Vec<_> = (0..4)
                 .map(|_| {
                     s.spawn(|| {
+                        start.wait();
                         for i in 0..20_000u64 {
                             let now = if i % 20 == 0 {
                                 clock.fetch_add(1, Relaxed) + 1
@@ -993,8 +1089,71 @@ mod tests {
                 writer.join().unwrap();
             }
             done.store(true, Relaxed);
-            assert!(reader.join().unwrap() > 0);
+            reader.join().unwrap();
         });
+        assert_eq!(w.pass_less_success(), 0);
+    }
+
+    #[test]
+    fn four_threads_across_rotations_keep_lifetime_totals_exact_and_monotonic() {
+        // As above, with the clock moving 20 ms every 20 events (80 s in all,
+        // 160 slices, past the minute window) and one event in seven
+        // stamped a second early (late once its slot has rotated). Readers
+        // race the folds: no lane may ever go down between two reads, and
+        // the end totals are exact.
+        const PER_THREAD: u64 = 20_000;
+        let w = windows();
+        let clock = AtomicU64::new(T0 + 1_000);
+        let done = AtomicBool::new(false);
+        let start = std::sync::Barrier::new(6);
+        let check_monotonic = || {
+            start.wait();
+            let mut last = [0u64; LANES];
+            while !done.load(Relaxed) {
+                let sums = w.lifetime_sums();
+                for lane in 0..LANES {
+                    assert!(
+                        sums[lane] >= last[lane],
+                        "lane {lane} went down: {} -> {}",
+                        last[lane],
+                        sums[lane]
+                    );
+                }
+                last = sums;
+            }
+        };
+        std::thread::scope(|s| {
+            let readers: Vec<_> = (0..2).map(|_| s.spawn(check_monotonic)).collect();
+            let writers: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        for i in 0..PER_THREAD {
+                            let mut now = if i % 20 == 0 {
+                                clock.fetch_add(20, Relaxed) + 20
+                            } else {
+                                clock.load(Relaxed)
+                            };
+                            if i % 7 == 0 {
+                                now -= 1_000;
+                            }
+                            pass(&w, now, 1);
+                            w.add(now, LANE_PASS / 2, 0, 2, None);
+                            w.add(clock.load(Relaxed), LANE_SUCCESS / 2, 1, 3, Some(3));
+                        }
+                    })
+                })
+                .collect();
+            for writer in writers {
+                writer.join().unwrap();
+            }
+            done.store(true, Relaxed);
+            for reader in readers {
+                reader.join().unwrap();
+            }
+        });
+        let n = 4 * PER_THREAD;
+        assert_eq!(w.lifetime_sums(), [n, 2 * n, 0, 0, n, 3 * n]);
         assert_eq!(w.pass_less_success(), 0);
     }
 }
