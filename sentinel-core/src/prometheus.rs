@@ -15,6 +15,14 @@
 //! - gauge `sentinel_breaker_state` per degrade rule (label `rule`: its id,
 //!   or its position among the resource's degrade rules when it has none):
 //!   0 closed, 1 open, 2 half-open.
+//! - for resources whose percentiles are tracked
+//!   ([`Sentinel::track_percentiles`]) and only for them: summary
+//!   `sentinel_rt_ms`, response-time quantiles 0.5, 0.9 and 0.99 over the
+//!   last minute (`NaN` when no call completed in it), with
+//!   `sentinel_rt_ms_sum` and `sentinel_rt_ms_count` counting every call
+//!   recorded since tracking began (counters, as a summary's are); and
+//!   gauge `sentinel_rt_max_ms`, the largest response time over the last
+//!   minute. The block is left out when no resource is tracked.
 //!
 //! Counters need memory between scrapes (the minute window alone goes down
 //! as seconds leave it), which the [`Exporter`] keeps; scrape it at least
@@ -42,6 +50,8 @@ use parking_lot::Mutex;
 
 use crate::Sentinel;
 use crate::degrade::BreakerState;
+use crate::snapshot::ResourceSnapshot;
+use crate::stat::RtPercentiles;
 
 /// Renders an instance's statistics for Prometheus, keeping the running
 /// totals behind the counters. Keep one per instance and scrape endpoint.
@@ -164,11 +174,58 @@ impl Exporter {
                 &mut out,
                 "sentinel_breaker_state",
                 &rule.resource,
-                Some(&label),
+                Some(("rule", &label)),
                 state,
             );
         }
+        percentiles(&mut out, &resources);
         out
+    }
+}
+
+/// The summary and the maximum of the resources whose percentiles are
+/// tracked; nothing when none is.
+fn percentiles(out: &mut String, resources: &[ResourceSnapshot]) {
+    let tracked: Vec<(&str, RtPercentiles)> = resources
+        .iter()
+        .filter_map(|r| Some((&*r.name, r.percentiles?)))
+        .collect();
+    if tracked.is_empty() {
+        return;
+    }
+    header(
+        out,
+        "sentinel_rt_ms",
+        "Response time quantiles over the last minute, in milliseconds; \
+         sum and count since tracking began.",
+        "summary",
+    );
+    for (name, rt) in &tracked {
+        for (quantile, value) in [("0.5", rt.p50), ("0.9", rt.p90), ("0.99", rt.p99)] {
+            // No call in the minute: no quantile, as Prometheus clients say.
+            let value = match rt.count {
+                0 => f64::NAN,
+                _ => value as f64,
+            };
+            sample(
+                out,
+                "sentinel_rt_ms",
+                name,
+                Some(("quantile", quantile)),
+                value,
+            );
+        }
+        sample(out, "sentinel_rt_ms_sum", name, None, rt.total_sum_ms);
+        sample(out, "sentinel_rt_ms_count", name, None, rt.total_count);
+    }
+    header(
+        out,
+        "sentinel_rt_max_ms",
+        "Largest response time over the last minute, in milliseconds.",
+        "gauge",
+    );
+    for (name, rt) in &tracked {
+        sample(out, "sentinel_rt_max_ms", name, None, rt.max);
     }
 }
 
@@ -176,18 +233,19 @@ fn header(out: &mut String, name: &str, help: &str, kind: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
 
+/// One sample of `name` for `resource`, with one more label if `label`.
 fn sample(
     out: &mut String,
     name: &str,
     resource: &str,
-    rule: Option<&str>,
+    label: Option<(&str, &str)>,
     value: impl std::fmt::Display,
 ) {
     let _ = write!(out, "{name}{{resource=\"");
     escape(out, resource);
-    if let Some(rule) = rule {
-        out.push_str("\",rule=\"");
-        escape(out, rule);
+    if let Some((label, value)) = label {
+        let _ = write!(out, "\",{label}=\"");
+        escape(out, value);
     }
     let _ = writeln!(out, "\"}} {value}");
 }
