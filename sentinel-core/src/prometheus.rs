@@ -4,18 +4,30 @@
 //!
 //! Per resource (label `resource`):
 //!
-//! - counters `sentinel_pass_total`, `sentinel_block_total`,
-//!   `sentinel_success_total`, `sentinel_exception_total`: requests since
-//!   the resource was first entered, from the node's lifetime [`Totals`].
-//!   They are exact at the instant of the scrape (the second still filling
-//!   included), never go down between scrapes, and miss nothing however
-//!   rarely the endpoint is scraped. `sentinel_block_total` counts refusals
-//!   by every rule kind together.
+//! - counters `sentinel_pass_total`, `sentinel_success_total`,
+//!   `sentinel_exception_total`: requests since the resource was first
+//!   entered, from the node's lifetime [`Totals`]. They are exact at the
+//!   instant of the scrape (the second still filling included), never go
+//!   down between scrapes, and miss nothing however rarely the endpoint is
+//!   scraped.
+//! - counter `sentinel_block_total` with a second label, `kind` (`flow`,
+//!   `degrade`, `system`, `authority`, `hot_param`, or a user slot's kind):
+//!   refusals since the instance was made, from
+//!   [`Sentinel::block_counts`]; a series appears with the first block of
+//!   its kind.
 //! - gauges `sentinel_concurrency` (calls inside now) and
 //!   `sentinel_avg_rt_ms` (over the second window).
 //! - gauge `sentinel_breaker_state` per degrade rule (label `rule`: its id,
 //!   or its position among the resource's degrade rules when it has none):
 //!   0 closed, 1 open, 2 half-open.
+//! - for resources whose percentiles are tracked
+//!   ([`Sentinel::track_percentiles`]) and only for them: summary
+//!   `sentinel_rt_ms`, response-time quantiles 0.5, 0.9 and 0.99 over the
+//!   last minute (`NaN` when no call completed in it), with
+//!   `sentinel_rt_ms_sum` and `sentinel_rt_ms_count` counting every call
+//!   recorded since tracking began (counters, as a summary's are); and
+//!   gauge `sentinel_rt_max_ms`, the largest response time over the last
+//!   minute. Both are left out when no resource is tracked.
 //!
 //! The text is the Prometheus text format, version 0.0.4 (serve it with
 //! [`CONTENT_TYPE`]): `# HELP` and `# TYPE` before each family, label values
@@ -41,6 +53,7 @@ use std::fmt::{Display, Write as _};
 use crate::Sentinel;
 use crate::degrade::BreakerState;
 use crate::node::{ResourceNode, Totals};
+use crate::stat::RtPercentiles;
 
 /// The `Content-Type` of the text [`render_prometheus`] produces.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -52,13 +65,8 @@ type Labels<'a, const N: usize> = [(&'a str, &'a str); N];
 /// A counter by resource: family name, help, and the total it reads.
 type Counter = (&'static str, &'static str, fn(&Totals) -> u64);
 
-const COUNTERS: [Counter; 4] = [
+const COUNTERS: [Counter; 3] = [
     ("sentinel_pass_total", "Requests let through.", |t| t.pass),
-    (
-        "sentinel_block_total",
-        "Requests refused, by any rule.",
-        |t| t.block,
-    ),
     ("sentinel_success_total", "Requests completed.", |t| {
         t.success
     }),
@@ -84,8 +92,6 @@ pub fn render_prometheus(sentinel: &Sentinel) -> String {
     let mut out = String::with_capacity(512 + resources.len() * 400);
 
     for (name, help, total) in COUNTERS {
-        // A per-kind block tally will add `[("resource", r), ("kind", k)]`
-        // series to `sentinel_block_total` here.
         family(
             &mut out,
             name,
@@ -96,6 +102,21 @@ pub fn render_prometheus(sentinel: &Sentinel) -> String {
                 .map(|(resource, totals)| ([("resource", *resource)], total(totals))),
         );
     }
+    // Blocks by kind, from each thread's tally of its blocks (the nodes
+    // count blocks of every kind together).
+    let blocks = sentinel.block_counts();
+    family(
+        &mut out,
+        "sentinel_block_total",
+        "Requests refused, by the kind of check that refused them.",
+        "counter",
+        blocks.iter().map(|b| {
+            (
+                [("resource", b.resource.as_str()), ("kind", b.kind.as_str())],
+                b.count,
+            )
+        }),
+    );
 
     family(
         &mut out,
@@ -143,7 +164,63 @@ pub fn render_prometheus(sentinel: &Sentinel) -> String {
             .iter()
             .map(|(resource, rule, state)| ([("resource", *resource), ("rule", rule)], state)),
     );
+
+    let tracked: Vec<(&str, RtPercentiles)> = nodes
+        .iter()
+        .filter_map(|node| Some((node.name(), node.rt_percentiles(now)?)))
+        .collect();
+    if !tracked.is_empty() {
+        percentiles(&mut out, &tracked);
+    }
     out
+}
+
+/// The summary and the maximum of the resources whose percentiles are
+/// tracked.
+fn percentiles(out: &mut String, tracked: &[(&str, RtPercentiles)]) {
+    header(
+        out,
+        "sentinel_rt_ms",
+        "Response time quantiles over the last minute, in milliseconds; \
+         sum and count since tracking began.",
+        "summary",
+    );
+    for (resource, rt) in tracked {
+        for (quantile, value) in [("0.5", rt.p50), ("0.9", rt.p90), ("0.99", rt.p99)] {
+            // No call in the minute: no quantile, as Prometheus clients say.
+            let value = match rt.count {
+                0 => f64::NAN,
+                _ => value as f64,
+            };
+            sample(
+                out,
+                "sentinel_rt_ms",
+                [("resource", *resource), ("quantile", quantile)],
+                value,
+            );
+        }
+        sample(
+            out,
+            "sentinel_rt_ms_sum",
+            [("resource", *resource)],
+            rt.total_sum_ms,
+        );
+        sample(
+            out,
+            "sentinel_rt_ms_count",
+            [("resource", *resource)],
+            rt.total_count,
+        );
+    }
+    family(
+        out,
+        "sentinel_rt_max_ms",
+        "Largest response time over the last minute, in milliseconds.",
+        "gauge",
+        tracked
+            .iter()
+            .map(|(resource, rt)| ([("resource", *resource)], rt.max)),
+    );
 }
 
 /// Writes one metric family: its `# HELP` and `# TYPE` lines, then one
@@ -155,22 +232,37 @@ fn family<'a, const N: usize, V: Display>(
     kind: &str,
     samples: impl IntoIterator<Item = (Labels<'a, N>, V)>,
 ) {
+    header(out, name, help, kind);
+    for (labels, value) in samples {
+        sample(out, name, labels, value);
+    }
+}
+
+/// The `# HELP` and `# TYPE` lines of a family.
+fn header(out: &mut String, name: &str, help: &str, kind: &str) {
     let _ = write!(out, "# HELP {name} ");
     escape(out, help, false);
     let _ = writeln!(out, "\n# TYPE {name} {kind}");
-    for (labels, value) in samples {
-        out.push_str(name);
-        for (i, (label, label_value)) in labels.iter().enumerate() {
-            out.push(if i == 0 { '{' } else { ',' });
-            let _ = write!(out, "{label}=\"");
-            escape(out, label_value, true);
-            out.push('"');
-        }
-        if N > 0 {
-            out.push('}');
-        }
-        let _ = writeln!(out, " {value}");
+}
+
+/// One `name{labels} value` line.
+fn sample<const N: usize>(
+    out: &mut String,
+    name: &str,
+    labels: Labels<'_, N>,
+    value: impl Display,
+) {
+    out.push_str(name);
+    for (i, (label, label_value)) in labels.iter().enumerate() {
+        out.push(if i == 0 { '{' } else { ',' });
+        let _ = write!(out, "{label}=\"");
+        escape(out, label_value, true);
+        out.push('"');
     }
+    if N > 0 {
+        out.push('}');
+    }
+    let _ = writeln!(out, " {value}");
 }
 
 /// Escapes backslash and line feed, and double quote in a label value (a

@@ -31,6 +31,7 @@ use crate::Sentinel;
 use crate::degrade::{BreakerSnapshot, DegradeRule};
 use crate::node::tree::Sums;
 use crate::node::{ContextNode, NodeSnapshot};
+use crate::stat::RtPercentiles;
 
 /// One resource at one instant.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +46,9 @@ pub struct ResourceSnapshot {
     pub rules: RuleCounts,
     /// Its circuit breakers, one per degrade rule, in check order.
     pub breakers: Vec<BreakerStatus>,
+    /// Its response-time percentiles over the last minute, when tracked
+    /// ([`Sentinel::track_percentiles`]); `None` otherwise.
+    pub percentiles: Option<RtPercentiles>,
 }
 
 /// How many rules of each kind guard one resource. System rules guard
@@ -101,10 +105,12 @@ pub struct TreeNodeSnapshot {
 
 impl Sentinel {
     /// Every resource entered so far, in order of first entry, with its
-    /// figures, rules and breakers now.
+    /// figures, rules, breakers and (when tracked) percentiles now.
     pub fn resources(&self) -> Vec<ResourceSnapshot> {
         let now = self.now_ms();
         let set = self.rule_set();
+        // One histogram for every tracked resource, made on the first.
+        let mut tally = None;
         self.resource_nodes()
             .map(|node| {
                 let rules = set.for_resource(node);
@@ -126,6 +132,7 @@ impl Sentinel {
                             })
                             .collect()
                     }),
+                    percentiles: node.rt_percentiles_in(now, &mut tally),
                 }
             })
             .collect()

@@ -102,6 +102,22 @@ fn blocks_are_counted_per_resource_and_kind() {
     // A batch counts as its size.
     assert!(sentinel.entry_builder("a").batch_count(3).enter().is_err());
     assert_eq!(counts(&sentinel)[0], ("a".into(), BlockKind::Flow, 6));
+
+    #[cfg(feature = "prometheus")]
+    {
+        let text = sentinel_core::prometheus::render_prometheus(&sentinel);
+        let blocks: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("sentinel_block_total"))
+            .collect();
+        assert_eq!(
+            blocks,
+            [
+                "sentinel_block_total{resource=\"a\",kind=\"flow\"} 6",
+                "sentinel_block_total{resource=\"b\",kind=\"authority\"} 4",
+            ]
+        );
+    }
 }
 
 #[test]

@@ -106,6 +106,12 @@ pub struct Reloaded {
     /// Rules per kind: `[("flow", 2), ("degrade", 1), ...]`, in the order of
     /// [`RuleBook`](sentinel_core::RuleBook)'s fields.
     pub counts: [(&'static str, usize); 5],
+    /// How many resources the file tracks percentiles of (its
+    /// `track_percentiles` list, less `untracked`).
+    pub tracked_percentiles: usize,
+    /// Resources of `track_percentiles` that are not tracked: past the
+    /// instance's resource cap (logged as well).
+    pub untracked_percentiles: Vec<String>,
 }
 
 impl Reloaded {
@@ -120,15 +126,22 @@ impl Reloaded {
 
 /// Puts every rule of `file` in force on `sentinel` in one swap (see
 /// [`Sentinel::load_rule_book`]): unchanged rules keep their state,
-/// statistics are kept.
+/// statistics are kept. Then tracks the percentiles of the resources of
+/// `track_percentiles`, and stops tracking those an earlier file listed
+/// that this one does not, unless code turned them on (see
+/// [`Sentinel::track_percentiles_from_rules`]).
 ///
 /// A file from [`parse_str`] or [`load_file`] is already validated; the
-/// error can only come from a [`RuleFile`] built by hand.
+/// error can only come from a [`RuleFile`] built by hand, and then nothing
+/// changes.
 pub fn apply(sentinel: &Sentinel, file: RuleFile) -> Result<Reloaded, RuleErrors> {
     let counts = file.book.counts();
     sentinel.load_rule_book(file.book)?;
+    let untracked = sentinel.track_percentiles_from_rules(&file.track_percentiles);
     Ok(Reloaded {
         version: file.version,
         counts,
+        tracked_percentiles: file.track_percentiles.len() - untracked.len(),
+        untracked_percentiles: untracked,
     })
 }

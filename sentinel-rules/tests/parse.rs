@@ -31,6 +31,7 @@ fn the_example_file_loads_every_kind() {
             ("param_flow", 1)
         ]
     );
+    assert_eq!(file.track_percentiles, ["GET:/orders"]);
     let flow = &book.flow[0];
     assert_eq!(flow.resource, "GET:/orders");
     assert_eq!(
@@ -204,7 +205,7 @@ fn every_kind_of_error_at_its_position() {
         (
             "flows:\n  - {resource: r, count: 1}\n",
             "rules.yaml:1:1: unknown key \"flows\" (known: version, flow, degrade, system, authority, \
-             param_flow)",
+             param_flow, track_percentiles)",
         ),
         (
             "flow: {resource: r, count: 1}\n",
@@ -217,7 +218,7 @@ fn every_kind_of_error_at_its_position() {
         (
             "- flow\n",
             "rules.yaml:1:1: a rule file is a mapping with keys version, flow, degrade, system, \
-             authority, param_flow; got a list",
+             authority, param_flow, track_percentiles; got a list",
         ),
         (
             "flow:\n  - {resource: r, count: 1, count: 2}\n",
@@ -269,7 +270,7 @@ unknown: 1
             "rules.yaml:7:60: degrade[0] (b): probe_num must be in 1..=32767, got 0",
             "rules.yaml:9:11: system[0]: qps must be a finite number >= 0, got -3",
             "rules.yaml:10:1: unknown key \"unknown\" (known: version, flow, degrade, system, \
-             authority, param_flow)",
+             authority, param_flow, track_percentiles)",
         ]
     );
 }
@@ -332,7 +333,7 @@ fn anchors_and_aliases_are_refused() {
     let lines = errors(bomb);
     assert_eq!(
         lines[0],
-        "rules.yaml:1:1: unknown key \"a\" (known: version, flow, degrade, system, authority, param_flow)"
+        "rules.yaml:1:1: unknown key \"a\" (known: version, flow, degrade, system, authority, param_flow, track_percentiles)"
     );
     assert_eq!(
         lines[1],

@@ -62,6 +62,14 @@ impl<'s> Resource<'s> {
         self.node
     }
 
+    /// Turns response-time percentiles of the resource on or off, as
+    /// [`Sentinel::track_percentiles`]; returns whether they are tracked
+    /// after the call (`false` for a handle made past the resource cap).
+    pub fn track_percentiles(&self, on: bool) -> bool {
+        self.node
+            .is_some_and(|node| node.track_percentiles_by(crate::stat::BY_CODE, on))
+    }
+
     /// The resource's name.
     pub fn name(&self) -> &str {
         &self.name

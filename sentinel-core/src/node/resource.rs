@@ -12,7 +12,7 @@ use once_cell::sync::OnceCell;
 
 use super::registry::{NameHasher, Registry};
 use super::statistic::StatisticNode;
-use crate::stat::StatConfig;
+use crate::stat::{Percentiles, RtPercentiles, StatConfig, Tally};
 
 /// One resource: its statistics over every context and origin, its origin
 /// nodes, and its nodes in the invocation tree.
@@ -38,6 +38,9 @@ pub struct ResourceNode {
     /// Where this resource's rules sit in the instance's rule set: the set's
     /// version (high half) and position + 1 (low half, 0: no rules).
     pub(crate) rules_hint: AtomicU64,
+    /// The response-time percentile recorder, made when tracking is first
+    /// turned on: one word while it never is.
+    percentiles: OnceBox<Percentiles>,
 }
 
 /// The statistics of one resource for one origin (the caller's name).
@@ -83,6 +86,7 @@ impl ResourceNode {
             max_origins,
             config: *config,
             rules_hint: AtomicU64::new(0),
+            percentiles: OnceBox::new(),
         }
     }
 
@@ -136,6 +140,50 @@ impl ResourceNode {
     /// `max_origins` already.
     pub fn refused_origins(&self) -> u64 {
         self.origins.get().map_or(0, Registry::refused)
+    }
+
+    /// The percentile recorder, if tracking was ever turned on.
+    #[inline(always)]
+    pub(crate) fn percentiles(&self) -> Option<&Percentiles> {
+        self.percentiles.get()
+    }
+
+    /// Turns tracking on or off for `source`; returns whether it is on
+    /// after (for any source).
+    pub(crate) fn track_percentiles_by(&self, source: u8, on: bool) -> bool {
+        match (on, self.percentiles.get()) {
+            (true, _) => self
+                .percentiles
+                .get_or_init(|| Box::new(Percentiles::new()))
+                .set(source, true),
+            (false, Some(percentiles)) => percentiles.set(source, false),
+            (false, None) => false,
+        }
+    }
+
+    /// Whether response-time percentiles are tracked for this resource (see
+    /// [`Sentinel::track_percentiles`](crate::Sentinel::track_percentiles)).
+    pub fn tracks_percentiles(&self) -> bool {
+        self.percentiles.get().is_some_and(Percentiles::is_on)
+    }
+
+    /// Response-time percentiles over the minute up to `now` (milliseconds
+    /// on the instance clock); `None` while they are not tracked. Reading
+    /// merges every thread's counts into a histogram (about 14 KiB, made
+    /// for the call); nothing is taken from entries.
+    pub fn rt_percentiles(&self, now: u64) -> Option<RtPercentiles> {
+        self.rt_percentiles_in(now, &mut None)
+    }
+
+    /// As [`rt_percentiles`](Self::rt_percentiles), adding up in `tally`
+    /// (made on first need), so that a reader of many resources makes one.
+    pub(crate) fn rt_percentiles_in(
+        &self,
+        now: u64,
+        tally: &mut Option<Tally>,
+    ) -> Option<RtPercentiles> {
+        let percentiles = self.percentiles.get().filter(|p| p.is_on())?;
+        percentiles.read(now, tally.get_or_insert_with(Tally::new))
     }
 
     /// The tree node of this resource in context `context`, if any.

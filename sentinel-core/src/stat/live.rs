@@ -69,7 +69,7 @@ const READ_RETRIES: u32 = 256;
 
 /// How many threads can own nodes at once; threads past this many write
 /// through the shared parts.
-const TOKEN_SLOTS: usize = 4096;
+pub(crate) const TOKEN_SLOTS: usize = 4096;
 
 /// The token of each live thread that has one, by slot; 0 when the slot is
 /// free. A node whose owner's token is no longer here can be claimed by
@@ -167,6 +167,18 @@ fn new_token() -> u64 {
     };
     TOKEN.with(|t| t.set(token));
     token
+}
+
+/// The calling thread's token slot: an index below [`TOKEN_SLOTS`] that no
+/// other live thread holds, and that a thread taking it after another has
+/// exited gets with that thread's writes visible. `None` for a thread
+/// without a token (past [`TOKEN_SLOTS`] threads, or in its teardown).
+#[inline(always)]
+pub(crate) fn thread_index() -> Option<usize> {
+    match token() {
+        NO_OWNER => None,
+        token => Some(token_slot(token)),
+    }
 }
 
 /// The value of `lane` in a packed word.

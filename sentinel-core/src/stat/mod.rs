@@ -6,6 +6,7 @@ mod bucket;
 mod divisor;
 mod leap_array;
 mod live;
+mod percentiles;
 pub(crate) mod tally;
 
 /// Thread identities as owners of per-thread parts (of nodes, of rule
@@ -20,4 +21,6 @@ pub use bucket::{Bucket, MetricBucket, MetricEvent};
 pub(crate) use bucket::{SUCCESS_RT_WORD, rt_as_u32};
 pub use leap_array::{LeapArray, WindowError};
 pub(crate) use live::{LANES, LiveWindows};
+pub use percentiles::RtPercentiles;
+pub(crate) use percentiles::{BY_CODE, BY_RULES, Percentiles, Tally};
 pub use window::{DEFAULT_MAX_RT_MS, StatConfig, WindowShape};

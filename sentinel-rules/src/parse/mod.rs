@@ -4,6 +4,7 @@
 
 mod fields;
 mod kinds;
+mod percentiles;
 mod scalar;
 mod tree;
 
@@ -28,12 +29,20 @@ pub struct RuleFile {
     pub version: Option<String>,
     /// Every rule of the file, by kind.
     pub book: RuleBook,
+    /// The resources whose response-time percentiles the file turns on
+    /// (its `track_percentiles` list; see
+    /// [`Sentinel::track_percentiles_from_rules`](sentinel_core::Sentinel::track_percentiles_from_rules)).
+    pub track_percentiles: Vec<String>,
 }
 
 impl RuleFile {
-    /// A file of `book` with `version`.
+    /// A file of `book` with `version`, tracking no percentiles.
     pub fn new(version: Option<String>, book: RuleBook) -> Self {
-        RuleFile { version, book }
+        RuleFile {
+            version,
+            book,
+            track_percentiles: Vec::new(),
+        }
     }
 }
 
@@ -97,7 +106,7 @@ fn document(root: &Node, problems: &mut Vec<Problem>) -> RuleFile {
         problems.push(Problem::new(
             Some(root.pos),
             format!(
-                "a rule file is a mapping with keys version, {}; got {}",
+                "a rule file is a mapping with keys version, {}, track_percentiles; got {}",
                 KINDS.join(", "),
                 root.value.describe()
             ),
@@ -170,10 +179,11 @@ fn document(root: &Node, problems: &mut Vec<Problem>) -> RuleFile {
             "param_flow" => {
                 file.book.param_flow = each(rules(problems), problems, kinds::param_flow)
             }
+            "track_percentiles" => file.track_percentiles = percentiles::names(value, problems),
             other => problems.push(Problem::new(
                 Some(key.pos),
                 format!(
-                    "unknown key {other:?} (known: version, {})",
+                    "unknown key {other:?} (known: version, {}, track_percentiles)",
                     KINDS.join(", ")
                 ),
             )),

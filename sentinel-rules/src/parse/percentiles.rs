@@ -1,0 +1,63 @@
+//! The `track_percentiles` key: the resources whose response-time
+//! percentiles the file turns on.
+
+use super::scalar::{Scalar, resolve};
+use super::tree::{Node, Value};
+use crate::error::{Position, Problem};
+
+/// The resource names of a `track_percentiles` value: a list of non-empty
+/// strings, each once.
+pub(crate) fn names(value: &Node, problems: &mut Vec<Problem>) -> Vec<String> {
+    let items = match &value.value {
+        Value::Seq(items) => items,
+        Value::Invalid => return Vec::new(),
+        Value::Scalar { text, plain } if resolve(text, *plain) == Scalar::Null => {
+            return Vec::new();
+        }
+        other => {
+            problems.push(Problem::new(
+                Some(value.pos),
+                format!(
+                    "track_percentiles must be a list of resource names, got {}",
+                    other.describe()
+                ),
+            ));
+            return Vec::new();
+        }
+    };
+    let mut names: Vec<(String, Position)> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let problem = |message: String| Problem {
+            field: Some(format!("track_percentiles[{i}]")),
+            ..Problem::new(Some(item.pos), message)
+        };
+        let name = match &item.value {
+            Value::Invalid => continue,
+            Value::Scalar { text, plain } => match resolve(text, *plain) {
+                Scalar::Null => None,
+                _ if text.is_empty() => None,
+                _ => Some(text),
+            },
+            _ => None,
+        };
+        let Some(name) = name else {
+            problems.push(problem(format!(
+                "must be a resource name (a non-empty string), got {}",
+                match &item.value {
+                    Value::Scalar { text, .. } if text.is_empty() => "an empty string".into(),
+                    other => other.describe(),
+                }
+            )));
+            continue;
+        };
+        if let Some((_, first)) = names.iter().find(|(n, _)| n == name) {
+            problems.push(problem(format!(
+                "lists {name:?} twice (first at {}:{})",
+                first.line, first.column
+            )));
+            continue;
+        }
+        names.push((name.clone(), item.pos));
+    }
+    names.into_iter().map(|(name, _)| name).collect()
+}
