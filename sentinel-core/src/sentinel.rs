@@ -543,30 +543,47 @@ impl Sentinel {
             );
             let batch = u64::from(ctx.batch);
             counted.each(|node| node.add_block(ctx.now_ms, batch));
-            self.count_block(ctx, verdict);
         }
         outcome
     }
 
     /// Counts a block by its resource, kind, rule and origin, for the
     /// block log and the per-kind counts (on this thread's tally: no
-    /// atomic read-modify-write).
-    #[inline]
-    fn count_block(&self, ctx: &EntryContext<'_>, verdict: &Verdict) {
-        let (kind, rule) = match (&verdict.rule, &verdict.block) {
-            (Some((kind, rule)), _) => (*kind, Some(rule)),
-            (None, Some(block)) => (block.kind(), block.rule_arc()),
-            (None, None) => return,
-        };
+    /// atomic read-modify-write). Called where the check refuses, with the
+    /// rule still in a register.
+    #[inline(always)]
+    fn count_block(&self, ctx: &EntryContext<'_>, kind: BlockKind, rule: Option<&Arc<dyn Rule>>) {
         let origin = ctx.origin.map_or(0, |o| std::ptr::from_ref(o) as usize);
         let key = BlockKey::new(self.uid, ctx.resource.id(), kind, rule, origin);
-        tally::count(&key, ctx.now_ms, u64::from(ctx.batch), || BlockSource {
-            key,
-            resource: Arc::clone(ctx.resource.name_arc()),
-            kind,
-            rule: rule.cloned(),
-            origin: ctx.origin.map(|o| Arc::clone(o.name_arc())),
-        });
+        tally::count(
+            &key,
+            ctx.now_ms,
+            u64::from(ctx.batch),
+            #[inline(never)]
+            || BlockSource {
+                key,
+                resource: Arc::clone(ctx.resource.name_arc()),
+                kind,
+                rule: rule.cloned(),
+                origin: ctx.origin.map(|o| Arc::clone(o.name_arc())),
+            },
+        );
+    }
+
+    /// Counts the block by the rule in `verdict`, read where it was stored
+    /// (copying the rule's reference out first and back would stall on
+    /// its halves).
+    #[inline(always)]
+    fn count_rule_block(&self, ctx: &EntryContext<'_>, verdict: &Verdict) {
+        if let Some((kind, rule)) = &verdict.rule {
+            self.count_block(ctx, *kind, Some(rule));
+        }
+    }
+
+    /// Counts a block made whole by a slot or a check (a `BlockError`).
+    #[cold]
+    fn count_block_error(&self, ctx: &EntryContext<'_>, block: &BlockError) {
+        self.count_block(ctx, block.kind(), block.rule_arc());
     }
 
     /// The rule checks and the user slots among them; the first block wins
@@ -591,6 +608,7 @@ impl Sentinel {
             {
                 Ok(()) => false,
                 Err(block) => {
+                    self.count_block_error(ctx, &block);
                     verdict.block = Some(block);
                     true
                 }
@@ -604,6 +622,7 @@ impl Sentinel {
                 && let Err(rule) = authority::check(&rules.authority, ctx.origin_name)
             {
                 verdict.rule = Some((BlockKind::Authority, rule));
+                self.count_rule_block(ctx, verdict);
                 break 'checks true;
             }
             if user(Check::System as usize, verdict) {
@@ -613,10 +632,12 @@ impl Sentinel {
                 && let Err(rule) = limits.check(&self.inbound, &*self.status, ctx.batch, ctx.now_ms)
             {
                 // Named with the resource entered, not the rule's.
+                let rule = Arc::clone(rule) as Arc<dyn Rule>;
+                self.count_block(ctx, BlockKind::System, Some(&rule));
                 verdict.block = Some(BlockError::new(
                     BlockKind::System,
                     ctx.resource.name_arc().clone(),
-                    Some(Arc::clone(rule) as Arc<dyn Rule>),
+                    Some(rule),
                 ));
                 break 'checks true;
             }
@@ -629,6 +650,7 @@ impl Sentinel {
                     hotspot::check(&rules.param, ctx, &mut outcome, &mut verdict.holds)
             {
                 verdict.rule = Some((BlockKind::HotParam, rule));
+                self.count_rule_block(ctx, verdict);
                 break 'checks true;
             }
             if user(Check::Flow as usize, verdict) {
@@ -646,6 +668,7 @@ impl Sentinel {
                     }
                     Err(rule) => {
                         verdict.rule = Some((BlockKind::Flow, rule));
+                        self.count_rule_block(ctx, verdict);
                         break 'checks true;
                     }
                 }
@@ -660,6 +683,7 @@ impl Sentinel {
                     Ok(()) => outcome = outcome.with_breakers(),
                     Err(rule) => {
                         verdict.rule = Some((BlockKind::Degrade, rule));
+                        self.count_rule_block(ctx, verdict);
                         break 'checks true;
                     }
                 }

@@ -38,6 +38,10 @@ const MAX_LEASE: u64 = 256;
 /// Bits of `granted` in the state word; the bucket's tag has the rest.
 const GRANTED_BITS: u32 = 44;
 const GRANTED: u64 = (1 << GRANTED_BITS) - 1;
+/// Tags wrap at this many buckets.
+const TAGS: u64 = 1 << (64 - GRANTED_BITS);
+/// The state before any bucket: `granted` all ones, which no count reaches.
+const NO_STATE: u64 = GRANTED;
 /// The largest count leases serve (larger ones read the node: nothing that
 /// large is ever reached).
 pub(crate) const MAX_COUNT: f64 = (1u64 << (GRANTED_BITS - 1)) as f64;
@@ -69,6 +73,27 @@ impl Lease {
 #[repr(align(128))]
 struct State(AtomicU64);
 
+/// A bucket of the node's window: its start and its tag (its number,
+/// wrapped to the bits above `granted`: a tag repeats after 2^20 buckets,
+/// six days of 500 ms buckets).
+#[derive(Clone, Copy)]
+struct Bucket {
+    start: u64,
+    tag: u64,
+}
+
+impl Bucket {
+    /// The bucket holding `now` (two divisions: not on the path of an
+    /// entry whose lease is current).
+    fn at(now: u64, bucket_len: u64) -> Bucket {
+        let number = now / bucket_len;
+        Bucket {
+            start: number * bucket_len,
+            tag: number % TAGS,
+        }
+    }
+}
+
 /// The quota of one reject QPS rule on its resource's node.
 pub(crate) struct Quota {
     /// The whole part of the count.
@@ -92,7 +117,7 @@ impl Quota {
             limit: count.floor() as u64,
             bucket_len: AtomicU64::new(0),
             owners: [AtomicU64::new(0), AtomicU64::new(0)],
-            state: State(AtomicU64::new(0)),
+            state: State(AtomicU64::new(NO_STATE)),
             leases: [Lease::new(), Lease::new()],
         }
     }
@@ -155,8 +180,7 @@ impl Quota {
             return;
         }
         let me = owner::token();
-        let start = now - now % bucket_len;
-        let tag = Self::tag(bucket_len, start);
+        let tag = Bucket::at(now, bucket_len).tag;
         if let Some(lease) = self.lease_of(me)
             && lease
                 .word
@@ -198,8 +222,8 @@ impl Quota {
                 }
             }
         }
-        let start = now - now % bucket_len;
-        self.take(node, bucket_len, start, n, n, now).is_some()
+        self.take(node, Bucket::at(now, bucket_len), n, n, now)
+            .is_some()
     }
 
     /// A new lease for the owner of `lease`, whose lease cannot pay `n`
@@ -214,9 +238,23 @@ impl Quota {
         n: u64,
         now: u64,
     ) -> bool {
-        let start = now - now % bucket_len;
-        let tag = Self::tag(bucket_len, start);
+        // The lease's word carries the tag of the lease's bucket: while that
+        // bucket lasts, no division.
+        let held = lease.start.load(Relaxed);
         let word = lease.word.load(Relaxed);
+        let bucket = if now >= held && now - held < bucket_len {
+            Bucket {
+                start: held,
+                tag: word >> GRANTED_BITS,
+            }
+        } else {
+            Bucket::at(now, bucket_len)
+        };
+        let (start, tag) = (bucket.start, bucket.tag);
+        if held == start && word & GRANTED == 0 && self.exhausted(tag, n) {
+            // The block path of a rule at its count: loads only.
+            return false;
+        }
         if word >> GRANTED_BITS != tag {
             // A lease of an earlier bucket: what it held is of no use now
             // (nobody else changes a word of another bucket's tag).
@@ -229,10 +267,10 @@ impl Quota {
                 self.ungrant(tag, word & GRANTED);
             }
         }
-        if lease.start.load(Relaxed) != start {
+        if held != start {
             lease.start.store(start, Relaxed);
         }
-        match self.take(node, bucket_len, start, n, MAX_LEASE.max(n), now) {
+        match self.take(node, bucket, n, MAX_LEASE.max(n), now) {
             Some(permits) => {
                 lease.word.fetch_add(permits - n, Relaxed);
                 true
@@ -241,21 +279,34 @@ impl Quota {
         }
     }
 
+    /// Whether fewer than `n` permits are left in the bucket tagged `tag`,
+    /// counting what the leases hold (which `take` would take back).
+    #[inline]
+    fn exhausted(&self, tag: u64, n: u64) -> bool {
+        let state = self.state.0.load(Acquire);
+        state >> GRANTED_BITS == tag
+            && state & GRANTED != NO_STATE
+            && self.limit.saturating_sub(state & GRANTED) < n
+            && self.leases.iter().all(|lease| {
+                let word = lease.word.load(Relaxed);
+                word >> GRANTED_BITS != tag || word & GRANTED == 0
+            })
+    }
+
     /// Takes permits, as [`grant`](Self::grant); when too few are left,
     /// takes back what the leases hold and tries once more.
     fn take(
         &self,
         node: &StatisticNode,
-        bucket_len: u64,
-        start: u64,
+        bucket: Bucket,
         n: u64,
         most: u64,
         now: u64,
     ) -> Option<u64> {
-        if let Some(permits) = self.grant(node, bucket_len, start, n, most, now) {
+        if let Some(permits) = self.grant(node, bucket, n, most, now) {
             return Some(permits);
         }
-        let tag = Self::tag(bucket_len, start);
+        let tag = bucket.tag;
         let mut reclaimed = 0;
         for lease in &self.leases {
             let mut word = lease.word.load(Relaxed);
@@ -276,7 +327,7 @@ impl Quota {
             return None;
         }
         self.ungrant(tag, reclaimed);
-        self.grant(node, bucket_len, start, n, n, now)
+        self.grant(node, bucket, n, n, now)
     }
 
     /// Takes between `n` and `most` permits in the bucket starting at
@@ -285,21 +336,34 @@ impl Quota {
     fn grant(
         &self,
         node: &StatisticNode,
-        bucket_len: u64,
-        start: u64,
+        bucket: Bucket,
         n: u64,
         most: u64,
         now: u64,
     ) -> Option<u64> {
-        let tag = Self::tag(bucket_len, start);
+        let tag = bucket.tag;
         let mut state = self.state.0.load(Acquire);
         loop {
-            let granted = if state >> GRANTED_BITS == tag {
-                state & GRANTED
-            } else {
-                // The bucket's first permit: start from the window's passes.
-                node.sum(now, MetricEvent::Pass).min(GRANTED)
-            };
+            let fresh = state & GRANTED == NO_STATE;
+            let held = state >> GRANTED_BITS;
+            if !fresh && held != tag && held.wrapping_sub(tag) % TAGS < TAGS / 2 {
+                // A later bucket has begun since this entry read the clock:
+                // too late for its own bucket's permits, whose count is
+                // gone; refused, as the rare late entry at a bucket's edge.
+                return None;
+            }
+            if fresh || held != tag {
+                // The bucket's first look: start from the window's passes
+                // (kept even if nothing is granted, so that the refusals
+                // that follow do not read the window again).
+                let base = tag << GRANTED_BITS | node.sum(now, MetricEvent::Pass).min(GRANTED);
+                state = match self.state.0.compare_exchange(state, base, AcqRel, Acquire) {
+                    Ok(_) => base,
+                    Err(current) => current,
+                };
+                continue;
+            }
+            let granted = state & GRANTED;
             let left = self.limit.saturating_sub(granted);
             if left < n {
                 return None;
@@ -321,15 +385,9 @@ impl Quota {
     /// rule's bucket.
     fn ungrant(&self, tag: u64, n: u64) {
         let _ = self.state.0.fetch_update(AcqRel, Acquire, |state| {
-            (state >> GRANTED_BITS == tag).then(|| state - n.min(state & GRANTED))
+            (state >> GRANTED_BITS == tag && state & GRANTED != NO_STATE)
+                .then(|| state - n.min(state & GRANTED))
         });
-    }
-
-    /// The bucket's number, wrapped to the bits above `granted` (a tag
-    /// repeats after 2^20 buckets, six days of 500 ms buckets).
-    #[inline]
-    fn tag(bucket_len: u64, start: u64) -> u64 {
-        (start / bucket_len) & ((1 << (64 - GRANTED_BITS)) - 1)
     }
 }
 
@@ -340,5 +398,77 @@ impl std::fmt::Debug for Quota {
             .field("limit", &self.limit)
             .field("granted", &(state & GRANTED))
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stat::StatConfig;
+
+    fn node() -> StatisticNode {
+        StatisticNode::new(&StatConfig::default())
+    }
+
+    /// Entries at `now` until one is refused (at most `most`): how many
+    /// passed, each counted on `node` as the entry would be.
+    fn fill(quota: &Quota, node: &StatisticNode, now: u64, most: u64) -> u64 {
+        let mut passed = 0;
+        while passed < most && quota.acquire(node, 1, now) == Some(true) {
+            node.add_pass(now, 1);
+            passed += 1;
+        }
+        passed
+    }
+
+    #[test]
+    fn a_fresh_quota_serves_every_bucket_number() {
+        // Tags on both sides of the half-way mark, and the last one.
+        for bucket in [
+            0,
+            1,
+            TAGS / 2 - 1,
+            TAGS / 2,
+            TAGS / 2 + 1,
+            TAGS - 1,
+            7 * TAGS + 3,
+        ] {
+            let now = bucket * 500 + 123;
+            let (quota, node) = (Quota::new(10.0), node());
+            assert_eq!(fill(&quota, &node, now, 100), 10, "bucket {bucket}");
+            // The next bucket sees those 10 in its window.
+            assert_eq!(fill(&quota, &node, now + 500, 100), 0, "bucket {bucket}");
+            assert_eq!(fill(&quota, &node, now + 1_000, 100), 10, "bucket {bucket}");
+        }
+    }
+
+    #[test]
+    fn tags_wrap_without_taking_a_later_bucket_for_an_earlier_one() {
+        let (quota, node) = (Quota::new(4.0), node());
+        let last = (TAGS - 1) * 500;
+        assert_eq!(fill(&quota, &node, last, 100), 4);
+        // The bucket after the last tag has tag 0: later, not earlier.
+        assert_eq!(fill(&quota, &node, last + 500, 100), 0, "window still full");
+        assert_eq!(fill(&quota, &node, last + 1_000, 100), 4);
+    }
+
+    #[test]
+    fn an_entry_late_for_its_bucket_is_refused() {
+        let (quota, node) = (Quota::new(100.0), node());
+        let t = 1_000_000;
+        assert_eq!(fill(&quota, &node, t + 500, 5), 5);
+        // Another thread, which read the clock in the bucket before.
+        std::thread::scope(|s| {
+            s.spawn(|| assert_eq!(quota.acquire(&node, 1, t), Some(false)));
+        });
+        assert_eq!(fill(&quota, &node, t + 500, 200), 95);
+    }
+
+    #[test]
+    fn a_window_other_than_one_second_is_left_to_the_caller() {
+        let config =
+            StatConfig::default().second_window(crate::stat::WindowShape::new(2_000, 4).unwrap());
+        let node = StatisticNode::new(&config);
+        assert_eq!(Quota::new(5.0).acquire(&node, 1, 1_000), None);
     }
 }

@@ -10,17 +10,24 @@
 //! scrape) reads every shard under the shard's lock once in a while and
 //! takes what was added since its last visit, by second.
 //!
-//! A thread keeps [`SLOTS`] keys; a key lands in one of two slots by its
+//! A thread's shard is the one of its token slot (see `stat::live`): a
+//! thread taking the slot of one that exited goes on counting in the same
+//! shard, where the exited thread's counts wait for the harvester. A
+//! thread keeps [`SLOTS`] keys; a key lands in one of two slots by its
 //! hash. A third key evicts the slot that counted longest ago, after
 //! setting aside what it holds for the harvester ([`Books::retired`]), so
-//! nothing is lost. Slots of an exited thread are harvested and then freed;
-//! a dropped instance's slots are freed by [`forget`].
+//! nothing is lost. A dropped instance's slots are freed by [`forget`]. A
+//! thread without a token slot (past 4096 threads, or in its teardown)
+//! counts in one shared shard, under its lock.
 
-use std::cell::RefCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
 
+use once_cell::race::OnceBox;
+use once_cell::sync::Lazy;
 use parking_lot::Mutex;
+
+use super::live::{TOKEN_SLOTS, thread_index};
 
 use crate::{BlockKind, Rule};
 
@@ -233,8 +240,6 @@ struct Books {
 /// One thread's counts.
 struct Shard {
     slots: [Slot; SLOTS],
-    /// Cleared when the thread exits.
-    alive: AtomicBool,
     books: Mutex<Books>,
 }
 
@@ -242,7 +247,6 @@ impl Shard {
     fn new() -> Shard {
         Shard {
             slots: std::array::from_fn(|_| Slot::default()),
-            alive: AtomicBool::new(true),
             books: Mutex::new(Books {
                 sources: std::array::from_fn(|_| None),
                 taken: [0; SLOTS],
@@ -267,94 +271,87 @@ impl Shard {
     }
 }
 
-/// Marks a thread's shard as gone when the thread exits.
-struct Owner(Arc<Shard>);
-
-impl Drop for Owner {
-    fn drop(&mut self) {
-        self.0.alive.store(false, Ordering::Release);
-    }
-}
-
-/// Every thread's shard (a gone thread's until it is harvested empty).
-static SHARDS: Mutex<Vec<Arc<Shard>>> = Mutex::new(Vec::new());
-
-thread_local! {
-    static SHARD: RefCell<Option<Owner>> = const { RefCell::new(None) };
-}
+/// The shard of each token slot, made on its first block.
+static SHARDS: [OnceBox<Shard>; TOKEN_SLOTS] = [const { OnceBox::new() }; TOKEN_SLOTS];
+/// The shard of threads without a token slot, written under its lock.
+static SHARED: Lazy<Shard> = Lazy::new(Shard::new);
 
 /// Counts `n` blocks under `key` at `now_ms` on this thread; `source` names
 /// the key when the thread first counts it.
 #[inline]
 pub(crate) fn count(key: &BlockKey, now_ms: u64, n: u64, source: impl FnOnce() -> BlockSource) {
     let second = now_ms / 1_000;
-    let counted = SHARD.try_with(
-        #[inline(always)]
-        |shard| {
-            let Ok(shard) = shard.try_borrow() else {
-                // Counting from inside `install` (never): dropped.
-                return true;
-            };
-            let Some(Owner(shard)) = &*shard else {
-                return false;
-            };
-            let i = key.slot();
-            for j in [i, i ^ 1] {
-                let slot = &shard.slots[j];
-                if slot.holds(key) {
-                    slot.add(second, n, shard, j);
-                    return true;
-                }
-            }
-            false
-        },
-    );
-    // Not on an exiting thread (whose counts would outlive nothing).
-    if counted == Ok(false) {
-        install(key, second, n, source);
+    let Some(index) = thread_index() else {
+        return count_shared(key, second, n, source);
+    };
+    let shard = match SHARDS[index].get() {
+        Some(shard) => shard,
+        None => SHARDS[index].get_or_init(|| Box::new(Shard::new())),
+    };
+    let i = key.slot();
+    for j in [i, i ^ 1] {
+        let slot = &shard.slots[j];
+        if slot.holds(key) {
+            return slot.add(second, n, shard, j);
+        }
     }
+    install(shard, key, second, n, source);
 }
 
-/// Gives `key` a slot of this thread's shard (made on first use) and counts
-/// `n` in it.
+/// Counts in the shared shard, one writer at a time.
+#[cold]
+fn count_shared(key: &BlockKey, second: u64, n: u64, source: impl FnOnce() -> BlockSource) {
+    let _serial = SHARED_WRITERS.lock();
+    let shard = &*SHARED;
+    let i = key.slot();
+    for j in [i, i ^ 1] {
+        let slot = &shard.slots[j];
+        if slot.holds(key) {
+            return slot.add(second, n, shard, j);
+        }
+    }
+    install(shard, key, second, n, source);
+}
+
+/// Serialises the writers of the shared shard (a slot has one writer at a
+/// time, as a thread's own shard has).
+static SHARED_WRITERS: Mutex<()> = Mutex::new(());
+
+/// Gives `key` a slot of `shard` and counts `n` in it.
 #[cold]
 #[inline(never)]
-fn install(key: &BlockKey, second: u64, n: u64, source: impl FnOnce() -> BlockSource) {
-    let _ = SHARD.try_with(|cell| {
-        let Ok(mut cell) = cell.try_borrow_mut() else {
-            return;
-        };
-        let Owner(shard) = cell.get_or_insert_with(|| {
-            let shard = Arc::new(Shard::new());
-            SHARDS.lock().push(Arc::clone(&shard));
-            Owner(shard)
-        });
-        let i = key.slot();
-        let mut books = shard.books.lock();
-        // A free slot of the two, else the one that counted longest ago.
-        let free = |j: usize| shard.slots[j].place.load(Ordering::Relaxed) == 0;
-        let j = match (free(i), free(i ^ 1)) {
-            (true, _) => i,
-            (_, true) => i ^ 1,
-            _ => {
-                let last = |j: usize| shard.slots[j].second.load(Ordering::Relaxed);
-                let j = if last(i ^ 1) < last(i) { i ^ 1 } else { i };
-                retire(shard, &mut books, j);
-                j
-            }
-        };
-        let slot = &shard.slots[j];
-        slot.seq.store(0, Ordering::Relaxed);
-        slot.before.store(0, Ordering::Relaxed);
-        slot.previous.store(second, Ordering::Relaxed);
-        slot.second.store(second, Ordering::Relaxed);
-        slot.current.store(n, Ordering::Relaxed);
-        slot.rule.store(key.rule, Ordering::Relaxed);
-        slot.origin.store(key.origin, Ordering::Relaxed);
-        slot.place.store(key.place, Ordering::Relaxed);
-        books.sources[j] = Some(Arc::new(source()));
-        books.taken[j] = 0;
-    });
+fn install(
+    shard: &Shard,
+    key: &BlockKey,
+    second: u64,
+    n: u64,
+    source: impl FnOnce() -> BlockSource,
+) {
+    let i = key.slot();
+    let mut books = shard.books.lock();
+    // A free slot of the two, else the one that counted longest ago.
+    let free = |j: usize| shard.slots[j].place.load(Ordering::Relaxed) == 0;
+    let j = match (free(i), free(i ^ 1)) {
+        (true, _) => i,
+        (_, true) => i ^ 1,
+        _ => {
+            let last = |j: usize| shard.slots[j].second.load(Ordering::Relaxed);
+            let j = if last(i ^ 1) < last(i) { i ^ 1 } else { i };
+            retire(shard, &mut books, j);
+            j
+        }
+    };
+    let slot = &shard.slots[j];
+    slot.seq.store(0, Ordering::Relaxed);
+    slot.before.store(0, Ordering::Relaxed);
+    slot.previous.store(second, Ordering::Relaxed);
+    slot.second.store(second, Ordering::Relaxed);
+    slot.current.store(n, Ordering::Relaxed);
+    slot.rule.store(key.rule, Ordering::Relaxed);
+    slot.origin.store(key.origin, Ordering::Relaxed);
+    slot.place.store(key.place, Ordering::Relaxed);
+    books.sources[j] = Some(Arc::new(source()));
+    books.taken[j] = 0;
 }
 
 /// Sets aside what slot `j` holds and was not harvested, and frees it.
@@ -393,13 +390,18 @@ fn merge_retired(retired: &mut Vec<Retired>) {
     });
 }
 
+/// Every shard made so far.
+fn shards() -> impl Iterator<Item = &'static Shard> {
+    SHARDS
+        .iter()
+        .filter_map(OnceBox::get)
+        .chain(Lazy::get(&SHARED))
+}
+
 /// Takes every count of instance `instance` not taken yet, by source and
-/// second; frees what exited threads held once taken.
+/// second.
 pub(crate) fn harvest(instance: u64, mut f: impl FnMut(&Arc<BlockSource>, u64, u64)) {
-    let shards: Vec<Arc<Shard>> = SHARDS.lock().clone();
-    let mut empty = Vec::new();
-    for shard in &shards {
-        let gone = !shard.alive.load(Ordering::Acquire);
+    for shard in shards() {
         let mut books = shard.books.lock();
         books.retired.retain(|r| {
             if r.source.key.instance() != instance {
@@ -412,31 +414,17 @@ pub(crate) fn harvest(instance: u64, mut f: impl FnMut(&Arc<BlockSource>, u64, u
             let Some(source) = books.sources[i].clone() else {
                 continue;
             };
-            if source.key.instance() != instance {
-                continue;
-            }
-            shard.take(&mut books, i, |second, count| f(&source, second, count));
-            if gone {
-                books.sources[i] = None;
-                shard.slots[i].clear();
+            if source.key.instance() == instance {
+                shard.take(&mut books, i, |second, count| f(&source, second, count));
             }
         }
-        if gone && books.retired.is_empty() && books.sources.iter().all(Option::is_none) {
-            empty.push(Arc::as_ptr(shard));
-        }
-    }
-    if !empty.is_empty() {
-        SHARDS
-            .lock()
-            .retain(|shard| !empty.contains(&Arc::as_ptr(shard)));
     }
 }
 
 /// Frees every count of instance `instance` (dropped: nothing enters it
 /// any more).
 pub(crate) fn forget(instance: u64) {
-    let shards: Vec<Arc<Shard>> = SHARDS.lock().clone();
-    for shard in &shards {
+    for shard in shards() {
         let mut books = shard.books.lock();
         books
             .retired
@@ -510,7 +498,7 @@ mod tests {
     }
 
     #[test]
-    fn an_evicted_key_keeps_its_counts_and_a_gone_thread_is_harvested() {
+    fn an_evicted_key_keeps_its_counts_and_a_gone_thread_is_harvested_then_forgotten() {
         let id = instance(2);
         // More keys than slots, on a thread that then exits.
         std::thread::spawn(move || {
@@ -529,15 +517,17 @@ mod tests {
             assert_eq!(seen[&(format!("r{resource}"), 5)], resource + 1);
         }
         assert!(collect(id).is_empty());
-        let ours = SHARDS.lock().iter().any(|shard| {
+        forget(id);
+        let ours = shards().any(|shard| {
             let books = shard.books.lock();
             books
                 .sources
                 .iter()
                 .flatten()
                 .any(|s| s.key.instance() == id)
+                || books.retired.iter().any(|r| r.source.key.instance() == id)
         });
-        assert!(!ours, "the gone thread's slots were freed");
+        assert!(!ours, "a dropped instance's slots are freed");
     }
 
     #[test]
