@@ -379,3 +379,23 @@ fn blocks_are_sent_as_one_event_per_line_at_the_chosen_level() {
     );
     assert!(block_lines(dir.path()).is_empty(), "no file asked for");
 }
+
+#[test]
+fn finishing_writes_the_seconds_still_in_their_grace() {
+    let (clock, sentinel) = setup();
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = writer(&sentinel, dir.path());
+    sentinel
+        .flow_rules()
+        .load(vec![FlowRule::new("a", 0.0)])
+        .unwrap();
+    assert_eq!(hit(&sentinel, "a", "", 2), 2);
+    clock.advance_ms(1_500);
+    assert_eq!(hit(&sentinel, "a", "", 1), 1);
+    assert_eq!(writer.write_blocks(&sentinel).unwrap(), 0, "in their grace");
+    writer.finish(&sentinel);
+    let lines = block_lines(dir.path());
+    assert_eq!(lines.len(), 2);
+    assert!(lines[0].starts_with("2023-11-14 22:13:20|1|a,") && lines[0].contains("|2,0|"));
+    assert!(lines[1].starts_with("2023-11-14 22:13:21|1|a,") && lines[1].contains("|1,0|"));
+}

@@ -85,9 +85,9 @@ impl BlockLedger {
         self.harvest(uid).logging = true;
     }
 
-    /// The lines of every second complete at `now_ms`, oldest first, taken
-    /// out of the ledger.
-    fn take_complete(&self, uid: u64, now_ms: u64) -> Vec<(u64, Vec<BlockLine>)> {
+    /// The lines of every second complete at `now_ms` (every second, if
+    /// `all`), oldest first, taken out of the ledger.
+    fn take_complete(&self, uid: u64, now_ms: u64, all: bool) -> Vec<(u64, Vec<BlockLine>)> {
         let mut ledger = self.harvest(uid);
         let now_second = now_ms / 1_000;
         let too_old = now_second.saturating_sub(KEEP_SECONDS);
@@ -102,7 +102,7 @@ impl BlockLedger {
             .pending
             .keys()
             .copied()
-            .filter(|&second| (second + 1) * 1_000 + GRACE_MS <= now_ms)
+            .filter(|&second| all || (second + 1) * 1_000 + GRACE_MS <= now_ms)
             .collect();
         let mut seconds = Vec::new();
         for second in stale.into_iter().chain(complete) {
@@ -306,14 +306,15 @@ impl BlockLog {
         }
     }
 
-    /// Logs every second complete now; returns how many lines were taken.
-    pub(crate) fn write(&mut self, sentinel: &Sentinel) -> io::Result<usize> {
+    /// Logs every second complete now (every second, if `all`: the
+    /// writer is stopping); returns how many lines were taken.
+    pub(crate) fn write(&mut self, sentinel: &Sentinel, all: bool) -> io::Result<usize> {
         if self.files.is_none() && self.events.is_none() {
             return Ok(0);
         }
         let seconds = sentinel
             .blocks
-            .take_complete(sentinel.uid(), sentinel.now_ms());
+            .take_complete(sentinel.uid(), sentinel.now_ms(), all);
         let mut taken = 0;
         for (second, lines) in seconds {
             taken += lines.len();

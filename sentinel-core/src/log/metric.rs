@@ -225,7 +225,22 @@ impl MetricWriter {
     /// written are kept and tried again first by the next call (their
     /// events are sent once).
     pub fn write_blocks(&mut self, sentinel: &Sentinel) -> io::Result<usize> {
-        self.blocks.write(sentinel)
+        self.blocks.write(sentinel, false)
+    }
+
+    /// What the background thread does when stopped: a last
+    /// [`tick`](Self::tick), then the blocks of the seconds still within
+    /// their grace (the second under way included), which would otherwise
+    /// be lost.
+    pub fn finish(&mut self, sentinel: &Sentinel) {
+        self.tick(sentinel);
+        if let Err(error) = self.blocks.write(sentinel, true) {
+            tracing::warn!(
+                dir = %self.config.dir.display(),
+                %error,
+                "sentinel: cannot write the last block log lines"
+            );
+        }
     }
 
     /// One poll, as the background thread does it: writes what is pending
@@ -281,7 +296,7 @@ impl MetricWriter {
                 while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(poll) {
                     self.tick(sentinel.borrow());
                 }
-                self.tick(sentinel.borrow());
+                self.finish(sentinel.borrow());
             })?;
         Ok(MetricWriterHandle {
             stop: Some(stop),
