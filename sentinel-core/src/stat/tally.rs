@@ -288,6 +288,18 @@ pub(crate) fn count(key: &BlockKey, now_ms: u64, n: u64, source: impl FnOnce() -
         Some(shard) => shard,
         None => SHARDS[index].get_or_init(|| Box::new(Shard::new())),
     };
+    count_in(shard, key, second, n, source);
+}
+
+/// Counts in `shard`, whose slots only the caller writes.
+#[inline(always)]
+fn count_in(
+    shard: &Shard,
+    key: &BlockKey,
+    second: u64,
+    n: u64,
+    source: impl FnOnce() -> BlockSource,
+) {
     let i = key.slot();
     for j in [i, i ^ 1] {
         let slot = &shard.slots[j];
@@ -302,15 +314,7 @@ pub(crate) fn count(key: &BlockKey, now_ms: u64, n: u64, source: impl FnOnce() -
 #[cold]
 fn count_shared(key: &BlockKey, second: u64, n: u64, source: impl FnOnce() -> BlockSource) {
     let _serial = SHARED_WRITERS.lock();
-    let shard = &*SHARED;
-    let i = key.slot();
-    for j in [i, i ^ 1] {
-        let slot = &shard.slots[j];
-        if slot.holds(key) {
-            return slot.add(second, n, shard, j);
-        }
-    }
-    install(shard, key, second, n, source);
+    count_in(&SHARED, key, second, n, source);
 }
 
 /// Serialises the writers of the shared shard (a slot has one writer at a
