@@ -300,6 +300,7 @@ impl Sentinel {
         // what the checks took (concurrency, probes); nothing is counted.
         let mut guard = Unadmitted {
             sentinel: self,
+            batch: request.batch,
             checked: Some(checked),
         };
         tokio::time::sleep(wait).await;
@@ -461,6 +462,7 @@ impl Sentinel {
             reserved: outcome.reserved(),
             windows: outcome.windows(),
             breakers: outcome.breakers(),
+            leased: outcome.leased(),
             holds: std::mem::take(&mut verdict.holds),
         }))
     }
@@ -551,10 +553,20 @@ impl Sentinel {
     /// block log and the per-kind counts (on this thread's tally: no
     /// atomic read-modify-write). Called where the check refuses, with the
     /// rule still in a register.
+    /// `by_rule`: counted apart from the kind's other rules (a built-in
+    /// rule, whose reference lives as long as the rule); a user slot's
+    /// blocks are counted per kind, as it may make a rule per block.
     #[inline(always)]
-    fn count_block(&self, ctx: &EntryContext<'_>, kind: BlockKind, rule: Option<&Arc<dyn Rule>>) {
+    fn count_block(
+        &self,
+        ctx: &EntryContext<'_>,
+        kind: BlockKind,
+        rule: Option<&Arc<dyn Rule>>,
+        by_rule: bool,
+    ) {
         let origin = ctx.origin.map_or(0, |o| std::ptr::from_ref(o) as usize);
-        let key = BlockKey::new(self.uid, ctx.resource.id(), kind, rule, origin);
+        let keyed = if by_rule { rule } else { None };
+        let key = BlockKey::new(self.uid, ctx.resource.id(), kind, keyed, origin);
         tally::count(
             &key,
             ctx.now_ms,
@@ -576,14 +588,14 @@ impl Sentinel {
     #[inline(always)]
     fn count_rule_block(&self, ctx: &EntryContext<'_>, verdict: &Verdict) {
         if let Some((kind, rule)) = &verdict.rule {
-            self.count_block(ctx, *kind, Some(rule));
+            self.count_block(ctx, *kind, Some(rule), true);
         }
     }
 
     /// Counts a block made whole by a slot or a check (a `BlockError`).
     #[cold]
     fn count_block_error(&self, ctx: &EntryContext<'_>, block: &BlockError) {
-        self.count_block(ctx, block.kind(), block.rule_arc());
+        self.count_block(ctx, block.kind(), block.rule_arc(), false);
     }
 
     /// The rule checks and the user slots among them; the first block wins
@@ -633,7 +645,7 @@ impl Sentinel {
             {
                 // Named with the resource entered, not the rule's.
                 let rule = Arc::clone(rule) as Arc<dyn Rule>;
-                self.count_block(ctx, BlockKind::System, Some(&rule));
+                self.count_block(ctx, BlockKind::System, Some(&rule), true);
                 verdict.block = Some(BlockError::new(
                     BlockKind::System,
                     ctx.resource.name_arc().clone(),
@@ -696,7 +708,7 @@ impl Sentinel {
                 && let Some(rules) = checks.resource
             {
                 // Refused after flow: every flow rule let it pass.
-                flow::give_back(&rules.flow, ctx);
+                flow::give_back(&rules.flow, ctx.batch, ctx.now_ms);
             }
             verdict.holds.give_back(ctx.now_ms, &notify);
             return None;
@@ -1113,6 +1125,8 @@ struct Checked<'a, 's> {
     windows: bool,
     /// The resource has circuit breakers, to hear of the exit.
     breakers: bool,
+    /// The entry spent permits of reject rules' quotas.
+    leased: bool,
     /// Hot-parameter counts and half-open probes the entry holds.
     holds: Holds,
 }
@@ -1121,6 +1135,7 @@ struct Checked<'a, 's> {
 #[cfg(feature = "tokio")]
 struct Unadmitted<'a, 's> {
     sentinel: &'s Sentinel,
+    batch: u32,
     checked: Option<Checked<'a, 's>>,
 }
 
@@ -1138,6 +1153,14 @@ impl Drop for Unadmitted<'_, '_> {
             checked.holds.give_back(sentinel.now_ms(), &|change| {
                 sentinel.listeners.states.notify(change)
             });
+            if checked.leased {
+                let version = sentinel.rules_version.load(Ordering::Acquire);
+                sentinel.with_rules(version, |set| {
+                    if let Some(rules) = set.for_resource(checked.resource) {
+                        flow::give_back(&rules.flow, self.batch, checked.start_ms);
+                    }
+                });
+            }
         }
     }
 }

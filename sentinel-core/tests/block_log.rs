@@ -399,3 +399,76 @@ fn finishing_writes_the_seconds_still_in_their_grace() {
     assert!(lines[0].starts_with("2023-11-14 22:13:20|1|a,") && lines[0].contains("|2,0|"));
     assert!(lines[1].starts_with("2023-11-14 22:13:21|1|a,") && lines[1].contains("|1,0|"));
 }
+
+/// Refuses every entry with a rule made for the occasion.
+#[derive(Debug)]
+struct FreshRuleSlot;
+
+#[derive(Debug)]
+struct Throwaway(u64);
+
+impl std::fmt::Display for Throwaway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "throwaway #{}", self.0)
+    }
+}
+
+impl sentinel_core::Rule for Throwaway {
+    fn resource(&self) -> &str {
+        "a"
+    }
+
+    fn block_kind(&self) -> BlockKind {
+        BlockKind::Custom("fresh")
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl sentinel_core::slot::Slot for FreshRuleSlot {
+    fn order(&self) -> i32 {
+        sentinel_core::slot::order::FLOW
+    }
+
+    fn entry(
+        &self,
+        ctx: &sentinel_core::slot::EntryContext<'_>,
+    ) -> Result<(), sentinel_core::BlockError> {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let rule = Arc::new(Throwaway(
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        ));
+        Err(sentinel_core::BlockError::new(
+            BlockKind::Custom("fresh"),
+            ctx.resource_name().into(),
+            Some(rule),
+        ))
+    }
+}
+
+#[test]
+fn a_user_slot_s_blocks_are_counted_per_kind_however_many_rules_it_makes() {
+    let clock = ManualClock::new(T0);
+    let sentinel = Sentinel::builder()
+        .clock(clock.clone())
+        .slot(FreshRuleSlot)
+        .build();
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = writer(&sentinel, dir.path());
+    assert_eq!(hit(&sentinel, "a", "", 500), 500);
+    assert_eq!(
+        counts(&sentinel),
+        vec![("a".into(), BlockKind::Custom("fresh"), 500)]
+    );
+    clock.advance_ms(2_000);
+    assert_eq!(writer.write_blocks(&sentinel).unwrap(), 1);
+    let lines = block_lines(dir.path());
+    assert_eq!(lines.len(), 1);
+    assert!(
+        lines[0].starts_with("2023-11-14 22:13:20|1|a,fresh,default,|500,0|throwaway #"),
+        "{}",
+        lines[0]
+    );
+}

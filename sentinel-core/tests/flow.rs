@@ -320,21 +320,26 @@ fn permits_of_entries_refused_after_the_flow_check_are_given_back() {
 
 #[test]
 fn a_rule_that_refuses_gives_back_the_permits_of_the_rules_before_it() {
-    let (clock, sentinel) = setup();
-    // Both apply to every caller; the first (20) lets through entries the
-    // second (5) refuses.
+    let (_clock, sentinel) = setup();
+    // Every caller's 20 a second (checked first), and 5 of them through
+    // context `c`.
     sentinel
         .flow_rules()
-        .load(vec![FlowRule::new("r", 20.0), FlowRule::new("r", 5.0)])
+        .load(vec![
+            FlowRule::new("r", 20.0),
+            FlowRule {
+                strategy: FlowStrategy::Chain,
+                ref_resource: Some("c".into()),
+                ..FlowRule::new("r", 5.0)
+            },
+        ])
         .unwrap();
-    assert_eq!(admit(&sentinel, "r", 30), 5);
-    clock.advance_ms(1_000);
-    // The 20-rule counted only the 5 passes, not the 25 refused.
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("r", 20.0)])
-        .unwrap();
-    assert_eq!(admit(&sentinel, "r", 30), 20);
+    let through_c = (0..30)
+        .filter(|_| sentinel.entry_builder("r").context("c").enter().is_ok())
+        .count();
+    assert_eq!(through_c, 5);
+    // The 20-rule counted the 5 passes, not the 25 the chain rule refused.
+    assert_eq!(admit(&sentinel, "r", 30), 15);
 }
 
 /// A slot shared with the test.
@@ -993,6 +998,26 @@ mod queue {
         assert_eq!(node.total_block(now), 0);
         assert_eq!(node.pass_qps(now), 1.0);
         assert_eq!(node.cur_concurrency(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cancelled_queued_entry_gives_its_reject_permits_back() {
+        let (_clock, sentinel) = setup();
+        sentinel
+            .flow_rules()
+            .load(vec![FlowRule::new("r", 2.0), rate_limiter("r", 10.0, 500)])
+            .unwrap();
+        drop(sentinel.entry_builder("r").enter_async().await.unwrap());
+        // Passed the reject rule, then queued for 100 ms; dropped after 1.
+        let cancelled = tokio::time::timeout(
+            Duration::from_millis(1),
+            sentinel.entry_builder("r").enter_async(),
+        )
+        .await;
+        assert!(cancelled.is_err(), "still queued when the timeout fired");
+        // The reject rule's second permit is free again.
+        assert!(sentinel.entry_builder("r").enter_async().await.is_ok());
+        assert!(sentinel.entry_builder("r").enter_async().await.is_err());
     }
 
     #[tokio::test(start_paused = true)]

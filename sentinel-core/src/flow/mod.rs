@@ -254,7 +254,7 @@ pub(crate) fn check(
         if refused {
             release(ctx, outcome.reserved());
             if outcome.leased() {
-                give_back(&rules[..i], ctx);
+                give_back(&rules[..i], ctx.batch, ctx.now_ms);
             }
             return Err(spare::share(&compiled.rule));
         }
@@ -262,12 +262,13 @@ pub(crate) fn check(
     Ok(outcome)
 }
 
-/// Gives back the permits an entry spent from the quotas of `rules`, every
-/// one of which let it pass, when a later check refuses it.
+/// Gives back the permits an entry (of `batch`, checked at `checked_at`)
+/// spent from the quotas of `rules`, every one of which let it pass, when a
+/// later check refuses it or its wait in a queue is cancelled.
 #[cold]
-pub(crate) fn give_back(rules: &[Arc<CompiledFlow>], ctx: &EntryContext<'_>) {
+pub(crate) fn give_back(rules: &[Arc<CompiledFlow>], batch: u32, checked_at: u64) {
     for quota in rules.iter().filter_map(|c| c.quota.as_ref()) {
-        quota.give_back(u64::from(ctx.batch), ctx.now_ms);
+        quota.give_back(u64::from(batch), checked_at);
     }
 }
 

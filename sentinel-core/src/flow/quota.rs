@@ -14,14 +14,21 @@
 //! own, so near the count leases shrink to single permits. `granted` never
 //! exceeds the count and never falls below the window's passes (every pass
 //! spent a permit; permits spent in an earlier bucket are counted in the
-//! base of this one), so no window holds more than the count.
+//! base of this one), so no window holds more than the count, but for
+//! entries in flight across a bucket's edge: one that spent its permit in
+//! the last bucket and is counted on the node after the new bucket's base
+//! was read (at most one per thread entering at that instant, as with
+//! Sentinel's own check-then-count; an entry that read the clock in a
+//! bucket the rule has left is refused).
 //!
 //! Nothing is lost to leases either: a thread that finds too few permits
 //! left takes back what the other leases hold (with a compare-and-swap on
 //! their words, which is why the owner spends with one too) before it
 //! refuses, so an entry is refused only when the passes and its permits
-//! would go over the count, as in Sentinel. A permit spent by an entry
-//! that a later check refuses is given back.
+//! would go over the count, as in Sentinel, but for permits in transit at
+//! that instant (taken back from a lease by another thread, not yet
+//! returned). A permit spent by an entry that a later check refuses, or
+//! whose wait in a rate limiter's queue is cancelled, is given back.
 //!
 //! Two threads get lease slots per rule; others take exact permits from
 //! `granted` with one compare-and-swap each.
@@ -36,10 +43,15 @@ use crate::stat::owner::{self, NO_OWNER};
 /// The most permits one lease takes.
 const MAX_LEASE: u64 = 256;
 /// Bits of `granted` in the state word; the bucket's tag has the rest.
-const GRANTED_BITS: u32 = 44;
+const GRANTED_BITS: u32 = 40;
 const GRANTED: u64 = (1 << GRANTED_BITS) - 1;
-/// Tags wrap at this many buckets.
+/// Tags wrap at this many buckets (97 days of 500 ms buckets).
 const TAGS: u64 = 1 << (64 - GRANTED_BITS);
+/// How many buckets behind the rule's an entry may be and still be taken
+/// for late (having read the clock just before the rule's bucket began);
+/// further behind, the rule's bucket is taken for one that wrapped around
+/// and starts anew.
+const LATE: u64 = 2;
 /// The state before any bucket: `granted` all ones, which no count reaches.
 const NO_STATE: u64 = GRANTED;
 /// The largest count leases serve (larger ones read the node: nothing that
@@ -74,8 +86,8 @@ impl Lease {
 struct State(AtomicU64);
 
 /// A bucket of the node's window: its start and its tag (its number,
-/// wrapped to the bits above `granted`: a tag repeats after 2^20 buckets,
-/// six days of 500 ms buckets).
+/// wrapped to the bits above `granted`: a tag repeats after 2^24 buckets,
+/// 97 days of 500 ms buckets).
 #[derive(Clone, Copy)]
 struct Bucket {
     start: u64,
@@ -346,7 +358,7 @@ impl Quota {
         loop {
             let fresh = state & GRANTED == NO_STATE;
             let held = state >> GRANTED_BITS;
-            if !fresh && held != tag && held.wrapping_sub(tag) % TAGS < TAGS / 2 {
+            if !fresh && held != tag && held.wrapping_sub(tag) % TAGS <= LATE {
                 // A later bucket has begun since this entry read the clock:
                 // too late for its own bucket's permits, whose count is
                 // gone; refused, as the rare late entry at a bucket's edge.
@@ -439,6 +451,27 @@ mod tests {
             // The next bucket sees those 10 in its window.
             assert_eq!(fill(&quota, &node, now + 500, 100), 0, "bucket {bucket}");
             assert_eq!(fill(&quota, &node, now + 1_000, 100), 10, "bucket {bucket}");
+        }
+    }
+
+    #[test]
+    fn a_rule_idle_for_any_time_serves_again() {
+        // All but the few buckets around each 97-day wrap of the tags,
+        // where an idle rule's bucket is taken for a late or a current one
+        // for a second or so.
+        for idle in [
+            2,
+            3,
+            TAGS / 2 - 1,
+            TAGS / 2 + 1,
+            TAGS - LATE - 1,
+            TAGS + 1,
+            5 * TAGS + 7,
+        ] {
+            let (quota, node) = (Quota::new(4.0), node());
+            assert_eq!(fill(&quota, &node, 0, 100), 4);
+            let later = idle * 500;
+            assert_eq!(fill(&quota, &node, later, 100), 4, "idle {idle} buckets");
         }
     }
 

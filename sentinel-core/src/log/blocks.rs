@@ -53,13 +53,24 @@ struct Ledger {
     /// Blocks by second and key, not logged yet; kept while `logging`.
     pending: BTreeMap<u64, HashMap<BlockKey, (Arc<BlockSource>, u64)>>,
     logging: bool,
+    /// When a writer last took lines (instance clock): a writer silent for
+    /// [`KEEP_SECONDS`] is taken for gone, and seconds are no longer kept.
+    last_take_ms: u64,
 }
 
 impl BlockLedger {
-    /// Takes every thread's new counts of instance `uid`.
-    fn harvest(&self, uid: u64) -> parking_lot::MutexGuard<'_, Ledger> {
+    /// Takes every thread's new counts of instance `uid` at `now_ms`.
+    fn harvest(&self, uid: u64, now_ms: u64) -> parking_lot::MutexGuard<'_, Ledger> {
         let mut guard = self.state.lock();
         let ledger = &mut *guard;
+        if ledger.logging && now_ms > ledger.last_take_ms + KEEP_SECONDS * 1_000 {
+            ledger.logging = false;
+            ledger.pending.clear();
+            tracing::warn!(
+                "sentinel: no block log writer took lines for {KEEP_SECONDS} s; \
+                 blocks are no longer kept for it"
+            );
+        }
         tally::harvest(uid, |source, second, count| {
             let total = ledger
                 .totals
@@ -81,14 +92,17 @@ impl BlockLedger {
 
     /// Starts keeping seconds for the block log: the blocks counted so far
     /// go to the totals only.
-    fn start_logging(&self, uid: u64) {
-        self.harvest(uid).logging = true;
+    fn start_logging(&self, uid: u64, now_ms: u64) {
+        let mut ledger = self.harvest(uid, now_ms);
+        ledger.logging = true;
+        ledger.last_take_ms = now_ms;
     }
 
     /// The lines of every second complete at `now_ms` (every second, if
     /// `all`), oldest first, taken out of the ledger.
     fn take_complete(&self, uid: u64, now_ms: u64, all: bool) -> Vec<(u64, Vec<BlockLine>)> {
-        let mut ledger = self.harvest(uid);
+        let mut ledger = self.harvest(uid, now_ms);
+        ledger.last_take_ms = now_ms;
         let now_second = now_ms / 1_000;
         let too_old = now_second.saturating_sub(KEEP_SECONDS);
         let stale: Vec<u64> = ledger.pending.range(..too_old).map(|(&s, _)| s).collect();
@@ -152,7 +166,7 @@ impl Sentinel {
     /// # Ok::<(), sentinel_core::RuleErrors>(())
     /// ```
     pub fn block_counts(&self) -> Vec<BlockCount> {
-        let ledger = self.blocks.harvest(self.uid());
+        let ledger = self.blocks.harvest(self.uid(), self.now_ms());
         let mut counts: Vec<BlockCount> = ledger
             .totals
             .iter()
@@ -182,7 +196,9 @@ impl Sentinel {
 /// `DegradeException`, `SystemBlockException`, `AuthorityException`,
 /// `ParamFlowException`, or a user slot's kind), the rule's `limit_app`,
 /// the caller's origin (empty when none), the count, an unused `0`, and the
-/// rule (empty when none).
+/// rule (empty when none). A user slot's blocks are counted per kind, not
+/// per rule (a slot may make a new rule for each block); the line shows a
+/// rule it gave.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct BlockLine {
@@ -297,7 +313,9 @@ impl BlockLog {
         events: Option<tracing::Level>,
     ) -> BlockLog {
         if files.is_some() || events.is_some() {
-            sentinel.blocks.start_logging(sentinel.uid());
+            sentinel
+                .blocks
+                .start_logging(sentinel.uid(), sentinel.now_ms());
         }
         BlockLog {
             files,
@@ -351,5 +369,40 @@ impl fmt::Debug for BlockLog {
             .field("events", &self.events)
             .field("unwritten", &self.unwritten.len())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ManualClock;
+    use crate::flow::FlowRule;
+    use crate::log::MetricLogConfig;
+
+    #[test]
+    fn seconds_are_no_longer_kept_once_no_writer_takes_them() {
+        let clock = ManualClock::new(1_700_000_000_000);
+        let sentinel = Sentinel::builder().clock(clock.clone()).build();
+        sentinel
+            .flow_rules()
+            .load(vec![FlowRule::new("a", 0.0)])
+            .unwrap();
+        // A writer that is made, then dropped without writing.
+        drop(sentinel.metric_writer(MetricLogConfig::new("t").dir("/nonexistent")));
+        let kept = |sentinel: &Sentinel| sentinel.blocks.state.lock().pending.len();
+        for _ in 0..KEEP_SECONDS {
+            assert!(sentinel.entry("a").is_err());
+            clock.advance_ms(1_000);
+            sentinel.block_counts();
+        }
+        assert_eq!(kept(&sentinel), KEEP_SECONDS as usize, "kept for a while");
+        for _ in 0..10 {
+            assert!(sentinel.entry("a").is_err());
+            clock.advance_ms(1_000);
+            sentinel.block_counts();
+        }
+        assert_eq!(kept(&sentinel), 0);
+        assert!(!sentinel.blocks.state.lock().logging);
+        assert_eq!(sentinel.block_counts()[0].count, KEEP_SECONDS + 10);
     }
 }

@@ -251,9 +251,11 @@ impl MetricWriter {
         if now < self.retry_at_ms {
             return;
         }
-        let written = self
-            .write_pending(sentinel)
-            .and_then(|_| self.write_blocks(sentinel));
+        // Blocks are taken even when the metric log cannot be written:
+        // their events need no disk.
+        let metrics = self.write_pending(sentinel);
+        let blocks = self.write_blocks(sentinel);
+        let written = metrics.and(blocks);
         match written {
             Ok(_) => {
                 if self.last_error.take().is_some() {

@@ -13,8 +13,8 @@
 //! A thread's shard is the one of its token slot (see `stat::live`): a
 //! thread taking the slot of one that exited goes on counting in the same
 //! shard, where the exited thread's counts wait for the harvester. A
-//! thread keeps [`SLOTS`] keys; a key lands in one of two slots by its
-//! hash. A third key evicts the slot that counted longest ago, after
+//! thread keeps [`SLOTS`] keys; a key lands in one of four slots by its
+//! hash. A fifth key evicts the slot that counted longest ago, after
 //! setting aside what it holds for the harvester ([`Books::retired`]), so
 //! nothing is lost. A dropped instance's slots are freed by [`forget`]. A
 //! thread without a token slot (past 4096 threads, or in its teardown)
@@ -178,9 +178,7 @@ impl Slot {
                         count,
                     });
                 }
-                if books.retired.len() > MAX_RETIRED {
-                    merge_retired(&mut books.retired);
-                }
+                merge_if_long(&mut books);
             }
         }
         let seq = self.seq.load(Ordering::Relaxed);
@@ -235,6 +233,8 @@ struct Books {
     /// Per slot, how much of `before + current` was harvested.
     taken: [u64; SLOTS],
     retired: Vec<Retired>,
+    /// `retired` is merged per key past this length.
+    merge_at: usize,
 }
 
 /// One thread's counts.
@@ -251,6 +251,7 @@ impl Shard {
                 sources: std::array::from_fn(|_| None),
                 taken: [0; SLOTS],
                 retired: Vec::new(),
+                merge_at: MAX_RETIRED,
             }),
         }
     }
@@ -301,7 +302,7 @@ fn count_in(
     source: impl FnOnce() -> BlockSource,
 ) {
     let i = key.slot();
-    for j in [i, i ^ 1] {
+    for j in [i, i ^ 1, i ^ 2, i ^ 3] {
         let slot = &shard.slots[j];
         if slot.holds(key) {
             return slot.add(second, n, shard, j);
@@ -333,14 +334,16 @@ fn install(
 ) {
     let i = key.slot();
     let mut books = shard.books.lock();
-    // A free slot of the two, else the one that counted longest ago.
-    let free = |j: usize| shard.slots[j].place.load(Ordering::Relaxed) == 0;
-    let j = match (free(i), free(i ^ 1)) {
-        (true, _) => i,
-        (_, true) => i ^ 1,
-        _ => {
+    // A free slot of the four, else the one that counted longest ago.
+    let ways = [i, i ^ 1, i ^ 2, i ^ 3];
+    let free = ways
+        .into_iter()
+        .find(|&j| shard.slots[j].place.load(Ordering::Relaxed) == 0);
+    let j = match free {
+        Some(j) => j,
+        None => {
             let last = |j: usize| shard.slots[j].second.load(Ordering::Relaxed);
-            let j = if last(i ^ 1) < last(i) { i ^ 1 } else { i };
+            let j = ways.into_iter().min_by_key(|&j| last(j)).unwrap_or(i);
             retire(shard, &mut books, j);
             j
         }
@@ -372,15 +375,24 @@ fn retire(shard: &Shard, books: &mut Books, j: usize) {
             second,
             count,
         }));
-    if books.retired.len() > MAX_RETIRED {
-        merge_retired(&mut books.retired);
-    }
+    merge_if_long(books);
     shard.slots[j].clear();
+}
+
+/// Merges the set-aside counts per key once they pass `books.merge_at`,
+/// which then doubles past what is left (so a thread cycling through many
+/// keys between harvests sorts them a logarithmic number of times).
+#[inline]
+fn merge_if_long(books: &mut Books) {
+    if books.retired.len() > books.merge_at {
+        merge_retired(&mut books.retired);
+        books.merge_at = MAX_RETIRED.max(2 * books.retired.len());
+    }
 }
 
 /// Merges set-aside counts per key (keeping the latest second), so that a
 /// thread cycling through many keys between harvests keeps every count in
-/// bounded memory; their seconds become approximate.
+/// memory bounded by its keys; their seconds become approximate.
 #[cold]
 fn merge_retired(retired: &mut Vec<Retired>) {
     retired.sort_by_key(|r| (r.source.key.place, r.source.key.rule, r.source.key.origin));
