@@ -551,8 +551,8 @@ impl Sentinel {
 
     /// Counts a block by its resource, kind, rule and origin, for the
     /// block log and the per-kind counts (on this thread's tally: no
-    /// atomic read-modify-write). Called where the check refuses, with the
-    /// rule still in a register.
+    /// atomic read-modify-write). Called where the check refuses.
+    ///
     /// `by_rule`: counted apart from the kind's other rules (a built-in
     /// rule, whose reference lives as long as the rule); a user slot's
     /// blocks are counted per kind, as it may make a rule per block.
