@@ -20,6 +20,16 @@ fn setup() -> (ManualClock, Sentinel) {
     (clock, sentinel)
 }
 
+/// An instance whose resource `a` refuses every entry.
+fn blocking_a() -> (ManualClock, Sentinel) {
+    let (clock, sentinel) = setup();
+    sentinel
+        .flow_rules()
+        .load(vec![FlowRule::new("a", 0.0)])
+        .unwrap();
+    (clock, sentinel)
+}
+
 /// `n` entries to `resource` from `origin`; how many were blocked.
 fn hit(sentinel: &Sentinel, resource: &str, origin: &str, n: usize) -> usize {
     (0..n)
@@ -122,11 +132,7 @@ fn blocks_are_counted_per_resource_and_kind() {
 
 #[test]
 fn blocks_of_threads_are_all_counted() {
-    let (clock, sentinel) = setup();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("a", 0.0)])
-        .unwrap();
+    let (clock, sentinel) = blocking_a();
     let dir = tempfile::tempdir().unwrap();
     let mut writer = writer(&sentinel, dir.path());
     std::thread::scope(|s| {
@@ -215,13 +221,9 @@ fn the_block_log_has_a_line_per_second_resource_kind_rule_and_origin() {
 
 #[test]
 fn a_late_writer_writes_every_second_under_its_own_time() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = blocking_a();
     let dir = tempfile::tempdir().unwrap();
     let mut writer = writer(&sentinel, dir.path());
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("a", 0.0)])
-        .unwrap();
     for second in 1..=5 {
         assert_eq!(hit(&sentinel, "a", "", second), second);
         clock.advance_ms(1_000);
@@ -245,17 +247,13 @@ fn a_late_writer_writes_every_second_under_its_own_time() {
 
 #[test]
 fn a_disk_error_keeps_the_lines_until_they_can_be_written() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = blocking_a();
     let parent = tempfile::tempdir().unwrap();
     // A directory under a file cannot be made, even by root.
     let blocker = parent.path().join("file");
     std::fs::write(&blocker, "not a directory").unwrap();
     let dir = blocker.join("logs");
     let mut writer = writer(&sentinel, &dir);
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("a", 0.0)])
-        .unwrap();
     assert_eq!(hit(&sentinel, "a", "", 2), 2);
     clock.advance_ms(2_000);
     assert!(writer.write_blocks(&sentinel).is_err());
@@ -283,11 +281,7 @@ fn a_disk_error_keeps_the_lines_until_they_can_be_written() {
 
 #[test]
 fn blocks_before_the_writer_only_go_to_the_counts() {
-    let (clock, sentinel) = setup();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("a", 0.0)])
-        .unwrap();
+    let (clock, sentinel) = blocking_a();
     assert_eq!(hit(&sentinel, "a", "", 3), 3);
     let dir = tempfile::tempdir().unwrap();
     let mut writer = writer(&sentinel, dir.path());
@@ -382,13 +376,9 @@ fn blocks_are_sent_as_one_event_per_line_at_the_chosen_level() {
 
 #[test]
 fn finishing_writes_the_seconds_still_in_their_grace() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = blocking_a();
     let dir = tempfile::tempdir().unwrap();
     let mut writer = writer(&sentinel, dir.path());
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("a", 0.0)])
-        .unwrap();
     assert_eq!(hit(&sentinel, "a", "", 2), 2);
     clock.advance_ms(1_500);
     assert_eq!(hit(&sentinel, "a", "", 1), 1);
