@@ -50,6 +50,7 @@ mod sentinel;
 pub mod slot;
 pub mod snapshot;
 pub mod stat;
+mod sync;
 pub mod system;
 
 pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};

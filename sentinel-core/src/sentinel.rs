@@ -271,11 +271,11 @@ impl Sentinel {
             return Ok(Entry::pass_through());
         };
         let now = match checked.wait_ns {
-            0 => checked.start_ms,
+            0 => checked.pass_ms,
             wait => {
                 // A rate limiter's queue: wait with nothing held, then count.
                 std::thread::sleep(std::time::Duration::from_nanos(wait));
-                self.clock.now_ms()
+                self.clock.now_ms().max(checked.pass_ms)
             }
         };
         Ok(self.admit(&request, &mut checked, now))
@@ -292,7 +292,7 @@ impl Sentinel {
             return Ok(Entry::pass_through());
         };
         if checked.wait_ns == 0 {
-            let now = checked.start_ms;
+            let now = checked.pass_ms;
             return Ok(self.admit(&request, &mut checked, now));
         }
         let wait = std::time::Duration::from_nanos(checked.wait_ns);
@@ -305,7 +305,8 @@ impl Sentinel {
         };
         tokio::time::sleep(wait).await;
         let mut checked = guard.checked.take().expect("taken once, after the wait");
-        Ok(self.admit(&request, &mut checked, self.clock.now_ms()))
+        let now = self.clock.now_ms().max(checked.pass_ms);
+        Ok(self.admit(&request, &mut checked, now))
     }
 
     /// Counts the pass of a checked entry at `now` and hands out its guard.
@@ -458,6 +459,7 @@ impl Sentinel {
             origin,
             origin_name,
             start_ms: now,
+            pass_ms: now.max(verdict.pass_ms),
             wait_ns: outcome.wait_ns(),
             reserved: outcome.reserved(),
             windows: outcome.windows(),
@@ -671,7 +673,13 @@ impl Sentinel {
             if let Some(rules) = rules
                 && !rules.flow.is_empty()
             {
-                match flow::check(self, &rules.flow, |o| rules.names_origin(o), ctx) {
+                match flow::check(
+                    self,
+                    &rules.flow,
+                    |o| rules.names_origin(o),
+                    ctx,
+                    &mut verdict.pass_ms,
+                ) {
                     Ok(passed) => {
                         outcome = outcome.merge(passed);
                         if rules.flow_windows {
@@ -708,7 +716,7 @@ impl Sentinel {
                 && let Some(rules) = checks.resource
             {
                 // Refused after flow: every flow rule let it pass.
-                flow::give_back(&rules.flow, ctx.batch, ctx.now_ms);
+                flow::give_back(&rules.flow, ctx.batch, ctx.now_ms.max(verdict.pass_ms));
             }
             verdict.holds.give_back(ctx.now_ms, &notify);
             return None;
@@ -1095,6 +1103,9 @@ struct Verdict {
     rule: Option<(BlockKind, Arc<dyn Rule>)>,
     block: Option<BlockError>,
     holds: Holds,
+    /// Where a passing entry is counted, if later than its clock reading:
+    /// the start of a reject rule's bucket that began after it (0: none).
+    pass_ms: u64,
 }
 
 impl Verdict {
@@ -1119,6 +1130,9 @@ struct Checked<'a, 's> {
     /// The caller's origin, given or inherited from the parent.
     origin_name: &'a str,
     start_ms: u64,
+    /// When the pass is counted, unless it waits: `start_ms`, or later
+    /// (see `Verdict::pass_ms`).
+    pass_ms: u64,
     wait_ns: u64,
     reserved: u8,
     /// A flow rule of the resource keeps a window of its own.
@@ -1157,7 +1171,7 @@ impl Drop for Unadmitted<'_, '_> {
                 let version = sentinel.rules_version.load(Ordering::Acquire);
                 sentinel.with_rules(version, |set| {
                     if let Some(rules) = set.for_resource(checked.resource) {
-                        flow::give_back(&rules.flow, self.batch, checked.start_ms);
+                        flow::give_back(&rules.flow, self.batch, checked.pass_ms);
                     }
                 });
             }

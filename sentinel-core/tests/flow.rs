@@ -342,6 +342,115 @@ fn a_rule_that_refuses_gives_back_the_permits_of_the_rules_before_it() {
     assert_eq!(admit(&sentinel, "r", 30), 15);
 }
 
+/// Holds an entry whose origin is `origin` at `order` in the chain until the
+/// test lets it go: the entry has read the clock, and (past the flow slot)
+/// spent its permit, but is not counted yet.
+#[derive(Debug)]
+struct Pause {
+    order: i32,
+    origin: &'static str,
+    reached: std::sync::Barrier,
+    release: std::sync::Barrier,
+}
+
+impl Pause {
+    fn new(order: i32, origin: &'static str) -> Arc<Self> {
+        Arc::new(Pause {
+            order,
+            origin,
+            reached: std::sync::Barrier::new(2),
+            release: std::sync::Barrier::new(2),
+        })
+    }
+}
+
+impl Slot for Pause {
+    fn order(&self) -> i32 {
+        self.order
+    }
+
+    fn entry(&self, ctx: &EntryContext<'_>) -> Result<(), BlockError> {
+        if ctx.origin() == self.origin {
+            self.reached.wait();
+            self.release.wait();
+        }
+        Ok(())
+    }
+}
+
+/// Issue 16, defect 2: a rule of 10^11 refused an entry that read the clock
+/// just before another thread began the rule's next bucket.
+#[test]
+fn an_entry_late_for_the_rules_bucket_passes_and_counts_in_it() {
+    let clock = ManualClock::new(T0 + 499);
+    let pause = Pause::new(slot::order::HOT_PARAM + 1, "late");
+    let sentinel = Sentinel::builder()
+        .clock(clock.clone())
+        .slot(SharedSlot(Arc::clone(&pause)))
+        .build();
+    sentinel
+        .flow_rules()
+        .load(vec![FlowRule::new("r", 1e11)])
+        .unwrap();
+    let resource = sentinel.resource("r");
+    assert!(resource.entry().is_ok());
+    std::thread::scope(|s| {
+        let late = s.spawn(|| {
+            // Reads the clock at T0 + 499, then waits before the flow slot.
+            let entry = sentinel.entry_builder("r").origin("late").enter();
+            entry.map(drop).map_err(|e| e.to_string())
+        });
+        pause.reached.wait();
+        // Meanwhile the rule begins its next bucket.
+        clock.set(T0 + 500);
+        let next = resource.entry().map(drop);
+        pause.release.wait();
+        assert!(next.is_ok());
+        assert_eq!(late.join().unwrap(), Ok(()), "never refused by 10^11");
+    });
+    // Counted in the rule's bucket, where its permit was: the window of
+    // [T0 + 500, T0 + 1500) holds it.
+    clock.set(T0 + 1_000);
+    assert_eq!(stats(&sentinel, "r").pass_qps(T0 + 1_000), 2.0);
+    assert_eq!(stats(&sentinel, "r").pass_qps(T0 + 999), 3.0);
+}
+
+/// Entries that spent their permits just before a bucket's edge and are
+/// counted on the node just after another thread began the next bucket:
+/// the two buckets still admit exactly the count together.
+#[test]
+fn qps_reject_is_exact_across_a_buckets_edge_with_entries_in_flight() {
+    let clock = ManualClock::new(T0 + 499);
+    let pause = Pause::new(slot::order::FLOW + 1, "in-flight");
+    let sentinel = Sentinel::builder()
+        .clock(clock.clone())
+        .slot(SharedSlot(Arc::clone(&pause)))
+        .build();
+    sentinel
+        .flow_rules()
+        .load(vec![FlowRule::new("r", 100.0)])
+        .unwrap();
+    std::thread::scope(|s| {
+        let in_flight = s.spawn(|| {
+            // Its lease takes an eighth of the count; one permit is spent
+            // by this entry, which is held before it is counted.
+            let entry = sentinel.entry_builder("r").origin("in-flight").enter();
+            entry.is_ok()
+        });
+        pause.reached.wait();
+        clock.set(T0 + 500);
+        let admitted = admit(&sentinel, "r", 200);
+        pause.release.wait();
+        assert!(in_flight.join().unwrap());
+        // The new bucket: 99 left (the lease's leftovers come back).
+        assert_eq!(admitted, 99);
+    });
+    // Every bucket-aligned window holds at most the count.
+    assert_eq!(stats(&sentinel, "r").pass_qps(T0 + 999), 100.0);
+    clock.set(T0 + 1_000);
+    assert_eq!(admit(&sentinel, "r", 200), 1);
+}
+
 /// A slot shared with the test.
 #[derive(Debug)]
 struct SharedSlot<S>(Arc<S>);

@@ -31,6 +31,8 @@
 
 mod controller;
 mod quota;
+
+use quota::Acquired;
 mod rule;
 
 use std::sync::Arc;
@@ -208,11 +210,15 @@ impl Usage for Qps<'_> {
 }
 
 /// Runs the flow rules of one resource for `ctx`.
+///
+/// `pass_ms` is raised to the start of a reject rule's bucket when the rule
+/// began it after the entry read the clock: the entry is counted there.
 pub(crate) fn check(
     sentinel: &Sentinel,
     rules: &[Arc<CompiledFlow>],
     named_origin: impl Fn(&str) -> bool,
     ctx: &EntryContext<'_>,
+    pass_ms: &mut u64,
 ) -> Result<Outcome, Arc<dyn Rule>> {
     let mut outcome = Outcome::default();
     for (i, compiled) in rules.iter().enumerate() {
@@ -221,13 +227,18 @@ pub(crate) fn check(
         };
         let leased = match &compiled.quota {
             Some(quota) => quota.acquire(node, u64::from(ctx.batch), ctx.now_ms),
-            None => None,
+            None => Acquired::Unserved,
         };
-        let refused = if let Some(passed) = leased {
-            if passed {
-                outcome.lease();
+        let refused = if leased != Acquired::Unserved {
+            match leased {
+                Acquired::Passed => outcome.lease(),
+                Acquired::PassedAt(start) => {
+                    outcome.lease();
+                    *pass_ms = (*pass_ms).max(start);
+                }
+                _ => {}
             }
-            !passed
+            leased == Acquired::Refused
         } else if compiled.concurrency {
             !reserve(compiled, node, bit, ctx.batch, &mut outcome)
         } else {
@@ -254,7 +265,7 @@ pub(crate) fn check(
         if refused {
             release(ctx, outcome.reserved());
             if outcome.leased() {
-                give_back(&rules[..i], ctx.batch, ctx.now_ms);
+                give_back(&rules[..i], ctx.batch, ctx.now_ms.max(*pass_ms));
             }
             return Err(spare::share(&compiled.rule));
         }
@@ -262,13 +273,13 @@ pub(crate) fn check(
     Ok(outcome)
 }
 
-/// Gives back the permits an entry (of `batch`, checked at `checked_at`)
-/// spent from the quotas of `rules`, every one of which let it pass, when a
-/// later check refuses it or its wait in a queue is cancelled.
+/// Gives back the permits an entry (of `batch`, to be counted at
+/// `pass_ms`) spent from the quotas of `rules`, every one of which let it
+/// pass, when a later check refuses it or its wait in a queue is cancelled.
 #[cold]
-pub(crate) fn give_back(rules: &[Arc<CompiledFlow>], batch: u32, checked_at: u64) {
+pub(crate) fn give_back(rules: &[Arc<CompiledFlow>], batch: u32, pass_ms: u64) {
     for quota in rules.iter().filter_map(|c| c.quota.as_ref()) {
-        quota.give_back(u64::from(batch), checked_at);
+        quota.give_back(u64::from(batch), pass_ms);
     }
 }
 

@@ -6,39 +6,56 @@
 //! is a read of every thread's latest count per entry: with two threads on
 //! one resource, a cache line crosses between cores each way per entry.
 //!
-//! Instead, the rule keeps `granted`: the passes in the window when the
-//! bucket began, plus every permit handed out in the bucket since, less
-//! those handed back. An entry passes on a permit. A thread takes permits
-//! in leases (an eighth of what is left, at most [`MAX_LEASE`], at least
-//! what it needs) and spends them with a compare-and-swap on a line of its
-//! own, so near the count leases shrink to single permits. `granted` never
-//! exceeds the count and never falls below the window's passes (every pass
-//! spent a permit; permits spent in an earlier bucket are counted in the
-//! base of this one), so no window holds more than the count, but for
-//! entries in flight across a bucket's edge: one that spent its permit in
-//! the last bucket and is counted on the node after the new bucket's base
-//! was read (at most one per thread entering at that instant, as with
-//! Sentinel's own check-then-count; an entry that read the clock in a
-//! bucket the rule has left is refused).
+//! Instead, the rule keeps `granted`: the passes of the window's earlier
+//! bucket (its *base*), plus every permit handed out in the current bucket
+//! since, less those handed back. An entry passes on a permit. A thread
+//! takes permits in leases (an eighth of what is left, at most
+//! [`MAX_LEASE`], at least what it needs) and spends them with a
+//! compare-and-swap on a line of its own, so near the count leases shrink
+//! to single permits. `granted` never exceeds the count.
+//!
+//! **Exact across a bucket's edge.** The base of a new bucket is what the
+//! quota handed out in the bucket before (its `granted` less its own base),
+//! not what the node has counted so far: an entry that spent its permit
+//! just before the edge and is counted on the node just after it is in
+//! the base all the same. Permits handed out but never spent (left in a
+//! lease, or given back by an entry a later check refused) are taken back
+//! out of the new bucket's base and `granted` together when they are found:
+//! by the lease's owner when it renews, or by any thread before it refuses.
+//! The base of each bucket is kept beside the state (written by the thread
+//! that began the bucket) for that. Only a quota's first bucket reads the
+//! node (passes counted before the rule was loaded); the bucket after it
+//! takes the larger of the node's passes and what was handed out.
+//!
+//! **Late entries.** An entry that read the clock in a bucket the rule has
+//! already left (another thread began the next one in between) is checked
+//! against the rule's current bucket, as Sentinel checks against the
+//! window at the instant of the check, and is counted there: the quota
+//! tells the caller to record its pass at that bucket's start
+//! ([`Acquired::PassedAt`]), so that every pass is in the bucket whose
+//! permit it spent. No bucket-aligned window ever holds more than the
+//! count.
 //!
 //! Nothing is lost to leases either: a thread that finds too few permits
 //! left takes back what the other leases hold (with a compare-and-swap on
 //! their words, which is why the owner spends with one too) before it
 //! refuses, so an entry is refused only when the passes and its permits
 //! would go over the count, as in Sentinel, but for permits in transit at
-//! that instant (taken back from a lease by another thread, not yet
-//! returned). A permit spent by an entry that a later check refuses, or
-//! whose wait in a rate limiter's queue is cancelled, is given back.
+//! that instant (taken by another entry that has not been counted yet, or
+//! taken back from a lease by another thread and not yet returned). A
+//! permit spent by an entry that a later check refuses, or whose wait in a
+//! rate limiter's queue is cancelled, is given back.
 //!
 //! Two threads get lease slots per rule; others take exact permits from
-//! `granted` with one compare-and-swap each.
-
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
+//! `granted` with one compare-and-swap each. Leases serve the node's
+//! default window (1 s of two buckets); rules on nodes with other windows
+//! read the node.
 
 use crate::node::StatisticNode;
 use crate::stat::MetricEvent;
 use crate::stat::owner::{self, NO_OWNER};
+use crate::sync::atomic::AtomicU64;
+use crate::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 
 /// The most permits one lease takes.
 const MAX_LEASE: u64 = 256;
@@ -54,6 +71,8 @@ const TAGS: u64 = 1 << (64 - GRANTED_BITS);
 const LATE: u64 = 2;
 /// The state before any bucket: `granted` all ones, which no count reaches.
 const NO_STATE: u64 = GRANTED;
+/// A tagged word that holds nothing yet (its count all ones).
+const NONE: u64 = GRANTED;
 /// The largest count leases serve (larger ones read the node: nothing that
 /// large is ever reached).
 pub(crate) const MAX_COUNT: f64 = (1u64 << (GRANTED_BITS - 1)) as f64;
@@ -61,6 +80,40 @@ pub(crate) const MAX_COUNT: f64 = (1u64 << (GRANTED_BITS - 1)) as f64;
 const NO_BUCKET: u64 = u64::MAX;
 /// A node whose window leases cannot serve: its rate is not its passes.
 const UNSERVED: u64 = u64::MAX;
+
+/// What a quota decided for an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Acquired {
+    /// The node's window is not one leases serve: the caller reads it.
+    Unserved,
+    /// Too few permits are left.
+    Refused,
+    /// Passed on a permit of the bucket holding the entry's time.
+    Passed,
+    /// Passed on a permit of the rule's current bucket, which began after
+    /// the entry read the clock: the pass is to be counted at its start.
+    PassedAt(u64),
+}
+
+/// What a quota reads of its node: the second window's shape and passes.
+pub(crate) trait Passes {
+    /// The second window's interval and bucket length, in milliseconds.
+    fn window_ms(&self) -> (u64, u64);
+    /// The passes in the second window at `now`.
+    fn passes(&self, now: u64) -> u64;
+}
+
+impl Passes for StatisticNode {
+    #[inline]
+    fn window_ms(&self) -> (u64, u64) {
+        self.second_window_ms()
+    }
+
+    #[inline]
+    fn passes(&self, now: u64) -> u64 {
+        self.sum(now, MetricEvent::Pass)
+    }
+}
 
 /// One thread's lease, on lines of its own (its owner is named in
 /// [`Quota::owners`], which other threads read on every entry).
@@ -74,7 +127,7 @@ struct Lease {
 }
 
 impl Lease {
-    const fn new() -> Self {
+    fn new() -> Self {
         Lease {
             start: AtomicU64::new(NO_BUCKET),
             word: AtomicU64::new(0),
@@ -82,13 +135,32 @@ impl Lease {
     }
 }
 
+/// The rule's bucket and what it has granted, with what the next bucket
+/// needs of it. Each word is a tag above a count.
 #[repr(align(128))]
-struct State(AtomicU64);
+struct State {
+    /// The rule's bucket above `granted`: its base and every permit handed
+    /// out in it since, less those handed back.
+    word: AtomicU64,
+    /// The base of the bucket tagged: written by the thread that began it,
+    /// read by the one that begins the next (to tell what the bucket handed
+    /// out) and lowered by permits of the bucket before found unspent.
+    base: AtomicU64,
+    /// Permits of the bucket before the tagged one found unspent, to take
+    /// out of the tagged bucket's base once it is written.
+    pending: AtomicU64,
+    /// The quota's first bucket, above the passes the node had counted in
+    /// it before the quota began (read by the thread that begins the next).
+    before: AtomicU64,
+    /// The start of the rule's bucket, written by the thread that began
+    /// it: tells a bucket from one a whole wrap of the tags away.
+    start: AtomicU64,
+}
 
 /// A bucket of the node's window: its start and its tag (its number,
 /// wrapped to the bits above `granted`: a tag repeats after 2^24 buckets,
 /// 97 days of 500 ms buckets).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Bucket {
     start: u64,
     tag: u64,
@@ -106,17 +178,35 @@ impl Bucket {
     }
 }
 
+/// Permits granted, and the start of the bucket they are of.
+#[derive(Clone, Copy, Debug)]
+struct Grant {
+    permits: u64,
+    start: u64,
+}
+
+/// The tag after `tag`.
+#[inline]
+fn next_tag(tag: u64) -> u64 {
+    (tag + 1) % TAGS
+}
+
+/// The count in a tagged word whose tag is `tag` and that holds one.
+#[inline]
+fn tagged(word: u64, tag: u64) -> Option<u64> {
+    (word >> GRANTED_BITS == tag && word & GRANTED != NONE).then_some(word & GRANTED)
+}
+
 /// The quota of one reject QPS rule on its resource's node.
 pub(crate) struct Quota {
     /// The whole part of the count.
     limit: u64,
     /// The node window's bucket length, learnt on first use (0 until then),
-    /// or [`UNSERVED`] when the node's window is not one second.
+    /// or [`UNSERVED`] when the node's window is not one leases serve.
     bucket_len: AtomicU64,
     /// The token of each lease's owner (see `stat::owner`), 0 while free;
     /// read on every entry, written only when a thread claims a lease.
     owners: [AtomicU64; 2],
-    /// The bucket's tag (its number, wrapped) above `granted`.
     state: State,
     leases: [Lease; 2],
 }
@@ -129,31 +219,36 @@ impl Quota {
             limit: count.floor() as u64,
             bucket_len: AtomicU64::new(0),
             owners: [AtomicU64::new(0), AtomicU64::new(0)],
-            state: State(AtomicU64::new(NO_STATE)),
+            state: State {
+                word: AtomicU64::new(NO_STATE),
+                base: AtomicU64::new(NONE),
+                pending: AtomicU64::new(0),
+                before: AtomicU64::new(NONE),
+                start: AtomicU64::new(NO_BUCKET),
+            },
             leases: [Lease::new(), Lease::new()],
         }
     }
 
-    /// Takes `n` permits at `now` for an entry to `node`: whether the rule
-    /// lets it pass, or `None` if the node's rate is not its passes (a
-    /// window other than one second), for the caller to read the rate.
+    /// Takes `n` permits at `now` for an entry to `node`.
     #[inline]
-    pub(crate) fn acquire(&self, node: &StatisticNode, n: u64, now: u64) -> Option<bool> {
+    pub(crate) fn acquire(&self, node: &impl Passes, n: u64, now: u64) -> Acquired {
         let bucket_len = match self.bucket_len.load(Relaxed) {
             0 => self.learn(node),
             len => len,
         };
         if bucket_len == UNSERVED {
-            return None;
+            return Acquired::Unserved;
         }
-        Some(self.acquire_in(node, bucket_len, n, now))
+        self.acquire_in(node, bucket_len, n, now)
     }
 
-    /// The bucket length of `node`'s window, if leases can serve it.
+    /// The bucket length of `node`'s window, if leases can serve it: one
+    /// second of two buckets, whose base is the bucket before.
     #[cold]
-    fn learn(&self, node: &StatisticNode) -> u64 {
-        let (interval, bucket_len) = node.second_window_ms();
-        let len = if interval == 1_000 {
+    fn learn(&self, node: &impl Passes) -> u64 {
+        let (interval, bucket_len) = node.window_ms();
+        let len = if interval == 1_000 && bucket_len * 2 == interval {
             bucket_len
         } else {
             UNSERVED
@@ -163,7 +258,7 @@ impl Quota {
     }
 
     #[inline]
-    fn acquire_in(&self, node: &StatisticNode, bucket_len: u64, n: u64, now: u64) -> bool {
+    fn acquire_in(&self, node: &impl Passes, bucket_len: u64, n: u64, now: u64) -> Acquired {
         let me = owner::token();
         for (held, lease) in self.owners.iter().zip(&self.leases) {
             if held.load(Relaxed) == me {
@@ -176,7 +271,7 @@ impl Quota {
                             .compare_exchange(word, word - n, Relaxed, Relaxed)
                             .is_ok()
                     {
-                        return true;
+                        return Acquired::Passed;
                     }
                 }
                 return self.renew(lease, node, bucket_len, n, now);
@@ -185,14 +280,15 @@ impl Quota {
         self.acquire_slow(me, node, bucket_len, n, now)
     }
 
-    /// Gives back `n` permits taken at `now` for an entry refused later.
-    pub(crate) fn give_back(&self, n: u64, now: u64) {
+    /// Gives back `n` permits of an entry refused later, which passed on
+    /// them at `at` (when its pass was to be counted).
+    pub(crate) fn give_back(&self, n: u64, at: u64) {
         let bucket_len = self.bucket_len.load(Relaxed);
         if bucket_len == 0 || bucket_len == UNSERVED {
             return;
         }
         let me = owner::token();
-        let tag = Bucket::at(now, bucket_len).tag;
+        let tag = Bucket::at(at, bucket_len).tag;
         if let Some(lease) = self.lease_of(me)
             && lease
                 .word
@@ -203,7 +299,7 @@ impl Quota {
         {
             return;
         }
-        self.ungrant(tag, n);
+        self.unspend(tag, n);
     }
 
     /// The lease `me` owns, if any.
@@ -219,11 +315,11 @@ impl Quota {
     fn acquire_slow(
         &self,
         me: u64,
-        node: &StatisticNode,
+        node: &impl Passes,
         bucket_len: u64,
         n: u64,
         now: u64,
-    ) -> bool {
+    ) -> Acquired {
         if me != NO_OWNER {
             for (claim, lease) in self.owners.iter().zip(&self.leases) {
                 let held = claim.load(Relaxed);
@@ -234,8 +330,21 @@ impl Quota {
                 }
             }
         }
-        self.take(node, Bucket::at(now, bucket_len), n, n, now)
-            .is_some()
+        let bucket = Bucket::at(now, bucket_len);
+        match self.take(node, bucket, bucket_len, n, n, now) {
+            Some(grant) => Self::passed(grant, bucket),
+            None => Acquired::Refused,
+        }
+    }
+
+    /// The verdict for an entry of `bucket` granted `grant`.
+    #[inline]
+    fn passed(grant: Grant, bucket: Bucket) -> Acquired {
+        if grant.start == bucket.start {
+            Acquired::Passed
+        } else {
+            Acquired::PassedAt(grant.start)
+        }
     }
 
     /// A new lease for the owner of `lease`, whose lease cannot pay `n`
@@ -245,11 +354,11 @@ impl Quota {
     fn renew(
         &self,
         lease: &Lease,
-        node: &StatisticNode,
+        node: &impl Passes,
         bucket_len: u64,
         n: u64,
         now: u64,
-    ) -> bool {
+    ) -> Acquired {
         // The lease's word carries the tag of the lease's bucket: while that
         // bucket lasts, no division.
         let held = lease.start.load(Relaxed);
@@ -265,147 +374,305 @@ impl Quota {
         let (start, tag) = (bucket.start, bucket.tag);
         if held == start && word & GRANTED == 0 && self.exhausted(tag, n) {
             // The block path of a rule at its count: loads only.
-            return false;
+            return Acquired::Refused;
         }
-        if word >> GRANTED_BITS != tag {
-            // A lease of an earlier bucket: what it held is of no use now
-            // (nobody else changes a word of another bucket's tag).
-            lease.word.store(tag << GRANTED_BITS, Relaxed);
-        } else if word & GRANTED > 0 {
-            // What is left (too little for this entry) goes back first, so
-            // that it may serve another thread.
+        if word >> GRANTED_BITS != tag || word & GRANTED > 0 {
+            // What the lease holds (of an earlier bucket, or too little for
+            // this entry) goes back first: to serve another thread, or,
+            // spent in no bucket, out of the next bucket's base.
             let word = lease.word.swap(tag << GRANTED_BITS, Relaxed);
             if word & GRANTED > 0 {
-                self.ungrant(tag, word & GRANTED);
+                self.unspend(word >> GRANTED_BITS, word & GRANTED);
             }
         }
         if held != start {
             lease.start.store(start, Relaxed);
         }
-        match self.take(node, bucket, n, MAX_LEASE.max(n), now) {
-            Some(permits) => {
-                lease.word.fetch_add(permits - n, Relaxed);
-                true
+        match self.take(node, bucket, bucket_len, n, MAX_LEASE.max(n), now) {
+            Some(grant) => {
+                if grant.permits > n {
+                    // Only a grant in the lease's own bucket is larger than
+                    // the entry needs.
+                    lease.word.fetch_add(grant.permits - n, Relaxed);
+                }
+                Self::passed(grant, bucket)
             }
-            None => false,
+            None => Acquired::Refused,
         }
     }
 
     /// Whether fewer than `n` permits are left in the bucket tagged `tag`,
-    /// counting what the leases hold (which `take` would take back).
+    /// counting what the leases hold of it and of the bucket before (which
+    /// `take` would take back).
     #[inline]
     fn exhausted(&self, tag: u64, n: u64) -> bool {
-        let state = self.state.0.load(Acquire);
+        let state = self.state.word.load(Acquire);
         state >> GRANTED_BITS == tag
             && state & GRANTED != NO_STATE
             && self.limit.saturating_sub(state & GRANTED) < n
             && self.leases.iter().all(|lease| {
                 let word = lease.word.load(Relaxed);
-                word >> GRANTED_BITS != tag || word & GRANTED == 0
+                word & GRANTED == 0 || !Self::counts_in(word >> GRANTED_BITS, tag)
             })
+    }
+
+    /// Whether permits of the bucket tagged `held` count in the bucket
+    /// tagged `tag`: its own, or the one before (in its base).
+    #[inline]
+    fn counts_in(held: u64, tag: u64) -> bool {
+        held == tag || next_tag(held) == tag
     }
 
     /// Takes permits, as [`grant`](Self::grant); when too few are left,
     /// takes back what the leases hold and tries once more.
     fn take(
         &self,
-        node: &StatisticNode,
+        node: &impl Passes,
         bucket: Bucket,
+        bucket_len: u64,
         n: u64,
         most: u64,
         now: u64,
-    ) -> Option<u64> {
-        if let Some(permits) = self.grant(node, bucket, n, most, now) {
-            return Some(permits);
-        }
-        let tag = bucket.tag;
-        let mut reclaimed = 0;
+    ) -> Option<Grant> {
+        let tag = match self.grant(node, bucket, bucket_len, n, most, now) {
+            Ok(grant) => return Some(grant),
+            Err(tag) => tag,
+        };
+        let mut reclaimed = false;
         for lease in &self.leases {
-            let mut word = lease.word.load(Relaxed);
-            while word >> GRANTED_BITS == tag && word & GRANTED > 0 {
-                match lease
-                    .word
-                    .compare_exchange_weak(word, tag << GRANTED_BITS, Relaxed, Relaxed)
-                {
-                    Ok(_) => {
-                        reclaimed += word & GRANTED;
-                        break;
-                    }
-                    Err(current) => word = current,
-                }
+            if let Some((held, permits)) = Self::reclaim(lease, |held| Self::counts_in(held, tag)) {
+                self.unspend(held, permits);
+                reclaimed = true;
             }
         }
-        if reclaimed == 0 {
+        if !reclaimed {
             return None;
         }
-        self.ungrant(tag, reclaimed);
-        self.grant(node, bucket, n, n, now)
+        self.grant(node, bucket, bucket_len, n, n, now).ok()
     }
 
-    /// Takes between `n` and `most` permits in the bucket starting at
-    /// `start` (an eighth of those left, within those bounds): how many, or
-    /// `None` if fewer than `n` are left.
+    /// Takes every permit `lease` holds, if it holds any of a bucket that
+    /// `wanted` accepts: that bucket's tag and the permits.
+    fn reclaim(lease: &Lease, wanted: impl Fn(u64) -> bool) -> Option<(u64, u64)> {
+        let mut word = lease.word.load(Relaxed);
+        while word & GRANTED > 0 && wanted(word >> GRANTED_BITS) {
+            let held = word >> GRANTED_BITS;
+            match lease
+                .word
+                .compare_exchange_weak(word, held << GRANTED_BITS, Relaxed, Relaxed)
+            {
+                Ok(_) => return Some((held, word & GRANTED)),
+                Err(current) => word = current,
+            }
+        }
+        None
+    }
+
+    /// Takes between `n` and `most` permits (an eighth of those left,
+    /// within those bounds) for an entry of `bucket`: of that bucket, or of
+    /// the rule's if it has begun a later one since the entry read the
+    /// clock (then exactly `n`). `Err` with the tag of the bucket whose
+    /// permits ran out.
     fn grant(
         &self,
-        node: &StatisticNode,
+        node: &impl Passes,
         bucket: Bucket,
+        bucket_len: u64,
         n: u64,
         most: u64,
         now: u64,
-    ) -> Option<u64> {
-        let tag = bucket.tag;
-        let mut state = self.state.0.load(Acquire);
+    ) -> Result<Grant, u64> {
+        let mut state = self.state.word.load(Acquire);
         loop {
-            let fresh = state & GRANTED == NO_STATE;
             let held = state >> GRANTED_BITS;
-            if !fresh && held != tag && held.wrapping_sub(tag) % TAGS <= LATE {
+            // The start of the rule's bucket; by the tags if not written yet.
+            let rule_start = self.rule_start(held, bucket_len);
+            let (into, most) = if state & GRANTED != NO_STATE
+                && held == bucket.tag
+                && rule_start.is_none_or(|start| start == bucket.start)
+            {
+                (bucket, most)
+            } else {
+                let start = rule_start.unwrap_or_else(|| {
+                    bucket.start + held.wrapping_sub(bucket.tag) % TAGS * bucket_len
+                });
+                if state & GRANTED == NO_STATE
+                    || start <= bucket.start
+                    || start - bucket.start > LATE * bucket_len
+                {
+                    state = self.begin(node, state, bucket, bucket_len, now);
+                    continue;
+                }
                 // A later bucket has begun since this entry read the clock:
-                // too late for its own bucket's permits, whose count is
-                // gone; refused, as the rare late entry at a bucket's edge.
-                return None;
-            }
-            if fresh || held != tag {
-                // The bucket's first look: start from the window's passes
-                // (kept even if nothing is granted, so that the refusals
-                // that follow do not read the window again).
-                let base = tag << GRANTED_BITS | node.sum(now, MetricEvent::Pass).min(GRANTED);
-                state = match self.state.0.compare_exchange(state, base, AcqRel, Acquire) {
-                    Ok(_) => base,
-                    Err(current) => current,
-                };
-                continue;
-            }
+                // the entry is checked and counted there.
+                (Bucket { start, tag: held }, n)
+            };
             let granted = state & GRANTED;
             let left = self.limit.saturating_sub(granted);
             if left < n {
-                return None;
+                return Err(into.tag);
             }
             let permits = (left / 8).clamp(n, most.max(n)).min(left);
-            let next = tag << GRANTED_BITS | (granted + permits);
+            let next = into.tag << GRANTED_BITS | (granted + permits);
             match self
                 .state
-                .0
+                .word
                 .compare_exchange_weak(state, next, AcqRel, Acquire)
             {
-                Ok(_) => return Some(permits),
+                Ok(_) => {
+                    return Ok(Grant {
+                        permits,
+                        start: into.start,
+                    });
+                }
                 Err(current) => state = current,
             }
         }
     }
 
-    /// Returns `n` permits of the bucket tagged `tag`, if it is still the
-    /// rule's bucket.
-    fn ungrant(&self, tag: u64, n: u64) {
-        let _ = self.state.0.fetch_update(AcqRel, Acquire, |state| {
+    /// Begins `bucket` (later than the rule's, as of `state`): its base is
+    /// what the bucket before handed out, or, for the quota's first, the
+    /// passes the node has counted in the window. The rule's state after.
+    #[cold]
+    #[inline(never)]
+    fn begin(
+        &self,
+        node: &impl Passes,
+        state: u64,
+        bucket: Bucket,
+        bucket_len: u64,
+        now: u64,
+    ) -> u64 {
+        let held = state >> GRANTED_BITS;
+        let first = state & GRANTED == NO_STATE;
+        // The bucket right after the rule's (by its start if written, else
+        // by the tags), not one a wrap of the tags later.
+        let follows = !first
+            && bucket.tag == next_tag(held)
+            && self
+                .rule_start(held, bucket_len)
+                .is_none_or(|start| start + bucket_len == bucket.start);
+        let (base, before) = if first {
+            // Passes counted before the quota began: in the window, and in
+            // this bucket (a window read one bucket on holds only it).
+            let before = node.passes(bucket.start + bucket_len);
+            (node.passes(now).max(before), Some(before))
+        } else if follows {
+            // What the bucket before handed out (all it granted, if its
+            // base was never written: a thread stopped in `begin` for a
+            // whole bucket), and what the node had counted in it before
+            // the quota began, if it was the quota's first.
+            let handed = (state & GRANTED)
+                .saturating_sub(tagged(self.state.base.load(Acquire), held).unwrap_or(0));
+            let counted_before = tagged(self.state.before.load(Acquire), held).unwrap_or(0);
+            (handed + counted_before, None)
+        } else {
+            // The rule was idle for a whole bucket or more.
+            (0, None)
+        };
+        let next = bucket.tag << GRANTED_BITS | base.min(GRANTED - 1);
+        if let Err(current) = self
+            .state
+            .word
+            .compare_exchange(state, next, AcqRel, Acquire)
+        {
+            return current;
+        }
+        self.state.start.store(bucket.start, Release);
+        if let Some(before) = before {
+            self.state.before.store(
+                bucket.tag << GRANTED_BITS | before.min(GRANTED - 1),
+                Release,
+            );
+        }
+        // Published before the leftovers below are taken out of it, and
+        // before a thread that hands back permits of the bucket before
+        // could look for it (`unspend`): one of the two takes them out.
+        self.state.base.store(next, SeqCst);
+        if follows {
+            // Permits the leases hold of the bucket before were handed out
+            // and never spent.
+            for lease in &self.leases {
+                if let Some((tag, permits)) = Self::reclaim(lease, |tag| tag == held) {
+                    self.unspend(tag, permits);
+                }
+            }
+        }
+        self.settle(bucket.tag);
+        self.state.word.load(Acquire)
+    }
+
+    /// The start of the rule's bucket, tagged `held`, if written yet.
+    #[inline]
+    fn rule_start(&self, held: u64, bucket_len: u64) -> Option<u64> {
+        let start = self.state.start.load(Acquire);
+        (start != NO_BUCKET && start / bucket_len % TAGS == held).then_some(start)
+    }
+
+    /// Returns `n` permits handed out in the bucket tagged `tag` and never
+    /// spent: to that bucket while it is the rule's, or out of the base of
+    /// the next (which counted them as spent) while that one is.
+    fn unspend(&self, tag: u64, n: u64) {
+        let into_own = self.state.word.fetch_update(AcqRel, Acquire, |state| {
             (state >> GRANTED_BITS == tag && state & GRANTED != NO_STATE)
                 .then(|| state - n.min(state & GRANTED))
+        });
+        let state = match into_own {
+            Ok(_) => return,
+            Err(state) => state,
+        };
+        let next = next_tag(tag);
+        if state >> GRANTED_BITS != next || state & GRANTED == NO_STATE {
+            // A later bucket: its base does not hold them.
+            return;
+        }
+        // Left for the next bucket's base, then taken out of it if it is
+        // written; the thread writing it looks for them after it has.
+        let _ = self.state.pending.fetch_update(SeqCst, SeqCst, |pending| {
+            let held = tagged(pending, next).unwrap_or(0);
+            Some(next << GRANTED_BITS | (held + n).min(GRANTED - 1))
+        });
+        if tagged(self.state.base.load(SeqCst), next).is_some() {
+            self.settle(next);
+        }
+    }
+
+    /// Takes the permits left pending for the bucket tagged `tag` out of
+    /// its base and its `granted`, in that order (a thread beginning the
+    /// bucket after, in between, takes the bucket to have handed out more
+    /// than it did: never fewer).
+    fn settle(&self, tag: u64) {
+        let mut pending = self.state.pending.load(SeqCst);
+        let n = loop {
+            match tagged(pending, tag) {
+                Some(n) if n > 0 => {}
+                _ => return,
+            }
+            match self
+                .state
+                .pending
+                .compare_exchange(pending, tag << GRANTED_BITS, SeqCst, SeqCst)
+            {
+                Ok(_) => break pending & GRANTED,
+                Err(current) => pending = current,
+            }
+        };
+        let Ok(base) = self.state.base.fetch_update(AcqRel, Acquire, |base| {
+            tagged(base, tag).map(|b| base - n.min(b))
+        }) else {
+            return;
+        };
+        let taken = n.min(base & GRANTED);
+        let _ = self.state.word.fetch_update(AcqRel, Acquire, |state| {
+            (state >> GRANTED_BITS == tag && state & GRANTED != NO_STATE)
+                .then(|| state - taken.min(state & GRANTED))
         });
     }
 }
 
 impl std::fmt::Debug for Quota {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = self.state.0.load(Relaxed);
+        let state = self.state.word.load(Relaxed);
         f.debug_struct("Quota")
             .field("limit", &self.limit)
             .field("granted", &(state & GRANTED))
@@ -422,15 +689,33 @@ mod tests {
         StatisticNode::new(&StatConfig::default())
     }
 
+    /// When an entry at `now` passes, if it does.
+    fn pass_time(quota: &Quota, node: &StatisticNode, now: u64) -> Option<u64> {
+        match quota.acquire(node, 1, now) {
+            Acquired::Passed => Some(now),
+            Acquired::PassedAt(at) => Some(at),
+            Acquired::Refused => None,
+            Acquired::Unserved => panic!("a one-second window is served"),
+        }
+    }
+
     /// Entries at `now` until one is refused (at most `most`): how many
-    /// passed, each counted on `node` as the entry would be.
+    /// passed, each counted on `node` when the quota said.
     fn fill(quota: &Quota, node: &StatisticNode, now: u64, most: u64) -> u64 {
         let mut passed = 0;
-        while passed < most && quota.acquire(node, 1, now) == Some(true) {
-            node.add_pass(now, 1);
+        while passed < most {
+            let Some(at) = pass_time(quota, node, now) else {
+                break;
+            };
+            node.add_pass(at, 1);
             passed += 1;
         }
         passed
+    }
+
+    /// Runs `f` on a thread of its own (its own lease, or none).
+    fn on_another_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+        std::thread::scope(|s| s.spawn(f).join().unwrap())
     }
 
     #[test]
@@ -456,15 +741,16 @@ mod tests {
 
     #[test]
     fn a_rule_idle_for_any_time_serves_again() {
-        // All but the few buckets around each 97-day wrap of the tags,
-        // where an idle rule's bucket is taken for a late or a current one
-        // for a second or so.
+        // Also a whole wrap of the tags (97 days) or a bucket or two
+        // around one: the bucket's start tells them apart.
         for idle in [
             2,
             3,
             TAGS / 2 - 1,
             TAGS / 2 + 1,
             TAGS - LATE - 1,
+            TAGS - 1,
+            TAGS,
             TAGS + 1,
             5 * TAGS + 7,
         ] {
@@ -485,23 +771,120 @@ mod tests {
         assert_eq!(fill(&quota, &node, last + 1_000, 100), 4);
     }
 
+    /// Issue 16, defect 2: a rule of 10^11 refused one entry in tens of
+    /// millions, an entry that read the clock just before another thread
+    /// began the rule's next bucket.
     #[test]
-    fn an_entry_late_for_its_bucket_is_refused() {
-        let (quota, node) = (Quota::new(100.0), node());
+    fn an_entry_late_for_its_bucket_is_counted_in_the_rules_bucket() {
+        let (quota, node) = (Quota::new(1e11), node());
         let t = 1_000_000;
         assert_eq!(fill(&quota, &node, t + 500, 5), 5);
-        // Another thread, which read the clock in the bucket before.
-        std::thread::scope(|s| {
-            s.spawn(|| assert_eq!(quota.acquire(&node, 1, t), Some(false)));
+        // Another thread, which read the clock in the bucket before: it
+        // passes, counted at the start of the rule's bucket.
+        let late = on_another_thread(|| quota.acquire(&node, 1, t + 499));
+        assert_eq!(late, Acquired::PassedAt(t + 500));
+        // Two buckets late too; three is taken for a bucket long gone.
+        let later = on_another_thread(|| quota.acquire(&node, 1, t - 1));
+        assert_eq!(later, Acquired::PassedAt(t + 500));
+        // A third thread (no lease left for it) takes exact permits.
+        on_another_thread(|| {
+            on_another_thread(|| {
+                let third = on_another_thread(|| quota.acquire(&node, 1, t + 250));
+                assert_eq!(third, Acquired::PassedAt(t + 500));
+            })
         });
-        assert_eq!(fill(&quota, &node, t + 500, 200), 95);
     }
 
     #[test]
-    fn a_window_other_than_one_second_is_left_to_the_caller() {
-        let config =
-            StatConfig::default().second_window(crate::stat::WindowShape::new(2_000, 4).unwrap());
-        let node = StatisticNode::new(&config);
-        assert_eq!(Quota::new(5.0).acquire(&node, 1, 1_000), None);
+    fn a_late_entry_takes_the_rules_bucket_permits() {
+        let (quota, node) = (Quota::new(100.0), node());
+        let t = 1_000_000;
+        assert_eq!(fill(&quota, &node, t + 500, 99), 99);
+        let late = on_another_thread(|| pass_time(&quota, &node, t + 400));
+        assert_eq!(late, Some(t + 500));
+        node.add_pass(t + 500, 1);
+        assert_eq!(fill(&quota, &node, t + 500, 10), 0, "the bucket is full");
+        on_another_thread(|| assert_eq!(pass_time(&quota, &node, t + 400), None));
+    }
+
+    #[test]
+    fn permits_spent_before_a_buckets_edge_count_in_the_next_bucket_before_the_node_has_them() {
+        // Passes of the last bucket still in flight (their permits spent,
+        // not yet counted on the node) when another thread begins the
+        // next: the next bucket's base holds them all the same.
+        let (quota, node) = (Quota::new(10.0), node());
+        let t = 1_000_000;
+        let spent = on_another_thread(|| {
+            (0..10)
+                .filter(|_| pass_time(&quota, &node, t).is_some())
+                .count()
+        });
+        assert_eq!(spent, 10);
+        assert_eq!(fill(&quota, &node, t + 500, 100), 0, "[t, t+1000) holds 10");
+        // The in-flight passes land in their own bucket.
+        node.add_pass(t, 10);
+        assert_eq!(fill(&quota, &node, t + 1_000, 100), 10);
+    }
+
+    #[test]
+    fn permits_left_in_leases_at_a_buckets_edge_do_not_count_as_passes() {
+        for renewed_first in [false, true] {
+            let (quota, node) = (Quota::new(100.0), node());
+            let t = 1_000_000;
+            // The lease of another thread takes an eighth of the count and
+            // spends one permit of it.
+            on_another_thread(|| {
+                assert_eq!(fill(&quota, &node, t, 1), 1);
+                if renewed_first {
+                    // It renews its lease in the next bucket itself.
+                    assert_eq!(fill(&quota, &node, t + 500, 1), 1);
+                }
+            });
+            // One pass in the window so far (two if renewed): the rest of
+            // the 100 passes in the next bucket, the lease's leftovers
+            // taken back out of its base.
+            let already = 1 + u64::from(renewed_first);
+            assert_eq!(fill(&quota, &node, t + 500, 200), 100 - already);
+        }
+    }
+
+    #[test]
+    fn permits_given_back_after_a_buckets_edge_leave_the_next_bucket() {
+        let (quota, node) = (Quota::new(10.0), node());
+        let t = 1_000_000;
+        // Ten permits spent by entries a later check refuses, given back
+        // once the next bucket has begun.
+        on_another_thread(|| {
+            for _ in 0..10 {
+                assert_eq!(pass_time(&quota, &node, t), Some(t));
+            }
+            assert_eq!(fill(&quota, &node, t + 500, 1), 0, "begins the next bucket");
+            for _ in 0..10 {
+                quota.give_back(1, t);
+            }
+        });
+        assert_eq!(fill(&quota, &node, t + 500, 100), 10);
+    }
+
+    #[test]
+    fn passes_counted_before_the_rule_count_in_its_first_two_buckets() {
+        let (quota, node) = (Quota::new(10.0), node());
+        let t = 1_000_000;
+        node.add_pass(t - 400, 3); // the bucket before
+        node.add_pass(t + 100, 4); // this bucket, before the rule
+        assert_eq!(fill(&quota, &node, t + 200, 100), 3);
+        // The next bucket: the 4 counted before the rule and the 3 passed.
+        assert_eq!(fill(&quota, &node, t + 500, 100), 3);
+        assert_eq!(fill(&quota, &node, t + 1_000, 100), 7);
+    }
+
+    #[test]
+    fn a_window_other_than_one_second_of_two_buckets_is_left_to_the_caller() {
+        for (interval, samples) in [(2_000, 4), (1_000, 10), (1_000, 1)] {
+            let config = StatConfig::default()
+                .second_window(crate::stat::WindowShape::new(interval, samples).unwrap());
+            let node = StatisticNode::new(&config);
+            assert_eq!(Quota::new(5.0).acquire(&node, 1, 1_000), Acquired::Unserved);
+        }
     }
 }
