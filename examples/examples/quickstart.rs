@@ -5,7 +5,14 @@
 //! varying time and exits; one call in fifty records an error. A flow rule
 //! caps the resource at 1 000 QPS; a refused call backs off for a
 //! millisecond. The main thread prints what the resource's node reports
-//! once per second.
+//! once per second: the counts of the second that has just ended (exact:
+//! the minute window's bucket of that second, as Sentinel's metric log
+//! writes it), the calls inside now, and the passes of the last minute.
+//!
+//! It does not print `pass_qps()`: that is Sentinel's sliding window, the
+//! last two 500 ms buckets with the current one still filling, so read at
+//! an instant early in a bucket it shows the bucket before plus a part of
+//! this one (correct for the window, but not the passes of a second).
 //!
 //! Run: `cargo run --release -p examples --example quickstart [-- SECONDS]`
 //! (default 5 seconds).
@@ -61,31 +68,34 @@ fn main() {
         .collect();
 
     println!(
-        "{:>4} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>6} {:>11}",
-        "sec",
-        "pass/s",
-        "block/s",
-        "success/s",
-        "errors/s",
-        "avg_rt",
-        "min_rt",
-        "conc",
-        "total_pass"
+        "{:>4} {:>7} {:>7} {:>8} {:>7} {:>8} {:>7} {:>5} {:>11}",
+        "sec", "pass", "block", "success", "errors", "avg_rt", "min_rt", "conc", "total_pass"
     );
-    for second in 1..=seconds {
-        std::thread::sleep(Duration::from_secs(1));
-        let s = node.snapshot(sentinel.now_ms());
+    // Each row is read 100 ms into a second, for the second before (the
+    // bucket of the minute window that has just been completed).
+    let mut second = sentinel.now_ms() / 1_000 + 1;
+    for row in 1..=seconds {
+        let read_at = (second + 1) * 1_000 + 100;
+        let wait = read_at.saturating_sub(sentinel.now_ms());
+        std::thread::sleep(Duration::from_millis(wait));
+        let now = sentinel.now_ms();
+        let done = node
+            .metrics_since(second * 1_000, now)
+            .into_iter()
+            .find(|m| m.timestamp_ms == second * 1_000)
+            .unwrap_or_default();
         println!(
-            "{second:>4} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>6.2}ms {:>5}ms {:>6} {:>11}",
-            s.pass_qps,
-            s.block_qps,
-            s.success_qps,
-            s.exception_qps,
-            s.avg_rt,
-            s.min_rt,
-            s.concurrency,
-            s.total_pass
+            "{row:>4} {:>7} {:>7} {:>8} {:>7} {:>6.2}ms {:>5} {:>5} {:>11}",
+            done.pass,
+            done.block,
+            done.success,
+            done.exception,
+            done.rt_sum as f64 / done.success.max(1) as f64,
+            done.min_rt.map_or("-".to_owned(), |rt| format!("{rt}ms")),
+            node.cur_concurrency(),
+            node.total_pass(now)
         );
+        second += 1;
     }
     stop.store(true, Ordering::Relaxed);
     for worker in workers {
