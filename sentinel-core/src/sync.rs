@@ -21,8 +21,31 @@ pub(crate) use loom::sync::atomic;
 #[cfg(not(loom))]
 pub(crate) use std::thread_local;
 
+/// `loom::thread_local!`, taking the `const { ... }` initializers that
+/// normal builds give `std::thread_local!`.
 #[cfg(loom)]
-pub(crate) use loom::thread_local;
+macro_rules! loom_thread_local {
+    () => {};
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = const { $init:expr }; $($rest:tt)*) => {
+        loom::thread_local!($(#[$attr])* $vis static $name: $t = $init;);
+        $crate::sync::loom_thread_local!($($rest)*);
+    };
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = const { $init:expr }) => {
+        loom::thread_local!($(#[$attr])* $vis static $name: $t = $init;);
+    };
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = $init:expr; $($rest:tt)*) => {
+        loom::thread_local!($(#[$attr])* $vis static $name: $t = $init;);
+        $crate::sync::loom_thread_local!($($rest)*);
+    };
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = $init:expr) => {
+        loom::thread_local!($(#[$attr])* $vis static $name: $t = $init;);
+    };
+}
+
+#[cfg(loom)]
+pub(crate) use loom_thread_local;
+#[cfg(loom)]
+pub(crate) use loom_thread_local as thread_local;
 
 #[cfg(loom)]
 pub(crate) use loom::lazy_static;
@@ -70,4 +93,79 @@ pub(crate) fn spin_loop() {
     std::hint::spin_loop();
     #[cfg(loom)]
     loom::thread::yield_now();
+}
+
+#[cfg(not(loom))]
+pub(crate) use once_cell::race::OnceBox;
+
+/// `once_cell::race::OnceBox` with its publication told to loom: the value
+/// is published by a loom atomic (release, as `OnceBox`'s own swap is) and
+/// read after an acquire load, so that loom sees the readers' happens-before
+/// edge to the value's construction.
+#[cfg(loom)]
+#[derive(Debug)]
+pub(crate) struct OnceBox<T> {
+    inner: once_cell::race::OnceBox<T>,
+    ready: atomic::AtomicBool,
+}
+
+#[cfg(loom)]
+impl<T> Default for OnceBox<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(loom)]
+impl<T> OnceBox<T> {
+    pub(crate) fn new() -> Self {
+        OnceBox {
+            inner: once_cell::race::OnceBox::new(),
+            ready: atomic::AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn get(&self) -> Option<&T> {
+        if self.ready.load(atomic::Ordering::Acquire) {
+            self.inner.get()
+        } else {
+            None
+        }
+    }
+
+    pub(crate) fn get_or_init(&self, make: impl FnOnce() -> Box<T>) -> &T {
+        if let Some(value) = self.get() {
+            return value;
+        }
+        match self.inner.set(make()) {
+            Ok(()) => self.ready.store(true, atomic::Ordering::Release),
+            // Another thread's box won: wait for its publication.
+            Err(_lost) => {
+                while !self.ready.load(atomic::Ordering::Acquire) {
+                    loom::thread::yield_now();
+                }
+            }
+        }
+        self.inner.get().expect("set above or by the winner")
+    }
+}
+
+/// Runs `model` under loom with at most `preemptions` preemptions per
+/// execution (unless `LOOM_MAX_PREEMPTIONS` says otherwise).
+#[cfg(all(test, loom))]
+pub(crate) fn check(preemptions: usize, model: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if std::env::var_os("LOOM_MAX_PREEMPTIONS").is_none() {
+        builder.preemption_bound = Some(preemptions);
+    }
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&runs);
+    builder.check(move || {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        model();
+    });
+    eprintln!(
+        "loom: {} executions",
+        runs.load(std::sync::atomic::Ordering::Relaxed)
+    );
 }

@@ -25,7 +25,7 @@ struct Parked {
     next: usize,
 }
 
-thread_local! {
+crate::sync::thread_local! {
     static PARKED: RefCell<Parked> = const {
         RefCell::new(Parked { rules: [None, None, None, None], next: 0 })
     };
@@ -123,3 +123,6 @@ mod tests {
         .unwrap();
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_tests;

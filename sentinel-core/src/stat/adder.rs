@@ -12,11 +12,11 @@
 //! Values wrap on overflow, so an `Adder` can carry a signed count
 //! (concurrency) as two's complement.
 
+use crate::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::cell::Cell;
 use std::fmt;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
-use once_cell::race::OnceBox;
+use crate::sync::OnceBox;
 use once_cell::sync::Lazy;
 
 /// Aligns its content to its own pair of cache lines (x86 prefetches lines in
@@ -28,14 +28,23 @@ pub(crate) struct CachePadded<T>(pub(crate) T);
 /// Cells per striped counter: the next power of two at or above the number of
 /// CPUs, at least 2 and at most 64 (past that, threads share cells and a
 /// collision moves them apart).
+#[cfg(not(loom))]
 static CELL_COUNT: Lazy<usize> = Lazy::new(|| {
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
     cpus.next_power_of_two().clamp(2, 64)
 });
+/// Two under loom, whatever the machine, to keep the models small.
+#[cfg(loom)]
+static CELL_COUNT: Lazy<usize> = Lazy::new(|| 2);
 
+#[cfg(not(loom))]
 static NEXT_PROBE: AtomicU32 = AtomicU32::new(1);
+#[cfg(loom)]
+crate::sync::lazy_static! {
+    static ref NEXT_PROBE: AtomicU32 = AtomicU32::new(1);
+}
 
-thread_local! {
+crate::sync::thread_local! {
     /// This thread's cell choice; 0 until first used.
     static PROBE: Cell<u32> = const { Cell::new(0) };
 }

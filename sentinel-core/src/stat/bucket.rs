@@ -1,8 +1,8 @@
 //! One time slice of statistics: a counter per [`MetricEvent`] and the
 //! minimum response time seen in the slice.
 
+use crate::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::fmt;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use super::adder::PackedLanes;
 

@@ -21,10 +21,10 @@
 //! "deprecated when `now - start > interval`" applied after its reads refresh
 //! the current slot; here reads never write, they skip the stale bucket instead.
 
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use once_cell::race::OnceBox;
+use crate::sync::OnceBox;
 
 use super::bucket::Bucket;
 use super::divisor::Divisor;
@@ -196,7 +196,7 @@ impl<B: Bucket> LeapArray<B> {
             }
             self.resetting.store(false, Ordering::Release);
         } else {
-            std::thread::yield_now();
+            crate::sync::yield_now();
         }
     }
 

@@ -40,14 +40,13 @@
 //! one ([`LiveWindows::lifetime_sums`]) where the other reads give up after a
 //! bounded number of retries.
 
+use crate::sync::Mutex;
+use crate::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, fence};
 use std::cell::Cell;
 use std::fmt;
-use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, fence};
 
-use parking_lot::Mutex;
-
-use once_cell::race::OnceBox;
+use crate::sync::OnceBox;
 
 use super::adder::{CachePadded, PackedLanes, packed_add};
 use super::bucket::{LANE_PASS, LANE_SUCCESS, MetricBucket, NO_RT};
@@ -69,20 +68,43 @@ const READ_RETRIES: u32 = 256;
 
 /// How many threads can own nodes at once; threads past this many write
 /// through the shared parts.
+#[cfg(not(loom))]
 pub(crate) const TOKEN_SLOTS: usize = 4096;
+/// Fewer under loom, where every slot is an atomic of each execution.
+#[cfg(loom)]
+pub(crate) const TOKEN_SLOTS: usize = 64;
 
 /// The token of each live thread that has one, by slot; 0 when the slot is
 /// free. A node whose owner's token is no longer here can be claimed by
 /// another thread: the owner has exited and will never write again.
+#[cfg(not(loom))]
 static LIVE_TOKENS: [AtomicU64; TOKEN_SLOTS] = [const { AtomicU64::new(0) }; TOKEN_SLOTS];
 
 /// Free token slots, the next never-used slot, and the generation counter
 /// that makes a reused slot's token differ from every earlier one.
+#[cfg(not(loom))]
 static TOKEN_ALLOC: Mutex<TokenAlloc> = Mutex::new(TokenAlloc {
     free: Vec::new(),
     next_slot: 0,
     generation: 0,
 });
+
+// Under loom, made afresh for each execution, and shared with each
+// thread's `TokenReturn`: loom may run a thread's locals' destructors after
+// it has dropped the execution's statics.
+#[cfg(loom)]
+type LiveTokens = std::sync::Arc<[AtomicU64; TOKEN_SLOTS]>;
+#[cfg(loom)]
+type TokenAllocRef = std::sync::Arc<Mutex<TokenAlloc>>;
+#[cfg(loom)]
+crate::sync::lazy_static! {
+    static ref LIVE_TOKENS: LiveTokens = std::sync::Arc::new(std::array::from_fn(|_| AtomicU64::new(0)));
+    static ref TOKEN_ALLOC: TokenAllocRef = std::sync::Arc::new(Mutex::new(TokenAlloc {
+        free: Vec::new(),
+        next_slot: 0,
+        generation: 0,
+    }));
+}
 
 struct TokenAlloc {
     free: Vec<usize>,
@@ -95,27 +117,52 @@ struct TokenAlloc {
 pub(crate) const NO_OWNER: u64 = u64::MAX;
 
 /// Gives the thread's token slot back when the thread exits.
-struct TokenReturn;
+struct TokenReturn {
+    /// The token to give back and where: loom drops every thread-local of a
+    /// thread before running any destructor (so `TOKEN` cannot be read
+    /// here), and may have dropped its statics.
+    #[cfg(loom)]
+    token: std::cell::RefCell<Option<(u64, LiveTokens, TokenAllocRef)>>,
+}
 
 impl Drop for TokenReturn {
     fn drop(&mut self) {
-        let token = TOKEN.with(|t| t.replace(NO_OWNER));
+        #[cfg(not(loom))]
+        let (token, live_tokens, token_alloc) = (
+            TOKEN.with(|t| t.replace(NO_OWNER)),
+            &LIVE_TOKENS,
+            &TOKEN_ALLOC,
+        );
+        // Under loom, nothing to give back past a failed model's panic.
+        #[cfg(loom)]
+        let Some((token, live_tokens, token_alloc)) = self.token.take() else {
+            return;
+        };
+        #[cfg(loom)]
+        if std::thread::panicking() {
+            return;
+        }
         if token != 0 && token != NO_OWNER {
             let slot = token_slot(token);
             // Every write this thread made happens before a claimer that
             // sees the slot changed (release here, acquire in `is_live`).
-            LIVE_TOKENS[slot].store(0, Release);
-            TOKEN_ALLOC.lock().free.push(slot);
+            live_tokens[slot].store(0, Release);
+            token_alloc.lock().free.push(slot);
         }
     }
 }
 
-thread_local! {
+crate::sync::thread_local! {
     /// This thread's identity as a node owner; 0 until first needed. No
     /// destructor, so reading it is one load.
     static TOKEN: Cell<u64> = const { Cell::new(0) };
     /// Registered with the first token; its destructor frees the token.
-    static TOKEN_RETURN: TokenReturn = const { TokenReturn };
+    static TOKEN_RETURN: TokenReturn = const {
+        TokenReturn {
+            #[cfg(loom)]
+            token: std::cell::RefCell::new(None),
+        }
+    };
 }
 
 #[inline]
@@ -133,7 +180,14 @@ pub(crate) fn is_live(token: u64) -> bool {
 /// equal to the token of a thread that has exited.
 #[inline(always)]
 pub(crate) fn token() -> u64 {
-    match TOKEN.with(Cell::get) {
+    // Under loom a thread's locals are gone while its destructors run.
+    #[cfg(loom)]
+    let Ok(token) = TOKEN.try_with(Cell::get) else {
+        return NO_OWNER;
+    };
+    #[cfg(not(loom))]
+    let token = TOKEN.with(Cell::get);
+    match token {
         0 => new_token(),
         v => v,
     }
@@ -160,6 +214,19 @@ fn new_token() -> u64 {
                 alloc.generation += 1;
                 let token = alloc.generation * TOKEN_SLOTS as u64 + slot as u64;
                 LIVE_TOKENS[slot].store(token, Release);
+                // A thread taking a freed slot goes on writing what the
+                // exited thread wrote per slot (its tally shard) with
+                // relaxed stores. A reader that sees one of those and
+                // checks with an acquire fence (the tally's seqlock) must
+                // see the exited thread's writes too: the hand-off (the
+                // lock above) is followed by a release fence. Found by
+                // the loom model of the tally; once per thread.
+                fence(Release);
+                #[cfg(loom)]
+                TOKEN_RETURN.with(|r| {
+                    let registry = (token, LIVE_TOKENS.clone(), TOKEN_ALLOC.clone());
+                    r.token.replace(Some(registry))
+                });
                 token
             }
             None => NO_OWNER,
@@ -579,7 +646,7 @@ impl LiveWindows {
             .compare_exchange(false, true, Acquire, Relaxed)
             .is_err()
         {
-            std::thread::yield_now();
+            crate::sync::yield_now();
             return;
         }
         let held = part.start.load(Acquire);
@@ -643,7 +710,7 @@ impl LiveWindows {
                     return value;
                 }
             }
-            std::hint::spin_loop();
+            crate::sync::spin_loop();
         }
         read()
     }
@@ -668,9 +735,9 @@ impl LiveWindows {
             }
             tries += 1;
             if tries < READ_RETRIES {
-                std::hint::spin_loop();
+                crate::sync::spin_loop();
             } else {
-                std::thread::yield_now();
+                crate::sync::yield_now();
             }
         }
     }
@@ -1169,3 +1236,6 @@ mod tests {
         assert_eq!(w.pass_less_success(), 0);
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_tests;

@@ -21,18 +21,24 @@
 //! counts in one shared shard, under its lock.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
 
-use once_cell::race::OnceBox;
+use crate::sync::OnceBox;
+#[cfg(not(loom))]
 use once_cell::sync::Lazy;
-use parking_lot::Mutex;
+
+use crate::sync::Mutex;
+use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
 
 use super::live::{TOKEN_SLOTS, thread_index};
 
 use crate::{BlockKind, Rule};
 
 /// Keys a thread counts at once.
+#[cfg(not(loom))]
 const SLOTS: usize = 32;
+/// Four (one set) under loom, to keep the models small.
+#[cfg(loom)]
+const SLOTS: usize = 4;
 /// Counts set aside by evictions and not harvested yet, per thread, past
 /// which the oldest are merged per key.
 const MAX_RETIRED: usize = 1024;
@@ -207,7 +213,7 @@ impl Slot {
             if seq & 1 == 0 && self.seq.load(Ordering::Relaxed) == seq {
                 return read;
             }
-            std::hint::spin_loop();
+            crate::sync::spin_loop();
         }
     }
 
@@ -273,9 +279,18 @@ impl Shard {
 }
 
 /// The shard of each token slot, made on its first block.
+#[cfg(not(loom))]
 static SHARDS: [OnceBox<Shard>; TOKEN_SLOTS] = [const { OnceBox::new() }; TOKEN_SLOTS];
 /// The shard of threads without a token slot, written under its lock.
+#[cfg(not(loom))]
 static SHARED: Lazy<Shard> = Lazy::new(Shard::new);
+
+#[cfg(loom)]
+crate::sync::lazy_static! {
+    static ref SHARDS: [OnceBox<Shard>; TOKEN_SLOTS] = std::array::from_fn(|_| OnceBox::new());
+    static ref SHARED: Shard = Shard::new();
+    static ref SHARED_WRITERS: Mutex<()> = Mutex::new(());
+}
 
 /// Counts `n` blocks under `key` at `now_ms` on this thread; `source` names
 /// the key when the thread first counts it.
@@ -320,6 +335,7 @@ fn count_shared(key: &BlockKey, second: u64, n: u64, source: impl FnOnce() -> Bl
 
 /// Serialises the writers of the shared shard (a slot has one writer at a
 /// time, as a thread's own shard has).
+#[cfg(not(loom))]
 static SHARED_WRITERS: Mutex<()> = Mutex::new(());
 
 /// Gives `key` a slot of `shard` and counts `n` in it.
@@ -408,10 +424,11 @@ fn merge_retired(retired: &mut Vec<Retired>) {
 
 /// Every shard made so far.
 fn shards() -> impl Iterator<Item = &'static Shard> {
-    SHARDS
-        .iter()
-        .filter_map(OnceBox::get)
-        .chain(Lazy::get(&SHARED))
+    #[cfg(not(loom))]
+    let shared = Lazy::get(&SHARED);
+    #[cfg(loom)]
+    let shared = Some(&*SHARED);
+    SHARDS.iter().filter_map(OnceBox::get).chain(shared)
 }
 
 /// Takes every count of instance `instance` not taken yet, by source and
@@ -586,3 +603,6 @@ mod tests {
         );
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_tests;
