@@ -73,8 +73,8 @@ fn main() {
     );
     // Each row is read 100 ms into a second, for the second before (the
     // bucket of the minute window that has just been completed).
-    let mut second = sentinel.now_ms() / 1_000 + 1;
-    for row in 1..=seconds {
+    let first = sentinel.now_ms() / 1_000 + 1;
+    for (row, second) in (first..first + seconds).enumerate() {
         let read_at = (second + 1) * 1_000 + 100;
         let wait = read_at.saturating_sub(sentinel.now_ms());
         std::thread::sleep(Duration::from_millis(wait));
@@ -85,7 +85,8 @@ fn main() {
             .find(|m| m.timestamp_ms == second * 1_000)
             .unwrap_or_default();
         println!(
-            "{row:>4} {:>7} {:>7} {:>8} {:>7} {:>6.2}ms {:>5} {:>5} {:>11}",
+            "{:>4} {:>7} {:>7} {:>8} {:>7} {:>6.2}ms {:>5} {:>5} {:>11}",
+            row + 1,
             done.pass,
             done.block,
             done.success,
@@ -95,7 +96,6 @@ fn main() {
             node.cur_concurrency(),
             node.total_pass(now)
         );
-        second += 1;
     }
     stop.store(true, Ordering::Relaxed);
     for worker in workers {
