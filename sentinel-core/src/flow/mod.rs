@@ -229,37 +229,40 @@ pub(crate) fn check(
             Some(quota) => quota.acquire(node, u64::from(ctx.batch), ctx.now_ms),
             None => Acquired::Unserved,
         };
-        let refused = if leased != Acquired::Unserved {
-            match leased {
-                Acquired::Passed => outcome.lease(),
-                Acquired::PassedAt(start) => {
-                    outcome.lease();
-                    *pass_ms = (*pass_ms).max(start);
-                }
-                _ => {}
+        let refused = match leased {
+            Acquired::Passed => {
+                outcome.lease();
+                false
             }
-            leased == Acquired::Refused
-        } else if compiled.concurrency {
-            !reserve(compiled, node, bit, ctx.batch, &mut outcome)
-        } else {
-            let usage = Qps {
-                node,
-                window: compiled.window.as_ref(),
-                now: ctx.now_ms,
-            };
-            match compiled.controller.decide(
-                compiled.rule.count,
-                &usage,
-                ctx.batch,
-                ctx.now_ms,
-                || sentinel.now_nanos(),
-            ) {
-                Decision::Pass => false,
-                Decision::Wait(ns) => {
-                    outcome.wait_at_least(ns);
-                    false
+            Acquired::PassedAt(start) => {
+                outcome.lease();
+                *pass_ms = (*pass_ms).max(start);
+                false
+            }
+            Acquired::Refused => true,
+            Acquired::Unserved if compiled.concurrency => {
+                !reserve(compiled, node, bit, ctx.batch, &mut outcome)
+            }
+            Acquired::Unserved => {
+                let usage = Qps {
+                    node,
+                    window: compiled.window.as_ref(),
+                    now: ctx.now_ms,
+                };
+                match compiled.controller.decide(
+                    compiled.rule.count,
+                    &usage,
+                    ctx.batch,
+                    ctx.now_ms,
+                    || sentinel.now_nanos(),
+                ) {
+                    Decision::Pass => false,
+                    Decision::Wait(ns) => {
+                        outcome.wait_at_least(ns);
+                        false
+                    }
+                    Decision::Block => true,
                 }
-                Decision::Block => true,
             }
         };
         if refused {
