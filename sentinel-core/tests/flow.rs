@@ -378,20 +378,31 @@ impl Slot for Pause {
     }
 }
 
-/// Issue 16, defect 2: a rule of 10^11 refused an entry that read the clock
-/// just before another thread began the rule's next bucket.
-#[test]
-fn an_entry_late_for_the_rules_bucket_passes_and_counts_in_it() {
+/// An instance at the last millisecond of a bucket, with a reject rule of
+/// `count` on `r` and a [`Pause`] at `order` for entries from `origin`.
+fn paused_at_an_edge(
+    order: i32,
+    origin: &'static str,
+    count: f64,
+) -> (ManualClock, Arc<Pause>, Sentinel) {
     let clock = ManualClock::new(T0 + 499);
-    let pause = Pause::new(slot::order::HOT_PARAM + 1, "late");
+    let pause = Pause::new(order, origin);
     let sentinel = Sentinel::builder()
         .clock(clock.clone())
         .slot(SharedSlot(Arc::clone(&pause)))
         .build();
     sentinel
         .flow_rules()
-        .load(vec![FlowRule::new("r", 1e11)])
+        .load(vec![FlowRule::new("r", count)])
         .unwrap();
+    (clock, pause, sentinel)
+}
+
+/// Issue 16, defect 2: a rule of 10^11 refused an entry that read the clock
+/// just before another thread began the rule's next bucket.
+#[test]
+fn an_entry_late_for_the_rules_bucket_passes_and_counts_in_it() {
+    let (clock, pause, sentinel) = paused_at_an_edge(slot::order::HOT_PARAM + 1, "late", 1e11);
     let resource = sentinel.resource("r");
     assert!(resource.entry().is_ok());
     std::thread::scope(|s| {
@@ -420,16 +431,7 @@ fn an_entry_late_for_the_rules_bucket_passes_and_counts_in_it() {
 /// the two buckets still admit exactly the count together.
 #[test]
 fn qps_reject_is_exact_across_a_buckets_edge_with_entries_in_flight() {
-    let clock = ManualClock::new(T0 + 499);
-    let pause = Pause::new(slot::order::FLOW + 1, "in-flight");
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .slot(SharedSlot(Arc::clone(&pause)))
-        .build();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("r", 100.0)])
-        .unwrap();
+    let (clock, pause, sentinel) = paused_at_an_edge(slot::order::FLOW + 1, "in-flight", 100.0);
     std::thread::scope(|s| {
         let in_flight = s.spawn(|| {
             // Its lease takes an eighth of the count; one permit is spent
