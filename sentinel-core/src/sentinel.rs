@@ -464,6 +464,7 @@ impl Sentinel {
             reserved: outcome.reserved(),
             windows: outcome.windows(),
             breakers: outcome.breakers(),
+            #[cfg(feature = "tokio")]
             leased: outcome.leased(),
             holds: std::mem::take(&mut verdict.holds),
         }))
@@ -1139,7 +1140,9 @@ struct Checked<'a, 's> {
     windows: bool,
     /// The resource has circuit breakers, to hear of the exit.
     breakers: bool,
-    /// The entry spent permits of reject rules' quotas.
+    /// The entry spent permits of reject rules' quotas (given back if a
+    /// queued entry's wait is cancelled).
+    #[cfg(feature = "tokio")]
     leased: bool,
     /// Hot-parameter counts and half-open probes the entry holds.
     holds: Holds,
