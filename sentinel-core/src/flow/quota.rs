@@ -64,10 +64,11 @@ const GRANTED_BITS: u32 = 40;
 const GRANTED: u64 = (1 << GRANTED_BITS) - 1;
 /// Tags wrap at this many buckets (97 days of 500 ms buckets).
 const TAGS: u64 = 1 << (64 - GRANTED_BITS);
-/// How many buckets behind the rule's an entry may be and still be taken
-/// for late (having read the clock just before the rule's bucket began);
-/// further behind, the rule's bucket is taken for one that wrapped around
-/// and starts anew.
+/// While the start of the rule's bucket is not written yet (just after it
+/// began), how many buckets behind the rule's, by the tags, an entry may be
+/// and still be taken for late; further behind, the rule's bucket is taken
+/// for one that wrapped around and starts anew. With the start written, an
+/// entry from any earlier bucket is late.
 const LATE: u64 = 2;
 /// The state before any bucket: `granted` all ones, which no count reaches.
 const NO_STATE: u64 = GRANTED;
@@ -493,18 +494,26 @@ impl Quota {
             {
                 (bucket, most)
             } else {
-                let start = rule_start.unwrap_or_else(|| {
-                    bucket.start + held.wrapping_sub(bucket.tag) % TAGS * bucket_len
-                });
-                if state & GRANTED == NO_STATE
-                    || start <= bucket.start
-                    || start - bucket.start > LATE * bucket_len
-                {
+                // Whether the rule's bucket is later than the entry's: by
+                // its start (however late the entry), or, while that is not
+                // written yet, by the tags (at most `LATE` buckets, past
+                // which a tag is taken for one that wrapped around).
+                let behind = held.wrapping_sub(bucket.tag) % TAGS;
+                let (start, later) = match rule_start {
+                    Some(start) => (start, start > bucket.start),
+                    None => (
+                        bucket.start + behind * bucket_len,
+                        behind != 0 && behind <= LATE,
+                    ),
+                };
+                if state & GRANTED == NO_STATE || !later {
                     state = self.begin(node, state, bucket, bucket_len, now);
                     continue;
                 }
                 // A later bucket has begun since this entry read the clock:
-                // the entry is checked and counted there.
+                // the entry is checked and counted there. (Never the other
+                // way: the rule's bucket never moves back, or its count
+                // would start anew in a window that has passes.)
                 (Bucket { start, tag: held }, n)
             };
             let granted = state & GRANTED;

@@ -113,6 +113,24 @@ fn an_entry_late_for_its_bucket_is_counted_in_the_rules_bucket() {
     });
 }
 
+/// Found by the stress test: an entry that read the clock buckets before
+/// the rule's (its thread stalled while the clock moved on) moved the rule
+/// back to its bucket, and the rule's own bucket then began anew from
+/// nothing: twice the count in one window.
+#[test]
+fn an_entry_many_buckets_late_never_moves_the_rule_back() {
+    let (quota, node) = (Quota::new(10.0), node());
+    let t = 1_000_000;
+    assert_eq!(fill(&quota, &node, t + 5_000, 100), 10);
+    for late in [t, t + 3_000, t + 4_400] {
+        let refused = on_another_thread(|| pass_time(&quota, &node, late));
+        assert_eq!(refused, None, "checked against the rule's full bucket");
+    }
+    assert_eq!(fill(&quota, &node, t + 5_000, 100), 0, "not begun anew");
+    assert_eq!(fill(&quota, &node, t + 5_500, 100), 0);
+    assert_eq!(fill(&quota, &node, t + 6_000, 100), 10);
+}
+
 #[test]
 fn a_late_entry_takes_the_rules_bucket_permits() {
     let (quota, node) = (Quota::new(100.0), node());
