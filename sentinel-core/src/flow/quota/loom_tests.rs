@@ -70,6 +70,16 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     builder.check(f);
 }
 
+/// Runs `f` on a model thread of its own with the quota and the window.
+fn spawn<T: Send + 'static>(
+    quota: &Arc<Quota>,
+    window: &Arc<Window>,
+    f: impl FnOnce(&Quota, &Window) -> T + Send + 'static,
+) -> loom::thread::JoinHandle<T> {
+    let (q, w) = (Arc::clone(quota), Arc::clone(window));
+    loom::thread::spawn(move || f(&q, &w))
+}
+
 /// Two lease holders in one bucket, one spending the last permits while
 /// the other's leftover is taken back: never more than the count, and
 /// no permit lost (the bucket then fills to exactly the count).
@@ -78,17 +88,15 @@ fn loom_take_spend_and_reclaim_lose_and_double_nothing() {
     model(|| {
         let quota = Arc::new(Quota::new(16.0));
         let window = Arc::new(Window::new());
-        let (q, w) = (Arc::clone(&quota), Arc::clone(&window));
-        let a = loom::thread::spawn(move || {
+        let a = spawn(&quota, &window, |q, w| {
             // A lease of two; one spent, one left in it, then spent.
-            enter(&q, &w, 1, 10);
-            enter(&q, &w, 1, 20);
+            enter(q, w, 1, 10);
+            enter(q, w, 1, 20);
         });
-        let (q, w) = (Arc::clone(&quota), Arc::clone(&window));
-        let b = loom::thread::spawn(move || {
+        let b = spawn(&quota, &window, |q, w| {
             // All that is left, then one more: taken from A's lease.
-            enter(&q, &w, 14, 30);
-            enter(&q, &w, 1, 40);
+            enter(q, w, 14, 30);
+            enter(q, w, 1, 40);
         });
         a.join().unwrap();
         b.join().unwrap();
@@ -107,21 +115,19 @@ fn loom_a_bucket_change_while_a_lease_is_held_keeps_the_window_exact() {
     model(|| {
         let quota = Arc::new(Quota::new(16.0));
         let window = Arc::new(Window::new());
-        let (q, w) = (Arc::clone(&quota), Arc::clone(&window));
-        let a = loom::thread::spawn(move || {
-            enter(&q, &w, 1, 10);
+        let a = spawn(&quota, &window, |q, w| {
+            enter(q, w, 1, 10);
             // Read the clock in bucket 0; may find bucket 1 begun.
-            enter(&q, &w, 1, 20);
+            enter(q, w, 1, 20);
             // Refused by a later check: given back.
-            if let Some(at) = enter(&q, &w, 1, 30) {
+            if let Some(at) = enter(q, w, 1, 30) {
                 q.give_back(1, at);
                 w.remove(at, 1);
             }
         });
-        let (q, w) = (Arc::clone(&quota), Arc::clone(&window));
-        let b = loom::thread::spawn(move || {
-            enter(&q, &w, 1, 510);
-            enter(&q, &w, 13, 520);
+        let b = spawn(&quota, &window, |q, w| {
+            enter(q, w, 1, 510);
+            enter(q, w, 13, 520);
         });
         a.join().unwrap();
         b.join().unwrap();
