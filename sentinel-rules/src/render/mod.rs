@@ -3,6 +3,8 @@
 //! checks every kind and field).
 
 mod kinds;
+#[cfg(test)]
+mod roundtrip;
 pub(crate) mod scalar;
 
 use crate::parse::RuleFile;
