@@ -145,3 +145,54 @@ fn a_crlf_file_keeps_its_other_lines() {
     );
     assert_eq!(s.rule_book().system.len(), 1);
 }
+
+/// Lines that make odd layouts: flow mappings, document markers, quoted
+/// and complex keys, anchors, block scalars, comments at any indent.
+const PIECES: &[&str] = &[
+    "flow:", "  - {resource: a, count: 1}", "degrade: []", "# c", "", "  # c", "version: 1",
+    "{flow: []}", "---", "...", "system:", "  - max_thread: 3", "flow: [", "]", "\t",
+    "track_percentiles: [a]", "  - resource: b", "    count: 2", "param_flow:", "'flow': []",
+    "? flow", ": []", "\"degrade\":", "&a x: 1", "key: |", "  text", "flow: ~", "authority:",
+    "  - {resource: r, limit_app: o}", "- 1", "  - {resource: p, param_idx: 0, count: 1}",
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// Whatever the file, a replace writes a file that reads back as the
+    /// rules given with the rest unchanged, or refuses and leaves it alone.
+    #[test]
+    fn any_layout_is_rewritten_right_or_left_alone(
+        lines in proptest::collection::vec(proptest::sample::select(PIECES), 0..12),
+        crlf in proptest::bool::ANY,
+    ) {
+        let text = lines.join(if crlf { "\r\n" } else { "\n" });
+        let (_dir, path) = temp_file(&text);
+        let s = sentinel();
+        let options = LoadOptions::default().allow_empty(true);
+        let before = sentinel_rules::parse_str_with(&text, "rules.yaml", &options);
+        let store = RuleFileStore::open_with(&path, options.clone()).unwrap();
+        let rules = vec![FlowRule::new("new", 3.0)];
+        match store.replace(&s, RuleChange::Flow(rules.clone())) {
+            Ok(()) => {
+                let after = sentinel_rules::load_file(&path, &options).unwrap();
+                proptest::prop_assert_eq!(&after.book.flow, &rules);
+                proptest::prop_assert_eq!(&s.rule_book(), &after.book);
+                if let Ok(before) = before {
+                    let mut expected = before.book.clone();
+                    expected.flow = rules;
+                    proptest::prop_assert_eq!(after.book, expected);
+                    proptest::prop_assert_eq!(after.version, before.version);
+                }
+            }
+            Err(sentinel_rules::StoreError::Invalid(lines)) => {
+                proptest::prop_assert!(!lines.is_empty());
+                // The read-back check is a safety net, not a way out.
+                proptest::prop_assert!(!lines.iter().any(|l| l.contains("a bug")), "{lines:?}");
+                proptest::prop_assert_eq!(fs::read_to_string(&path).unwrap(), text);
+                proptest::prop_assert!(s.rule_book().flow.is_empty());
+            }
+            Err(other) => proptest::prop_assert!(false, "{other:?}"),
+        }
+    }
+}
