@@ -275,3 +275,54 @@ fn stores_and_errors_cross_threads() {
     send_sync::<StoreError>();
     send_sync::<RuleChange>();
 }
+
+#[test]
+fn every_problem_of_hot_parameter_rules_is_listed() {
+    use sentinel_core::ParamValue;
+    use sentinel_core::hotspot::{ParamFlowItem, ParamFlowRule};
+    let (_dir, path) = temp_file("flow: []\n");
+    let s = sentinel();
+    let store = RuleFileStore::open(&path).unwrap();
+    let rules = vec![
+        ParamFlowRule {
+            param_flow_item_list: vec![ParamFlowItem::new(ParamValue::list([1, 2]), 1.0)],
+            ..ParamFlowRule::new("a", 0, 1.0)
+        },
+        ParamFlowRule {
+            duration_in_sec: 0,
+            param_flow_item_list: vec![ParamFlowItem::new("vip", -1.0)],
+            ..ParamFlowRule::new("b", 1, 2.0)
+        },
+    ];
+    let error = store.replace(&s, RuleChange::ParamFlow(rules)).unwrap_err();
+    assert_eq!(
+        error.lines(),
+        [
+            "param_flow[0] (a): param_flow_item_list[0].value must be a string, a whole number \
+             or a boolean, got a list",
+            "param_flow[1] (b): duration_in_sec must be > 0",
+            "param_flow[1] (b): param_flow_item_list item 0 (\"vip\"): count must be a finite \
+             number >= 0, got -1",
+        ]
+    );
+    assert_eq!(fs::read_to_string(&path).unwrap(), "flow: []\n");
+}
+
+#[cfg(unix)]
+#[test]
+fn the_same_rules_again_leave_the_file_alone() {
+    use std::os::unix::fs::MetadataExt;
+    let (_dir, path) = temp_file("flow:\n  - resource: a\n    count: 1\n");
+    let s = sentinel();
+    let store = RuleFileStore::open(&path).unwrap();
+    let inode = fs::metadata(&path).unwrap().ino();
+    store
+        .replace(&s, RuleChange::Flow(vec![FlowRule::new("a", 1.0)]))
+        .unwrap();
+    assert_eq!(fs::metadata(&path).unwrap().ino(), inode);
+    assert_eq!(s.rule_book().flow, vec![FlowRule::new("a", 1.0)]);
+    store
+        .replace(&s, RuleChange::Flow(vec![FlowRule::new("a", 2.0)]))
+        .unwrap();
+    assert_ne!(fs::metadata(&path).unwrap().ino(), inode);
+}

@@ -97,14 +97,23 @@ fn defaults_are_left_out_and_words_are_the_readmes() {
         section(&RuleChange::System(vec![])).unwrap(),
         "system: []\n"
     );
-    let list = ParamValue::list([1, 2]);
     let rule = ParamFlowRule {
-        param_flow_item_list: vec![ParamFlowItem::new(list, 1.0)],
+        param_flow_item_list: vec![ParamFlowItem::new(ParamValue::list([1, 2]), 1.0)],
         ..ParamFlowRule::new("a", 0, 1.0)
     };
-    let error = section(&RuleChange::ParamFlow(vec![rule])).unwrap_err();
+    let change = RuleChange::ParamFlow(vec![rule]);
+    let text = section(&change).unwrap();
     assert!(
-        error[0].starts_with("param_flow[0]: param_flow_item_list value"),
-        "{error:?}"
+        text.ends_with("      - {value: [1, 2], count: 1}\n"),
+        "{text}"
+    );
+    // ... which the load refuses, naming the item.
+    let error = parse(&text, "rules.yaml", &LoadOptions::default()).unwrap_err();
+    assert_eq!(
+        error.lines(),
+        [
+            "rules.yaml:6:17: param_flow[0] (a): param_flow_item_list[0].value must be a string, \
+          a whole number or a boolean, got a list"
+        ]
     );
 }

@@ -143,8 +143,12 @@ impl RuleFileStore {
             return Err(self.conflict("changed on disk"));
         }
         let (bytes, file) = self.rewrite(&on_disk, &change)?;
-        write::replace_file(&self.path, &bytes)?;
-        *known = Some(bytes);
+        // The same rules again (a dashboard saving what it read) leave the
+        // file alone: no new inode, no new modification time.
+        if bytes != on_disk {
+            write::replace_file(&self.path, &bytes)?;
+            *known = Some(bytes);
+        }
         apply(sentinel, file).map_err(|errors| {
             // Not reached: the text parsed, so every rule passed these checks.
             StoreError::Invalid(errors.errors().iter().map(|e| e.to_string()).collect())
