@@ -1,0 +1,172 @@
+//! The live page in a real browser: headless Chromium opens the page of a
+//! server with traffic and must show the busy resource with a non-zero
+//! pass rate and draw its chart, with no console error, no uncaught
+//! exception and no failed request, in light and dark mode.
+//!
+//! Needs Chromium (`apt-get install -y chromium`; or `CHROMIUM=/path`):
+//! without it the test fails and says so. Set `LIVE_PAGE_SCREENSHOTS=dir`
+//! to keep the screenshots out of the test's temporary directory.
+
+#[path = "live_page/cdp.rs"]
+mod cdp;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use sentinel_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_core::flow::FlowRule;
+use sentinel_core::system::SystemRule;
+use sentinel_core::{RuleBook, Sentinel};
+use serde_json::Value;
+
+/// How long the page may take to show the traffic.
+const PAGE_DEADLINE: Duration = Duration::from_secs(20);
+/// The traffic stops by itself after this, whatever happens to the test.
+const TRAFFIC_LIMIT: Duration = Duration::from_secs(90);
+
+/// What the test reads from the page: the busy resource's row, the chart's
+/// marks, and how many pixels of the chart are the pass colour.
+const PROBE: &str = r#"(() => {
+  const row = [...document.querySelectorAll('#resources tbody tr')]
+    .find((tr) => tr.dataset.name === 'GET:/orders');
+  const canvas = document.getElementById('chart');
+  let passPixels = 0;
+  if (canvas.width > 1 && canvas.height > 1) {
+    const pass = getComputedStyle(document.documentElement).getPropertyValue('--pass').trim();
+    const want = [1, 3, 5].map((i) => parseInt(pass.slice(i, i + 2), 16));
+    const px = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    for (let i = 0; i < px.length; i += 4) {
+      if (px[i + 3] > 200 && want.every((v, k) => Math.abs(px[i + k] - v) < 24)) passPixels++;
+    }
+  }
+  return {
+    passText: row ? row.children[1].firstChild.textContent : null,
+    drawn: canvas.dataset.drawn,
+    maxPass: canvas.dataset.maxPass || null,
+    passPixels,
+    title: document.getElementById('chart-title').textContent,
+    breakers: document.querySelectorAll('#breakers li').length,
+    rules: document.getElementById('rules').textContent,
+    status: document.getElementById('status').dataset.state,
+  };
+})()"#;
+
+fn rules() -> RuleBook {
+    let mut book = RuleBook::default();
+    book.flow.push(FlowRule::new("GET:/orders", 200.0));
+    book.degrade
+        .push(DegradeRule::new("GET:/orders", DegradeGrade::ErrorRatio, 0.5));
+    book.system.push(SystemRule {
+        qps: Some(100_000.0),
+        ..SystemRule::default()
+    });
+    book
+}
+
+/// Entries on two resources, about 400 a second on `GET:/orders` (half
+/// refused by its rule) and 50 on `GET:/users`, until `stop` or the limit.
+fn traffic(sentinel: Arc<Sentinel>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let started = Instant::now();
+        let mut n = 0u64;
+        while !stop.load(Ordering::Relaxed) && started.elapsed() < TRAFFIC_LIMIT {
+            if let Ok(entry) = sentinel.entry("GET:/orders") {
+                if n % 50 == 0 {
+                    entry.set_error("boom");
+                }
+                drop(entry);
+            }
+            if n % 8 == 0 {
+                drop(sentinel.entry("GET:/users"));
+            }
+            n += 1;
+            std::thread::sleep(Duration::from_micros(2_500));
+        }
+    })
+}
+
+fn digits(text: &str) -> u64 {
+    text.chars()
+        .filter(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap_or(0)
+}
+
+fn shows_traffic(probe: &Value) -> bool {
+    probe["passText"].as_str().is_some_and(|t| digits(t) > 0)
+        && probe["drawn"] == "60"
+        && probe["maxPass"].as_str().is_some_and(|t| digits(t) > 0)
+        && probe["passPixels"].as_u64().unwrap_or(0) > 100
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_shows_live_traffic_and_draws_its_chart_without_errors() {
+    let sentinel = Arc::new(Sentinel::builder().build());
+    sentinel.load_rule_book(rules()).expect("valid rules");
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = traffic(Arc::clone(&sentinel), Arc::clone(&stop));
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let app = sentinel_transport::live_page(Arc::clone(&sentinel));
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let dir = tempfile::tempdir().unwrap();
+    let browser = cdp::Browser::launch(&dir.path().join("profile")).await;
+    let mut shots = Vec::new();
+    for scheme in ["light", "dark"] {
+        let page = browser.new_page(1360, 1100).await;
+        browser
+            .call(
+                Some(&page),
+                "Emulation.setEmulatedMedia",
+                serde_json::json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] }),
+            )
+            .await;
+        browser
+            .call(
+                Some(&page),
+                "Page.navigate",
+                serde_json::json!({ "url": format!("http://{address}/") }),
+            )
+            .await;
+        let deadline = Instant::now() + PAGE_DEADLINE;
+        let probe = loop {
+            let probe = browser.eval(&page, PROBE).await;
+            if shows_traffic(&probe) {
+                break probe;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{scheme}: within {PAGE_DEADLINE:?} the page did not show GET:/orders with a \
+                 non-zero pass rate and a drawn chart; last reading: {probe}; problems: {:?}",
+                browser.problems.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        };
+        assert_eq!(probe["title"], "GET:/orders", "the busiest resource is charted");
+        assert_eq!(probe["status"], "live");
+        assert_eq!(probe["breakers"], 1, "the breaker of the degrade rule is listed");
+        let rules = probe["rules"].as_str().unwrap();
+        assert!(rules.contains("≤ 200 QPS") && rules.contains("error ratio > 0.5"), "{rules}");
+        let png = browser.screenshot(&page).await;
+        assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
+        let file = dir.path().join(format!("live_page_{scheme}.png"));
+        std::fs::write(&file, &png).unwrap();
+        eprintln!("{scheme}: {probe}\nscreenshot: {}", file.display());
+        shots.push(file);
+    }
+    stop.store(true, Ordering::Relaxed);
+    load.join().unwrap();
+    server.abort();
+
+    if let Some(keep) = std::env::var_os("LIVE_PAGE_SCREENSHOTS") {
+        for shot in &shots {
+            std::fs::copy(shot, std::path::Path::new(&keep).join(shot.file_name().unwrap())).unwrap();
+        }
+    }
+    let problems = browser.problems.lock().unwrap().clone();
+    assert!(problems.is_empty(), "the page misbehaved: {problems:#?}");
+}
