@@ -73,7 +73,7 @@
     $('t-exception').textContent = int(t.exception);
     $('t-concurrency').textContent = int(t.concurrency);
     $('t-resources').textContent = int(t.resources);
-    $('t-second').textContent = 'second ' + clock(data.second.start_ms);
+    $('t-listed').textContent = t.resources === 1 ? 'known' : 'known, ' + int(t.shown) + ' listed';
     // Nothing chosen yet: follow the busiest resource until the user picks.
     if (!state.selected && data.resources.length > 0) {
       state.selected = data.resources[0].name;
@@ -200,9 +200,11 @@
     const w = width - pad.left - pad.right;
     const ht = height - pad.top - pad.bottom;
     const n = h.pass.length;
-    const maxCount = niceMax(Math.max(...h.pass, ...h.block));
+    // Headroom above the highest point, so a saturated rule's flat line
+    // does not sit on the frame.
+    const maxCount = niceMax(1.1 * Math.max(...h.pass.map((p, i) => p + h.block[i])));
     const rts = h.avg_rt.filter((v) => v !== null);
-    const maxRt = niceMax(rts.length ? Math.max(...rts) : 0);
+    const maxRt = niceMax(Math.max(1, 1.1 * (rts.length ? Math.max(...rts) : 0)));
     const x = (i) => pad.left + (n <= 1 ? 0 : (w * i) / (n - 1));
     const y = (v) => pad.top + ht - (ht * v) / maxCount;
     const yRt = (v) => pad.top + ht - (ht * v) / maxRt;
@@ -230,17 +232,20 @@
     g.textAlign = 'right';
     g.fillText(clock(h.start_ms + (n - 1) * h.step_ms), x(n - 1), height - 6);
 
-    const series = (values, color, yOf) => {
-      g.beginPath();
-      values.forEach((v, i) => (i === 0 ? g.moveTo(x(i), yOf(v)) : g.lineTo(x(i), yOf(v))));
-      const stroke = new Path2D();
-      values.forEach((v, i) => (i === 0 ? stroke.moveTo(x(i), yOf(v)) : stroke.lineTo(x(i), yOf(v))));
-      g.lineTo(x(n - 1), y(0)); g.lineTo(x(0), y(0)); g.closePath();
-      g.globalAlpha = 0.14; g.fillStyle = color; g.fill(); g.globalAlpha = 1;
-      g.strokeStyle = color; g.lineWidth = 2; g.lineJoin = 'round'; g.stroke(stroke);
+    // Block is stacked on pass: the top line is every request that came,
+    // the red band what was refused of it.
+    const total = h.pass.map((p, i) => p + h.block[i]);
+    const band = (upper, lower, color) => {
+      const top = new Path2D();
+      upper.forEach((v, i) => (i === 0 ? top.moveTo(x(i), y(v)) : top.lineTo(x(i), y(v))));
+      const area = new Path2D(top);
+      for (let i = n - 1; i >= 0; i--) area.lineTo(x(i), y(lower ? lower[i] : 0));
+      area.closePath();
+      g.globalAlpha = 0.16; g.fillStyle = color; g.fill(area); g.globalAlpha = 1;
+      g.strokeStyle = color; g.lineWidth = 2; g.lineJoin = 'round'; g.stroke(top);
     };
-    series(h.pass, css('--pass'), y);
-    series(h.block, css('--block'), y);
+    band(total, h.pass, css('--block'));
+    band(h.pass, null, css('--pass'));
     if (rts.length) {
       g.strokeStyle = css('--rt'); g.lineWidth = 1.5; g.setLineDash([4, 3]);
       g.beginPath();

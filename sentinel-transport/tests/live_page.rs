@@ -5,7 +5,9 @@
 //!
 //! Needs Chromium (`apt-get install -y chromium`; or `CHROMIUM=/path`):
 //! without it the test fails and says so. Set `LIVE_PAGE_SCREENSHOTS=dir`
-//! to keep the screenshots out of the test's temporary directory.
+//! to keep the screenshots out of the test's temporary directory, and
+//! `LIVE_PAGE_WARMUP_SECS=n` (at most 60) to let the traffic run n seconds
+//! before the page opens (a fuller chart on the screenshots).
 
 #[path = "live_page/cdp.rs"]
 mod cdp;
@@ -23,7 +25,7 @@ use serde_json::Value;
 /// How long the page may take to show the traffic.
 const PAGE_DEADLINE: Duration = Duration::from_secs(20);
 /// The traffic stops by itself after this, whatever happens to the test.
-const TRAFFIC_LIMIT: Duration = Duration::from_secs(90);
+const TRAFFIC_LIMIT: Duration = Duration::from_secs(150);
 
 /// What the test reads from the page: the busy resource's row, the chart's
 /// marks, and how many pixels of the chart are the pass colour.
@@ -31,6 +33,8 @@ const PROBE: &str = r#"(() => {
   const row = [...document.querySelectorAll('#resources tbody tr')]
     .find((tr) => tr.dataset.name === 'GET:/orders');
   const canvas = document.getElementById('chart');
+  // Still on about:blank, or the page is loading.
+  if (!canvas) return { loading: true };
   let passPixels = 0;
   if (canvas.width > 1 && canvas.height > 1) {
     const pass = getComputedStyle(document.documentElement).getPropertyValue('--pass').trim();
@@ -64,24 +68,31 @@ fn rules() -> RuleBook {
     book
 }
 
-/// Entries on two resources, about 400 a second on `GET:/orders` (half
-/// refused by its rule) and 50 on `GET:/users`, until `stop` or the limit.
+/// Entries on two resources until `stop` or the limit: `GET:/orders` at a
+/// rate that swells and ebbs around 300 a second (its rule passes 200, one
+/// call in fifty fails, each holds about 2 ms), `GET:/users` at an eighth.
 fn traffic(sentinel: Arc<Sentinel>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let started = Instant::now();
         let mut n = 0u64;
         while !stop.load(Ordering::Relaxed) && started.elapsed() < TRAFFIC_LIMIT {
-            if let Ok(entry) = sentinel.entry("GET:/orders") {
-                if n % 50 == 0 {
-                    entry.set_error("boom");
+            let swell = 1.0 + 0.6 * (started.elapsed().as_secs_f64() / 6.0).sin();
+            let pause = Duration::from_secs_f64(0.0033 / swell);
+            match sentinel.entry("GET:/orders") {
+                Ok(entry) => {
+                    if n % 50 == 0 {
+                        entry.set_error("boom");
+                    }
+                    std::thread::sleep(pause.min(Duration::from_millis(2)));
+                    drop(entry);
+                    std::thread::sleep(pause.saturating_sub(Duration::from_millis(2)));
                 }
-                drop(entry);
+                Err(_) => std::thread::sleep(pause),
             }
             if n % 8 == 0 {
                 drop(sentinel.entry("GET:/users"));
             }
             n += 1;
-            std::thread::sleep(Duration::from_micros(2_500));
         }
     })
 }
@@ -112,6 +123,12 @@ async fn the_page_shows_live_traffic_and_draws_its_chart_without_errors() {
     let address = listener.local_addr().unwrap();
     let app = sentinel_transport::live_page(Arc::clone(&sentinel));
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let warmup = std::env::var("LIVE_PAGE_WARMUP_SECS")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(0)
+        .min(60);
+    tokio::time::sleep(Duration::from_secs(warmup)).await;
 
     let dir = tempfile::tempdir().unwrap();
     let browser = cdp::Browser::launch(&dir.path().join("profile")).await;
