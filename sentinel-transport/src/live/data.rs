@@ -118,8 +118,6 @@ struct History {
 struct Candidate<'a> {
     node: &'a ResourceNode,
     last: Second,
-    minute_pass: u64,
-    minute_block: u64,
     concurrency: u64,
 }
 
@@ -172,18 +170,12 @@ impl LiveData {
             let mut candidate = Candidate {
                 node,
                 last: Second::default(),
-                minute_pass: 0,
-                minute_block: 0,
                 concurrency: node.stats().cur_concurrency(),
             };
+            // Only the last second's bucket(s): the minute is read for the
+            // listed resources only.
             node.stats()
-                .for_each_metric_since(minute_start, second_end, |m| {
-                    candidate.minute_pass += m.pass;
-                    candidate.minute_block += m.block;
-                    if m.timestamp_ms >= second_start {
-                        candidate.last.add(&m);
-                    }
-                });
+                .for_each_metric_since(second_start, second_end, |m| candidate.last.add(&m));
             totals.pass += candidate.last.pass;
             totals.block += candidate.last.block;
             totals.success += candidate.last.success;
@@ -194,15 +186,9 @@ impl LiveData {
             }
         }
         totals.matched = candidates.len();
-        // Busiest first: the last second, then calls in flight, then the
-        // minute; the name breaks ties so the order does not flicker.
-        let activity = |c: &Candidate<'_>| {
-            (
-                c.last.pass + c.last.block,
-                c.concurrency,
-                c.minute_pass + c.minute_block,
-            )
-        };
+        // Busiest first: the last second, then calls in flight; the name
+        // breaks ties so the order does not flicker.
+        let activity = |c: &Candidate<'_>| (c.last.pass + c.last.block, c.concurrency);
         let by_activity = |a: &Candidate<'_>, b: &Candidate<'_>| {
             activity(b)
                 .cmp(&activity(a))
@@ -223,6 +209,13 @@ impl LiveData {
             .iter()
             .map(|c| {
                 let name = c.node.name();
+                let (mut minute_pass, mut minute_block) = (0, 0);
+                c.node
+                    .stats()
+                    .for_each_metric_since(minute_start, second_end, |m| {
+                        minute_pass += m.pass;
+                        minute_block += m.block;
+                    });
                 ResourceRow {
                     name: name.to_owned(),
                     pass: c.last.pass,
@@ -232,8 +225,8 @@ impl LiveData {
                     avg_rt: c.last.avg_rt(),
                     min_rt: c.last.min_rt,
                     concurrency: c.concurrency,
-                    minute_pass: c.minute_pass,
-                    minute_block: c.minute_block,
+                    minute_pass,
+                    minute_block,
                     rules: counts.get(name).copied().unwrap_or_default(),
                     breaker: worst.get(name).copied(),
                 }
