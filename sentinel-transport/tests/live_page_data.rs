@@ -22,7 +22,10 @@ const T0: u64 = 1_700_000_000_000;
 
 fn instance() -> (Arc<Sentinel>, ManualClock) {
     let clock = ManualClock::new(T0);
-    (Arc::new(Sentinel::builder().clock(clock.clone()).build()), clock)
+    (
+        Arc::new(Sentinel::builder().clock(clock.clone()).build()),
+        clock,
+    )
 }
 
 async fn get(sentinel: &Arc<Sentinel>, uri: &str) -> (StatusCode, String) {
@@ -50,7 +53,9 @@ fn one_busy_second(sentinel: &Sentinel, clock: &ManualClock) {
         .load(vec![FlowRule::new("GET:/orders", 3.0)])
         .unwrap();
     clock.set(T0 + 100);
-    let entries: Vec<_> = (0..3).map(|_| sentinel.entry("GET:/orders").unwrap()).collect();
+    let entries: Vec<_> = (0..3)
+        .map(|_| sentinel.entry("GET:/orders").unwrap())
+        .collect();
     assert!(sentinel.entry("GET:/orders").is_err());
     assert!(sentinel.entry("GET:/orders").is_err());
     for (i, entry) in entries.into_iter().enumerate() {
@@ -78,25 +83,42 @@ async fn the_last_completed_second_is_exact() {
     let row = &d["resources"][0];
     assert_eq!(row["name"], "GET:/orders");
     assert_eq!(
-        (&row["pass"], &row["block"], &row["success"], &row["exception"]),
+        (
+            &row["pass"],
+            &row["block"],
+            &row["success"],
+            &row["exception"]
+        ),
         (&3.into(), &2.into(), &3.into(), &1.into())
     );
     assert_eq!(row["avg_rt"], 20.0);
     assert_eq!(row["min_rt"], 10);
     assert_eq!(row["concurrency"], 1, "the entry held now");
-    assert_eq!((&row["minute_pass"], &row["minute_block"]), (&3.into(), &2.into()));
+    assert_eq!(
+        (&row["minute_pass"], &row["minute_block"]),
+        (&3.into(), &2.into())
+    );
     assert_eq!(row["rules"]["flow"], 1);
     assert_eq!(row["breaker"], Value::Null);
     let t = &d["totals"];
-    assert_eq!((&t["pass"], &t["block"], &t["concurrency"]), (&3.into(), &2.into(), &1.into()));
-    assert_eq!((&t["resources"], &t["matched"], &t["shown"]), (&1.into(), &1.into(), &1.into()));
+    assert_eq!(
+        (&t["pass"], &t["block"], &t["concurrency"]),
+        (&3.into(), &2.into(), &1.into())
+    );
+    assert_eq!(
+        (&t["resources"], &t["matched"], &t["shown"]),
+        (&1.into(), &1.into(), &1.into())
+    );
 
     // One second on, that second is history and the last one is quiet but
     // for the pass of the held entry.
     clock.set(T0 + 2_000);
     let d = data(&sentinel, "").await;
     let row = &d["resources"][0];
-    assert_eq!((&row["pass"], &row["block"], &row["avg_rt"]), (&1.into(), &0.into(), &Value::Null));
+    assert_eq!(
+        (&row["pass"], &row["block"], &row["avg_rt"]),
+        (&1.into(), &0.into(), &Value::Null)
+    );
     assert_eq!(row["minute_pass"], 4);
 }
 
@@ -125,7 +147,11 @@ async fn the_selected_resource_has_a_minute_of_seconds() {
     assert_eq!(h["avg_rt"][58], Value::Null);
     assert_eq!(h["avg_rt"][54], 0.0);
 
-    assert_eq!(data(&sentinel, "").await["history"], Value::Null, "none selected");
+    assert_eq!(
+        data(&sentinel, "").await["history"],
+        Value::Null,
+        "none selected"
+    );
     let unknown = data(&sentinel, "?resource=nope").await;
     assert_eq!(unknown["history"], Value::Null);
 }
@@ -143,14 +169,31 @@ async fn busiest_first_capped_and_filtered() {
     }
     clock.set(T0 + 1_000);
     let d = data(&sentinel, "?limit=3").await;
-    let names: Vec<&str> = d["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = d["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["e", "d", "c"]);
     let t = &d["totals"];
-    assert_eq!((&t["resources"], &t["matched"], &t["shown"], &t["limit"]), (&6.into(), &6.into(), &3.into(), &3.into()));
-    assert_eq!(t["pass"], 1 + 3 + 5 + 7 + 9 + 1, "totals cover every resource, not only those listed");
+    assert_eq!(
+        (&t["resources"], &t["matched"], &t["shown"], &t["limit"]),
+        (&6.into(), &6.into(), &3.into(), &3.into())
+    );
+    assert_eq!(
+        t["pass"],
+        1 + 3 + 5 + 7 + 9 + 1,
+        "totals cover every resource, not only those listed"
+    );
 
     let d = data(&sentinel, "?q=UI&limit=1000").await;
-    let names: Vec<&str> = d["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = d["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["quiet"], "case is ignored");
     assert_eq!(d["totals"]["matched"], 1);
 }
@@ -164,10 +207,20 @@ async fn breakers_and_rules_of_every_kind() {
     breaker.min_request_amount = 1;
     breaker.time_window_sec = 10;
     book.degrade.push(breaker);
-    book.system.push(SystemRule { highest_cpu_usage: Some(0.8), avg_rt: Some(50), ..SystemRule::default() });
-    book.authority.push(AuthorityRule::new("GET:/admin", AuthorityStrategy::White, ["ops", "cron"]));
+    book.system.push(SystemRule {
+        highest_cpu_usage: Some(0.8),
+        avg_rt: Some(50),
+        ..SystemRule::default()
+    });
+    book.authority.push(AuthorityRule::new(
+        "GET:/admin",
+        AuthorityStrategy::White,
+        ["ops", "cron"],
+    ));
     let mut param = ParamFlowRule::new("GET:/items", 0, 5.0);
-    param.param_flow_item_list.push(ParamFlowItem::new("vip", 50.0));
+    param
+        .param_flow_item_list
+        .push(ParamFlowItem::new("vip", 50.0));
     book.param_flow.push(param);
     sentinel.load_rule_book(book).unwrap();
 
@@ -190,12 +243,23 @@ async fn breakers_and_rules_of_every_kind() {
     assert_eq!(d["resources"][0]["breaker"], "open");
     let r = &d["rules"];
     assert_eq!(r["flow"]["items"][0]["headline"], "≤ 100 QPS");
-    assert_eq!(r["flow"]["items"][0]["details"], serde_json::json!(["reject past the limit", "callers: all"]));
+    assert_eq!(
+        r["flow"]["items"][0]["details"],
+        serde_json::json!(["reject past the limit", "callers: all"])
+    );
     assert_eq!(r["degrade"]["items"][0]["headline"], "errors > 2");
     assert_eq!(r["system"]["items"][0]["headline"], "CPU ≤ 80%, RT ≤ 50 ms");
     assert_eq!(r["authority"]["items"][0]["headline"], "only ops, cron");
-    assert_eq!(r["param_flow"]["items"][0]["headline"], "arg 0: ≤ 5 per s per value");
-    assert!(r["param_flow"]["items"][0]["details"].as_array().unwrap().contains(&"vip → 50".into()));
+    assert_eq!(
+        r["param_flow"]["items"][0]["headline"],
+        "arg 0: ≤ 5 per s per value"
+    );
+    assert!(
+        r["param_flow"]["items"][0]["details"]
+            .as_array()
+            .unwrap()
+            .contains(&"vip → 50".into())
+    );
     for kind in ["flow", "degrade", "system", "authority", "param_flow"] {
         assert_eq!(r[kind]["total"], 1, "{kind}");
     }
@@ -216,18 +280,30 @@ async fn a_bad_query_is_refused_with_every_problem() {
          sort: unknown parameter (known: resource, q, limit, rules, token)\n"
     );
     let (status, _) = get(&sentinel, "/live/data?token=abc").await;
-    assert_eq!(status, StatusCode::OK, "the token is the access control's, not ours");
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "the token is the access control's, not ours"
+    );
 }
 
 #[tokio::test]
 async fn the_page_is_one_self_contained_document() {
     let (sentinel, _clock) = instance();
     let app = sentinel_transport::live_page(Arc::clone(&sentinel));
-    let response = app.oneshot(Request::get("/").body(Body::empty()).unwrap()).await.unwrap();
+    let response = app
+        .oneshot(Request::get("/").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     let headers = response.headers();
     assert_eq!(headers["content-type"], "text/html; charset=utf-8");
-    assert!(headers["content-security-policy"].to_str().unwrap().contains("default-src 'none'"));
+    assert!(
+        headers["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("default-src 'none'")
+    );
     let body = response.into_body().collect().await.unwrap().to_bytes();
     let html = String::from_utf8(body.to_vec()).unwrap();
     assert!(html.contains("<canvas id=\"chart\"") && html.contains("live/data?"));
@@ -239,7 +315,12 @@ async fn the_page_is_one_self_contained_document() {
 #[ignore]
 async fn cost_with_6000_resources() {
     let clock = ManualClock::new(T0);
-    let sentinel = Arc::new(Sentinel::builder().clock(clock.clone()).max_resources(10_000).build());
+    let sentinel = Arc::new(
+        Sentinel::builder()
+            .clock(clock.clone())
+            .max_resources(10_000)
+            .build(),
+    );
     for second in 0..60 {
         clock.set(T0 + second * 1_000 + 10);
         for i in 0..6_000 {
@@ -258,6 +339,9 @@ async fn cost_with_6000_resources() {
     let body = get(&sentinel, "/live/data?resource=GET:/r1").await.1;
     println!(
         "6000 resources, 60 s of traffic: median {:?} per answer (min {:?}, max {:?}), {} bytes",
-        times[10], times[0], times[20], body.len()
+        times[10],
+        times[0],
+        times[20],
+        body.len()
     );
 }

@@ -248,7 +248,10 @@ impl LiveData {
             totals,
             resources,
             history,
-            breakers: breakers.iter().map(|(rule, s)| BreakerView::of(rule, s, now)).collect(),
+            breakers: breakers
+                .iter()
+                .map(|(rule, s)| BreakerView::of(rule, s, now))
+                .collect(),
             rules: RulesView::of(&book, query.rules_limit),
         }
     }
@@ -277,7 +280,9 @@ impl History {
 }
 
 /// Each resource's worst breaker state: what its row shows.
-fn worst_breaker_states(breakers: &[(DegradeRule, BreakerSnapshot)]) -> HashMap<&str, &'static str> {
+fn worst_breaker_states(
+    breakers: &[(DegradeRule, BreakerSnapshot)],
+) -> HashMap<&str, &'static str> {
     let rank = |state: BreakerState| match state {
         BreakerState::Open => 2,
         BreakerState::HalfOpen => 1,
@@ -285,10 +290,15 @@ fn worst_breaker_states(breakers: &[(DegradeRule, BreakerSnapshot)]) -> HashMap<
     };
     let mut worst: HashMap<&str, BreakerState> = HashMap::new();
     for (rule, snapshot) in breakers {
-        let slot = worst.entry(rule.resource.as_str()).or_insert(snapshot.state);
+        let slot = worst
+            .entry(rule.resource.as_str())
+            .or_insert(snapshot.state);
         if rank(snapshot.state) > rank(*slot) {
             *slot = snapshot.state;
         }
     }
-    worst.into_iter().map(|(name, state)| (name, state.as_str())).collect()
+    worst
+        .into_iter()
+        .map(|(name, state)| (name, state.as_str()))
+        .collect()
 }

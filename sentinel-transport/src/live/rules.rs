@@ -196,7 +196,8 @@ fn degrade(rule: &DegradeRule) -> RuleView {
 
 fn system(rule: &SystemRule) -> RuleView {
     let limits: Vec<String> = [
-        rule.highest_system_load.map(|v| format!("load ≤ {}", num(v))),
+        rule.highest_system_load
+            .map(|v| format!("load ≤ {}", num(v))),
         rule.highest_cpu_usage
             .map(|v| format!("CPU ≤ {}%", num((v * 1000.0).round() / 10.0))),
         rule.qps.map(|v| format!("≤ {} QPS", num(v))),
@@ -245,9 +246,17 @@ fn param_flow(rule: &ParamFlowRule) -> RuleView {
     };
     let headline = match rule.grade {
         ParamFlowGrade::Concurrency => {
-            format!("arg {}: ≤ {} concurrent per value", rule.param_idx, num(rule.count))
+            format!(
+                "arg {}: ≤ {} concurrent per value",
+                rule.param_idx,
+                num(rule.count)
+            )
         }
-        _ => format!("arg {}: ≤ {} per {per} per value", rule.param_idx, num(rule.count)),
+        _ => format!(
+            "arg {}: ≤ {} per {per} per value",
+            rule.param_idx,
+            num(rule.count)
+        ),
     };
     let mut details = vec![match rule.control_behavior {
         ParamControlBehavior::RateLimiter => {

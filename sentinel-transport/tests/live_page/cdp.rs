@@ -49,7 +49,12 @@ fn find_chromium() -> PathBuf {
         return PathBuf::from(path);
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
-    for name in ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"] {
+    for name in [
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "google-chrome-stable",
+    ] {
         for dir in std::env::split_paths(&path) {
             let candidate = dir.join(name);
             if candidate.is_file() {
@@ -105,7 +110,10 @@ impl Browser {
             Ok(url) => url,
             Err(_) => {
                 let _ = child.kill();
-                panic!("{} printed no DevTools address within {START_TIMEOUT:?}", binary.display());
+                panic!(
+                    "{} printed no DevTools address within {START_TIMEOUT:?}",
+                    binary.display()
+                );
             }
         };
         let (socket, _) = tokio_tungstenite::connect_async(ws_url.as_str())
@@ -117,8 +125,12 @@ impl Browser {
         let (p, q) = (Arc::clone(&pending), Arc::clone(&problems));
         tokio::spawn(async move {
             while let Some(Ok(message)) = stream.next().await {
-                let Message::Text(text) = message else { continue };
-                let Ok(value) = serde_json::from_str::<Value>(&text) else { continue };
+                let Message::Text(text) = message else {
+                    continue;
+                };
+                let Ok(value) = serde_json::from_str::<Value>(&text) else {
+                    continue;
+                };
                 match value.get("id").and_then(Value::as_u64) {
                     Some(id) => {
                         if let Some(reply) = p.lock().unwrap().remove(&id) {
@@ -181,9 +193,17 @@ impl Browser {
                 json!({ "targetId": target["targetId"], "flatten": true }),
             )
             .await;
-        let session = attached["sessionId"].as_str().expect("session id").to_owned();
+        let session = attached["sessionId"]
+            .as_str()
+            .expect("session id")
+            .to_owned();
         let s = Some(session.as_str());
-        for domain in ["Runtime.enable", "Log.enable", "Network.enable", "Page.enable"] {
+        for domain in [
+            "Runtime.enable",
+            "Log.enable",
+            "Network.enable",
+            "Page.enable",
+        ] {
             self.call(s, domain, json!({})).await;
         }
         self.call(
@@ -227,18 +247,29 @@ impl Browser {
 fn trouble(event: &Value) -> Option<String> {
     let params = &event["params"];
     match event["method"].as_str()? {
-        "Runtime.consoleAPICalled" if matches!(params["type"].as_str(), Some("error" | "assert")) => {
-            Some(format!("console.{}: {}", params["type"], params["args"]))
+        "Runtime.consoleAPICalled"
+            if matches!(params["type"].as_str(), Some("error" | "assert")) =>
+        {
+            Some(format!(
+                "console.{}: {}",
+                params["type"].as_str()?,
+                params["args"]
+            ))
         }
-        "Runtime.exceptionThrown" => Some(format!("uncaught exception: {}", params["exceptionDetails"])),
+        "Runtime.exceptionThrown" => Some(format!(
+            "uncaught exception: {}",
+            params["exceptionDetails"]
+        )),
         "Log.entryAdded" if params["entry"]["level"] == "error" => {
             Some(format!("browser log error: {}", params["entry"]))
         }
         "Network.loadingFailed" => Some(format!("request failed: {params}")),
-        "Network.responseReceived" if params["response"]["status"].as_u64()? >= 400 => Some(format!(
-            "request answered {}: {}",
-            params["response"]["status"], params["response"]["url"]
-        )),
+        "Network.responseReceived" if params["response"]["status"].as_u64()? >= 400 => {
+            Some(format!(
+                "request answered {}: {}",
+                params["response"]["status"], params["response"]["url"]
+            ))
+        }
         _ => None,
     }
 }
