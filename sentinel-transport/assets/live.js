@@ -226,11 +226,19 @@
     }
     g.textBaseline = 'alphabetic';
     g.textAlign = 'center';
-    for (let i = 0; i < n; i += 15) {
+    // Time labels every 15 s, or 30 s on a narrow chart; the last second
+    // is labelled at the right edge unless that would overlap.
+    const every = w < 480 ? 30 : 15;
+    const labelWidth = g.measureText('00:00:00').width + 12;
+    let lastLabel = -Infinity;
+    for (let i = 0; i < n; i += every) {
       g.fillText(clock(h.start_ms + i * h.step_ms), x(i), height - 6);
+      lastLabel = x(i);
     }
-    g.textAlign = 'right';
-    g.fillText(clock(h.start_ms + (n - 1) * h.step_ms), x(n - 1), height - 6);
+    if (x(n - 1) - lastLabel >= 1.5 * labelWidth) {
+      g.textAlign = 'right';
+      g.fillText(clock(h.start_ms + (n - 1) * h.step_ms), x(n - 1), height - 6);
+    }
 
     // Block is stacked on pass: the top line is every request that came,
     // the red band what was refused of it.

@@ -212,6 +212,10 @@ impl Browser {
             json!({ "width": width, "height": height, "deviceScaleFactor": 1, "mobile": false }),
         )
         .await;
+        // Otherwise a full-page screenshot loses a scrollbar's width at the
+        // right edge.
+        self.call(s, "Emulation.setScrollbarsHidden", json!({ "hidden": true }))
+            .await;
         session
     }
 
