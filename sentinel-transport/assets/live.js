@@ -165,7 +165,7 @@
   function niceMax(value) {
     if (value <= 0) return 1;
     const power = Math.pow(10, Math.floor(Math.log10(value)));
-    for (const step of [1, 2, 2.5, 5, 10]) {
+    for (const step of [1, 1.2, 1.6, 2, 2.4, 3, 4, 5, 6, 8, 10]) {
       if (value <= step * power) return step * power;
     }
     return 10 * power;

@@ -16,8 +16,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_core::flow::FlowRule;
+use sentinel_core::hotspot::{ParamFlowItem, ParamFlowRule};
 use sentinel_core::system::SystemRule;
 use sentinel_core::{RuleBook, Sentinel};
 use serde_json::Value;
@@ -67,6 +69,18 @@ fn rules() -> RuleBook {
         DegradeGrade::ErrorRatio,
         0.5,
     ));
+    let mut payments = DegradeRule::new("POST:/payments", DegradeGrade::ErrorRatio, 0.5);
+    payments.time_window_sec = 3;
+    book.degrade.push(payments);
+    book.authority.push(AuthorityRule::new(
+        "GET:/admin",
+        AuthorityStrategy::White,
+        ["ops", "cron"],
+    ));
+    let mut hot = ParamFlowRule::new("GET:/orders", 0, 20.0);
+    hot.param_flow_item_list
+        .push(ParamFlowItem::new("tenant-vip", 200.0));
+    book.param_flow.push(hot);
     book.system.push(SystemRule {
         qps: Some(100_000.0),
         ..SystemRule::default()
@@ -74,9 +88,10 @@ fn rules() -> RuleBook {
     book
 }
 
-/// Entries on two resources until `stop` or the limit: `GET:/orders` at a
+/// Entries on three resources until `stop` or the limit: `GET:/orders` at a
 /// rate that swells and ebbs around 300 a second (its rule passes 200, one
-/// call in fifty fails, each holds about 2 ms), `GET:/users` at an eighth.
+/// call in fifty fails, each holds about 2 ms), `GET:/users` at an eighth,
+/// `POST:/payments` at a sixteenth, mostly failing.
 fn traffic(sentinel: Arc<Sentinel>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let started = Instant::now();
@@ -97,6 +112,13 @@ fn traffic(sentinel: Arc<Sentinel>, stop: Arc<AtomicBool>) -> std::thread::JoinH
             }
             if n % 8 == 0 {
                 drop(sentinel.entry("GET:/users"));
+            }
+            // Two calls in three fail: its breaker opens, probes, reopens.
+            if n % 16 == 0
+                && let Ok(entry) = sentinel.entry("POST:/payments")
+                && n % 48 != 0
+            {
+                entry.set_error("declined");
             }
             n += 1;
         }
@@ -193,8 +215,8 @@ async fn the_page_shows_live_traffic_and_draws_its_chart_without_errors() {
         );
         assert_eq!(probe["status"], "live");
         assert_eq!(
-            probe["breakers"], 1,
-            "the breaker of the degrade rule is listed"
+            probe["breakers"], 2,
+            "the breakers of the degrade rules are listed"
         );
         let rules = probe["rules"].as_str().unwrap();
         assert!(

@@ -214,8 +214,12 @@ impl Browser {
         .await;
         // Otherwise a full-page screenshot loses a scrollbar's width at the
         // right edge.
-        self.call(s, "Emulation.setScrollbarsHidden", json!({ "hidden": true }))
-            .await;
+        self.call(
+            s,
+            "Emulation.setScrollbarsHidden",
+            json!({ "hidden": true }),
+        )
+        .await;
         session
     }
 
