@@ -151,9 +151,9 @@ impl Second {
 }
 
 impl LiveData {
-    /// Computes the answer at the instance's now. Walks every resource once
-    /// (its minute window's completed buckets, no allocation per resource),
-    /// then builds rows for the listed ones only.
+    /// Computes the answer at the instance's now. Reads every resource's
+    /// last completed second and concurrency (no allocation per resource),
+    /// then the minute and a row for the listed ones only.
     pub(crate) fn compute(sentinel: &Sentinel, query: &DataQuery) -> LiveData {
         let now = sentinel.now_ms();
         let second_end = now - now % SECOND_MS;
