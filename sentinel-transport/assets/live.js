@@ -10,6 +10,8 @@
   const token = pageParams.get('token');
   const state = {
     selected: pageParams.get('resource') || null,
+    // Following the busiest resource, until one is chosen.
+    following: !pageParams.get('resource'),
     filter: '',
     data: null,
     hover: null,
@@ -41,6 +43,8 @@
   function setStatus(kind, text) {
     $('status').dataset.state = kind;
     $('status-text').textContent = text;
+    // What is on screen is from the last good answer: dim it meanwhile.
+    document.body.classList.toggle('stale', kind === 'down');
   }
 
   async function poll() {
@@ -74,10 +78,17 @@
     $('t-concurrency').textContent = int(t.concurrency);
     $('t-resources').textContent = int(t.resources);
     $('t-listed').textContent = t.resources === 1 ? 'known' : 'known, ' + int(t.shown) + ' listed';
-    // Nothing chosen yet: follow the busiest resource until the user picks.
-    if (!state.selected && data.resources.length > 0) {
-      state.selected = data.resources[0].name;
-      poll.now();
+    // Until the user picks one, chart the busiest resource; switch only
+    // when another is more than twice as busy, so that the chart does not
+    // flap between two resources of about the same traffic.
+    if (state.following && data.resources.length > 0) {
+      const top = data.resources[0];
+      const current = data.resources.find((r) => r.name === state.selected);
+      const busy = (r) => (r ? r.pass + r.block : 0);
+      if (!current || (top.name !== state.selected && busy(top) > 2 * busy(current))) {
+        state.selected = top.name;
+        poll.now();
+      }
     }
     renderTable(data);
     renderChart();
@@ -98,6 +109,7 @@
     for (const r of data.resources) {
       const tr = el('tr');
       tr.dataset.name = r.name;
+      tr.tabIndex = 0;
       if (r.name === state.selected) tr.className = 'selected';
       const name = el('td', 'name', r.name);
       name.title = r.name;
@@ -139,10 +151,18 @@
       : '· ' + int(t.matched) + (state.filter ? ' matching' : '');
   }
 
-  document.querySelector('#resources tbody').addEventListener('click', (event) => {
+  const tbody = document.querySelector('#resources tbody');
+  tbody.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' || event.key === ' ') {
+      event.preventDefault();
+      event.target.click();
+    }
+  });
+  tbody.addEventListener('click', (event) => {
     const tr = event.target.closest('tr');
     if (!tr) return;
     state.selected = tr.dataset.name;
+    state.following = false;
     for (const row of tr.parentNode.children) row.classList.toggle('selected', row === tr);
     poll.now();
   });

@@ -1,6 +1,6 @@
-//! The live page: `GET /` (one HTML document with its CSS and JS, all
-//! embedded in the crate) and `GET /live/data`, the JSON it polls every
-//! second (see the crate README, "The live page").
+//! The live page: `GET /` (an HTML document), its stylesheet and script
+//! under `/live/` (all embedded in the crate), and `GET /live/data`, the
+//! JSON it polls every second (see the crate README, "The live page").
 
 mod data;
 mod page;
@@ -22,7 +22,8 @@ use data::LiveData;
 use query::DataQuery;
 
 /// The live page's routes, to serve on their own or to merge into a
-/// service's router: `GET /` (the page) and `GET /live/data` (its JSON).
+/// service's router: `GET /` (the page), `GET /live/live.css` and
+/// `GET /live/live.js` (its assets) and `GET /live/data` (its JSON).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -40,6 +41,8 @@ where
     Router::new()
         .route("/", get(page::serve))
         .route("/live/data", get(serve_data))
+        .route("/live/live.css", get(page::stylesheet))
+        .route("/live/live.js", get(page::script))
         .with_state(sentinel)
 }
 

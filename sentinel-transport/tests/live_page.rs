@@ -1,7 +1,8 @@
 //! The live page in a real browser: headless Chromium opens the page of a
-//! server with traffic and must show the busy resource with a non-zero
-//! pass rate and draw its chart, with no console error, no uncaught
-//! exception and no failed request, in light and dark mode.
+//! server with traffic (reads restricted to a token given in the page's
+//! URL) and must show the busy resource with a non-zero pass rate and draw
+//! its chart, with no console error, no uncaught exception and no failed
+//! request, in light and dark mode.
 //!
 //! Needs Chromium (`apt-get install -y chromium`; or `CHROMIUM=/path`):
 //! without it the test fails and says so. Set `LIVE_PAGE_SCREENSHOTS=dir`
@@ -16,6 +17,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_core::flow::FlowRule;
@@ -57,6 +62,9 @@ const PROBE: &str = r#"(() => {
     breakers: document.querySelectorAll('#breakers li').length,
     rules: document.getElementById('rules').textContent,
     status: document.getElementById('status').dataset.state,
+    markup: document.querySelectorAll('main img, main [onerror]').length,
+    markupRow: [...document.querySelectorAll('#resources td.name')]
+      .some((td) => td.textContent === '<img src=x onerror=alert(1)>'),
     statusText: document.getElementById('status-text').textContent,
   };
 })()"#;
@@ -94,6 +102,9 @@ fn rules() -> RuleBook {
 /// `POST:/payments` at a sixteenth, mostly failing.
 fn traffic(sentinel: Arc<Sentinel>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
+        // A name that is markup: the page must show it as text (an `img`
+        // parsed from it would fail to load and fail the test too).
+        drop(sentinel.entry("<img src=x onerror=alert(1)>"));
         let started = Instant::now();
         let mut n = 0u64;
         while !stop.load(Ordering::Relaxed) && started.elapsed() < TRAFFIC_LIMIT {
@@ -125,6 +136,20 @@ fn traffic(sentinel: Arc<Sentinel>, stop: Arc<AtomicBool>) -> std::thread::JoinH
     })
 }
 
+/// The test server restricts every request to this token, as the command
+/// center does when reads are restricted: every request of the page must
+/// carry the token of the page's URL on.
+const TOKEN_QUERY: &str = "token=s3cret%2F1";
+
+async fn require_token(request: Request, next: Next) -> Response {
+    let query = request.uri().query().unwrap_or("");
+    if query.split('&').any(|pair| pair == TOKEN_QUERY) {
+        next.run(request).await
+    } else {
+        (StatusCode::UNAUTHORIZED, "token required").into_response()
+    }
+}
+
 fn digits(text: &str) -> u64 {
     text.chars()
         .filter(char::is_ascii_digit)
@@ -149,7 +174,8 @@ async fn the_page_shows_live_traffic_and_draws_its_chart_without_errors() {
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let app = sentinel_transport::live_page(Arc::clone(&sentinel));
+    let app = sentinel_transport::live_page(Arc::clone(&sentinel))
+        .layer(axum::middleware::from_fn(require_token));
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     let warmup = std::env::var("LIVE_PAGE_WARMUP_SECS")
         .ok()
@@ -174,7 +200,7 @@ async fn the_page_shows_live_traffic_and_draws_its_chart_without_errors() {
             .call(
                 Some(&page),
                 "Page.navigate",
-                serde_json::json!({ "url": format!("http://{address}/") }),
+                serde_json::json!({ "url": format!("http://{address}/?{TOKEN_QUERY}") }),
             )
             .await;
         let deadline = Instant::now() + PAGE_DEADLINE;
@@ -210,15 +236,20 @@ async fn the_page_shows_live_traffic_and_draws_its_chart_without_errors() {
             probe["statusText"], refreshed["statusText"]
         );
         assert_eq!(
-            probe["title"], "GET:/orders",
+            refreshed["title"], "GET:/orders",
             "the busiest resource is charted"
         );
-        assert_eq!(probe["status"], "live");
+        assert_eq!(refreshed["status"], "live");
+        assert_eq!(refreshed["markup"], 0, "a resource name was parsed as HTML");
         assert_eq!(
-            probe["breakers"], 2,
+            refreshed["markupRow"], true,
+            "a resource name shown as text"
+        );
+        assert_eq!(
+            refreshed["breakers"], 2,
             "the breakers of the degrade rules are listed"
         );
-        let rules = probe["rules"].as_str().unwrap();
+        let rules = refreshed["rules"].as_str().unwrap();
         assert!(
             rules.contains("≤ 200 QPS") && rules.contains("error ratio > 0.5"),
             "{rules}"

@@ -288,25 +288,41 @@ async fn a_bad_query_is_refused_with_every_problem() {
 }
 
 #[tokio::test]
-async fn the_page_is_one_self_contained_document() {
+async fn the_page_and_its_assets() {
     let (sentinel, _clock) = instance();
     let app = sentinel_transport::live_page(Arc::clone(&sentinel));
     let response = app
-        .oneshot(Request::get("/").body(Body::empty()).unwrap())
+        .clone()
+        .oneshot(Request::get("/?token=t%2B1").body(Body::empty()).unwrap())
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     let headers = response.headers();
     assert_eq!(headers["content-type"], "text/html; charset=utf-8");
-    assert!(
-        headers["content-security-policy"]
-            .to_str()
-            .unwrap()
-            .contains("default-src 'none'")
-    );
+    let policy = headers["content-security-policy"].to_str().unwrap();
+    assert!(policy.contains("default-src 'none'") && policy.contains("script-src 'self';"));
     let body = response.into_body().collect().await.unwrap().to_bytes();
     let html = String::from_utf8(body.to_vec()).unwrap();
-    assert!(html.contains("<canvas id=\"chart\"") && html.contains("live/data?"));
+    assert!(html.contains("<canvas id=\"chart\""));
+    assert!(
+        html.contains("src=\"live/live.js?token=t%2B1\""),
+        "the token goes on"
+    );
+
+    let (status, js) = get(&sentinel, "/live/live.js").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(js.contains("'live/data?'") && js.contains("q.set('token', token)"));
+    let (status, css) = get(&sentinel, "/live/live.css").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(css.contains("prefers-color-scheme: dark"));
+    let response = app
+        .oneshot(Request::get("/live/live.js").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/javascript; charset=utf-8"
+    );
 }
 
 /// Not a check: how long one answer takes with 6 000 busy resources
