@@ -282,3 +282,74 @@ fn param_flow(rule: &ParamFlowRule) -> RuleView {
         details: with_id(details, rule.id),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow_with(f: impl FnOnce(&mut FlowRule)) -> RuleView {
+        let mut rule = FlowRule::new("r", 10.0);
+        f(&mut rule);
+        flow(&rule)
+    }
+
+    #[test]
+    fn flow_rules_say_how_they_act() {
+        let view = flow_with(|r| {
+            r.control_behavior = ControlBehavior::WarmUp;
+            r.limit_app = "app-a".into();
+            r.id = Some(7);
+        });
+        assert_eq!(view.headline, "≤ 10 QPS");
+        assert_eq!(
+            view.details,
+            ["warm up over 10 s (cold factor 3)", "caller: app-a", "id 7"]
+        );
+        let view = flow_with(|r| {
+            r.grade = FlowGrade::Concurrency;
+            r.control_behavior = ControlBehavior::RateLimiter;
+            r.strategy = FlowStrategy::Relate;
+            r.ref_resource = Some("db".into());
+            r.limit_app = "other".into();
+        });
+        assert_eq!(view.headline, "≤ 10 concurrent");
+        assert_eq!(
+            view.details,
+            [
+                "pace evenly, queue ≤ 500 ms",
+                "callers: others",
+                "counts db (relate)"
+            ]
+        );
+        let view = flow_with(|r| r.stat_interval_ms = 5_000);
+        assert_eq!(view.headline, "≤ 10 per 5000 ms");
+    }
+
+    #[test]
+    fn slow_call_breakers_and_paced_hot_parameters() {
+        let mut rule = DegradeRule::new("r", DegradeGrade::SlowRequestRatio, 200.0);
+        rule.slow_ratio_threshold = 0.25;
+        rule.probe_num = 3;
+        let view = degrade(&rule);
+        assert_eq!(view.headline, "slow (> 200 ms) ratio > 0.25");
+        assert_eq!(view.details[2], "3 probes");
+
+        let mut rule = ParamFlowRule::new("r", 1, 5.0);
+        rule.duration_in_sec = 10;
+        rule.control_behavior = ParamControlBehavior::RateLimiter;
+        rule.burst_count = 2;
+        for i in 0..7 {
+            rule.param_flow_item_list
+                .push(sentinel_core::hotspot::ParamFlowItem::new(
+                    i64::from(i),
+                    1.0,
+                ));
+        }
+        let view = param_flow(&rule);
+        assert_eq!(view.headline, "arg 1: ≤ 5 per 10 s per value");
+        assert_eq!(view.details[0], "pace evenly, queue ≤ 0 ms");
+        assert_eq!(view.details[1], "burst 2");
+        assert_eq!(view.details.last().unwrap(), "2 more values");
+        assert_eq!(view.details.len(), 2 + ITEMS_SHOWN + 1);
+    }
+}
