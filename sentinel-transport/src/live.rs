@@ -1,15 +1,85 @@
-//! The live page: `/` and the JSON it refreshes from.
+//! The live page: `GET /` (an HTML document), its stylesheet and script
+//! under `/live/` (all embedded in the crate), and `GET /live/data`, the
+//! JSON it polls every second (see the crate README, "The live page").
+
+mod data;
+mod page;
+mod query;
+mod rules;
 
 use std::ops::Deref;
+use std::sync::Arc;
 
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use sentinel_core::Sentinel;
 
-/// The live page's routes (`/` and its JSON), to serve on their own or to
-/// merge into a service's router.
-pub fn live_page<S>(sentinel: S) -> axum::Router
+use crate::shared::SentinelRef;
+use data::LiveData;
+use query::DataQuery;
+
+/// The live page's routes, to serve on their own or to merge into a
+/// service's router: `GET /` (the page), `GET /live/live.css` and
+/// `GET /live/live.js` (its assets) and `GET /live/data` (its JSON).
+///
+/// ```
+/// use std::sync::Arc;
+/// use sentinel_core::Sentinel;
+///
+/// let sentinel = Arc::new(Sentinel::builder().build());
+/// let app: axum::Router = sentinel_transport::live_page(sentinel);
+/// # let _ = app;
+/// ```
+pub fn live_page<S>(sentinel: S) -> Router
 where
     S: Deref<Target = Sentinel> + Send + Sync + 'static,
 {
-    let _sentinel: crate::shared::SentinelRef = std::sync::Arc::new(sentinel);
-    axum::Router::new()
+    let sentinel: SentinelRef = Arc::new(sentinel);
+    Router::new()
+        .route("/", get(page::serve))
+        .route("/live/data", get(serve_data))
+        .route("/live/live.css", get(page::stylesheet))
+        .route("/live/live.js", get(page::script))
+        .with_state(sentinel)
+}
+
+/// `GET /live/data`: 400 with every problem of the query, or the JSON.
+async fn serve_data(
+    State(sentinel): State<SentinelRef>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Response {
+    let query = match DataQuery::parse(&pairs) {
+        Ok(query) => query,
+        Err(problems) => {
+            let mut body = problems.join("\n");
+            body.push('\n');
+            return (
+                StatusCode::BAD_REQUEST,
+                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                body,
+            )
+                .into_response();
+        }
+    };
+    // Reading every resource's minute window is CPU work of a few
+    // milliseconds at most: done inline rather than on a blocking thread.
+    let data = LiveData::compute(&sentinel, &query);
+    match serde_json::to_vec(&data) {
+        Ok(body) => (
+            [
+                (header::CONTENT_TYPE, "application/json"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            body,
+        )
+            .into_response(),
+        Err(error) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot encode the live data: {error}\n"),
+        )
+            .into_response(),
+    }
 }

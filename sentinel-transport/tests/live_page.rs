@@ -1,0 +1,279 @@
+//! The live page in a real browser: headless Chromium opens the page of a
+//! server with traffic (reads restricted to a token given in the page's
+//! URL) and must show the busy resource with a non-zero pass rate and draw
+//! its chart, with no console error, no uncaught exception and no failed
+//! request, in light and dark mode.
+//!
+//! Needs Chromium (`apt-get install -y chromium`; or `CHROMIUM=/path`):
+//! without it the test fails and says so. Set `LIVE_PAGE_SCREENSHOTS=dir`
+//! to keep the screenshots out of the test's temporary directory, and
+//! `LIVE_PAGE_WARMUP_SECS=n` (at most 60) to let the traffic run n seconds
+//! before the page opens (a fuller chart on the screenshots).
+
+#[path = "live_page/cdp.rs"]
+mod cdp;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_core::flow::FlowRule;
+use sentinel_core::hotspot::{ParamFlowItem, ParamFlowRule};
+use sentinel_core::system::SystemRule;
+use sentinel_core::{RuleBook, Sentinel};
+use serde_json::Value;
+
+/// How long the page may take to show the traffic.
+const PAGE_DEADLINE: Duration = Duration::from_secs(20);
+/// How long after that a later second must be shown.
+const REFRESH_DEADLINE: Duration = Duration::from_secs(5);
+/// The traffic stops by itself after this, whatever happens to the test.
+const TRAFFIC_LIMIT: Duration = Duration::from_secs(150);
+
+/// What the test reads from the page: the busy resource's row, the chart's
+/// marks, and how many pixels of the chart are the pass colour.
+const PROBE: &str = r#"(() => {
+  const row = [...document.querySelectorAll('#resources tbody tr')]
+    .find((tr) => tr.dataset.name === 'GET:/orders');
+  const canvas = document.getElementById('chart');
+  // Still on about:blank, or the page is loading.
+  if (!canvas) return { loading: true };
+  let passPixels = 0;
+  if (canvas.width > 1 && canvas.height > 1) {
+    const pass = getComputedStyle(document.documentElement).getPropertyValue('--pass').trim();
+    const want = [1, 3, 5].map((i) => parseInt(pass.slice(i, i + 2), 16));
+    const px = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    for (let i = 0; i < px.length; i += 4) {
+      if (px[i + 3] > 200 && want.every((v, k) => Math.abs(px[i + k] - v) < 24)) passPixels++;
+    }
+  }
+  return {
+    passText: row ? row.children[1].firstChild.textContent : null,
+    drawn: canvas.dataset.drawn,
+    maxPass: canvas.dataset.maxPass || null,
+    passPixels,
+    title: document.getElementById('chart-title').textContent,
+    breakers: document.querySelectorAll('#breakers li').length,
+    rules: document.getElementById('rules').textContent,
+    status: document.getElementById('status').dataset.state,
+    markup: document.querySelectorAll('main img, main [onerror]').length,
+    markupRow: [...document.querySelectorAll('#resources td.name')]
+      .some((td) => td.textContent === '<img src=x onerror=alert(1)>'),
+    statusText: document.getElementById('status-text').textContent,
+  };
+})()"#;
+
+fn rules() -> RuleBook {
+    let mut book = RuleBook::default();
+    book.flow.push(FlowRule::new("GET:/orders", 200.0));
+    book.degrade.push(DegradeRule::new(
+        "GET:/orders",
+        DegradeGrade::ErrorRatio,
+        0.5,
+    ));
+    let mut payments = DegradeRule::new("POST:/payments", DegradeGrade::ErrorRatio, 0.5);
+    payments.time_window_sec = 3;
+    book.degrade.push(payments);
+    book.authority.push(AuthorityRule::new(
+        "GET:/admin",
+        AuthorityStrategy::White,
+        ["ops", "cron"],
+    ));
+    let mut hot = ParamFlowRule::new("GET:/orders", 0, 20.0);
+    hot.param_flow_item_list
+        .push(ParamFlowItem::new("tenant-vip", 200.0));
+    book.param_flow.push(hot);
+    book.system.push(SystemRule {
+        qps: Some(100_000.0),
+        ..SystemRule::default()
+    });
+    book
+}
+
+/// Entries on three resources until `stop` or the limit: `GET:/orders` at a
+/// rate that swells and ebbs around 300 a second (its rule passes 200, one
+/// call in fifty fails, each holds about 2 ms), `GET:/users` at an eighth,
+/// `POST:/payments` at a sixteenth, mostly failing.
+fn traffic(sentinel: Arc<Sentinel>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        // A name that is markup: the page must show it as text (an `img`
+        // parsed from it would fail to load and fail the test too).
+        drop(sentinel.entry("<img src=x onerror=alert(1)>"));
+        let started = Instant::now();
+        let mut n = 0u64;
+        while !stop.load(Ordering::Relaxed) && started.elapsed() < TRAFFIC_LIMIT {
+            let swell = 1.0 + 0.6 * (started.elapsed().as_secs_f64() / 6.0).sin();
+            let pause = Duration::from_secs_f64(0.0033 / swell);
+            match sentinel.entry("GET:/orders") {
+                Ok(entry) => {
+                    if n % 50 == 0 {
+                        entry.set_error("boom");
+                    }
+                    std::thread::sleep(pause.min(Duration::from_millis(2)));
+                    drop(entry);
+                    std::thread::sleep(pause.saturating_sub(Duration::from_millis(2)));
+                }
+                Err(_) => std::thread::sleep(pause),
+            }
+            if n % 8 == 0 {
+                drop(sentinel.entry("GET:/users"));
+            }
+            // Two calls in three fail: its breaker opens, probes, reopens.
+            if n % 16 == 0
+                && let Ok(entry) = sentinel.entry("POST:/payments")
+                && n % 48 != 0
+            {
+                entry.set_error("declined");
+            }
+            n += 1;
+        }
+    })
+}
+
+/// The test server restricts every request to this token, as the command
+/// center does when reads are restricted: every request of the page must
+/// carry the token of the page's URL on.
+const TOKEN_QUERY: &str = "token=s3cret%2F1";
+
+async fn require_token(request: Request, next: Next) -> Response {
+    let query = request.uri().query().unwrap_or("");
+    if query.split('&').any(|pair| pair == TOKEN_QUERY) {
+        next.run(request).await
+    } else {
+        (StatusCode::UNAUTHORIZED, "token required").into_response()
+    }
+}
+
+fn digits(text: &str) -> u64 {
+    text.chars()
+        .filter(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap_or(0)
+}
+
+fn shows_traffic(probe: &Value) -> bool {
+    probe["passText"].as_str().is_some_and(|t| digits(t) > 0)
+        && probe["drawn"] == "60"
+        && probe["maxPass"].as_str().is_some_and(|t| digits(t) > 0)
+        && probe["passPixels"].as_u64().unwrap_or(0) > 100
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_shows_live_traffic_and_draws_its_chart_without_errors() {
+    let sentinel = Arc::new(Sentinel::builder().build());
+    sentinel.load_rule_book(rules()).expect("valid rules");
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = traffic(Arc::clone(&sentinel), Arc::clone(&stop));
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let app = sentinel_transport::live_page(Arc::clone(&sentinel))
+        .layer(axum::middleware::from_fn(require_token));
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let warmup = std::env::var("LIVE_PAGE_WARMUP_SECS")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(0)
+        .min(60);
+    tokio::time::sleep(Duration::from_secs(warmup)).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let browser = cdp::Browser::launch(&dir.path().join("profile")).await;
+    let mut shots = Vec::new();
+    for scheme in ["light", "dark"] {
+        let page = browser.new_page(1360, 1100).await;
+        browser
+            .call(
+                Some(&page),
+                "Emulation.setEmulatedMedia",
+                serde_json::json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] }),
+            )
+            .await;
+        browser
+            .call(
+                Some(&page),
+                "Page.navigate",
+                serde_json::json!({ "url": format!("http://{address}/?{TOKEN_QUERY}") }),
+            )
+            .await;
+        let deadline = Instant::now() + PAGE_DEADLINE;
+        let probe = loop {
+            let probe = browser.eval(&page, PROBE).await;
+            if shows_traffic(&probe) {
+                break probe;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{scheme}: within {PAGE_DEADLINE:?} the page did not show GET:/orders with a \
+                 non-zero pass rate and a drawn chart; last reading: {probe}; problems: {:?}",
+                browser.problems.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        };
+        // The page goes on refreshing: a later second is shown within a few
+        // polls (and errors of later renders are caught meanwhile).
+        let refreshed = loop {
+            let later = browser.eval(&page, PROBE).await;
+            if later["statusText"] != probe["statusText"] && shows_traffic(&later) {
+                break later;
+            }
+            assert!(
+                Instant::now() < deadline + REFRESH_DEADLINE,
+                "{scheme}: the page stopped refreshing at {}",
+                later["statusText"]
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        };
+        eprintln!(
+            "{scheme}: {} then {}",
+            probe["statusText"], refreshed["statusText"]
+        );
+        assert_eq!(
+            refreshed["title"], "GET:/orders",
+            "the busiest resource is charted"
+        );
+        assert_eq!(refreshed["status"], "live");
+        assert_eq!(refreshed["markup"], 0, "a resource name was parsed as HTML");
+        assert_eq!(
+            refreshed["markupRow"], true,
+            "a resource name shown as text"
+        );
+        assert_eq!(
+            refreshed["breakers"], 2,
+            "the breakers of the degrade rules are listed"
+        );
+        let rules = refreshed["rules"].as_str().unwrap();
+        assert!(
+            rules.contains("≤ 200 QPS") && rules.contains("error ratio > 0.5"),
+            "{rules}"
+        );
+        let png = browser.screenshot(&page).await;
+        assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
+        let file = dir.path().join(format!("live_page_{scheme}.png"));
+        std::fs::write(&file, &png).unwrap();
+        eprintln!("{scheme}: {probe}\nscreenshot: {}", file.display());
+        shots.push(file);
+    }
+    stop.store(true, Ordering::Relaxed);
+    load.join().unwrap();
+    server.abort();
+
+    if let Some(keep) = std::env::var_os("LIVE_PAGE_SCREENSHOTS") {
+        for shot in &shots {
+            std::fs::copy(
+                shot,
+                std::path::Path::new(&keep).join(shot.file_name().unwrap()),
+            )
+            .unwrap();
+        }
+    }
+    let problems = browser.problems.lock().unwrap().clone();
+    assert!(problems.is_empty(), "the page misbehaved: {problems:#?}");
+}
