@@ -1,0 +1,127 @@
+//! The heartbeat: every interval, to each dashboard,
+//! `POST /registry/machine` with the machine's form; a dashboard that does
+//! not answer is retried with backoff and logged once until it answers.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper::header::CONTENT_TYPE;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+use crate::info::{Machine, SENTINEL_VERSION};
+
+/// How long one heartbeat may take before it counts as failed.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
+/// The longest wait between tries to a dashboard that is down.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// The heartbeat's form for the machine, at Unix time `now_ms`.
+pub(crate) fn form(machine: &Machine, now_ms: u64) -> String {
+    form_urlencoded::Serializer::new(String::new())
+        .append_pair("app", &machine.app)
+        .append_pair("app_type", &machine.app_type.to_string())
+        .append_pair("hostname", &machine.hostname)
+        .append_pair("ip", &machine.ip.to_string())
+        .append_pair("port", &machine.port.to_string())
+        .append_pair("v", SENTINEL_VERSION)
+        // Sentinel sends the time as "version": the dashboard keeps the
+        // machine's last heartbeat by it.
+        .append_pair("version", &now_ms.to_string())
+        .append_pair("pid", &machine.pid.to_string())
+        .append_pair("timestamp", &now_ms.to_string())
+        .finish()
+}
+
+/// One dashboard's state.
+struct Target {
+    uri: String,
+    failures: u32,
+    next_try: tokio::time::Instant,
+}
+
+/// Runs until the task is aborted: beats every `interval` to `dashboards`
+/// (`host:port` or `http://host:port[/prefix]`).
+pub(crate) async fn run(
+    machine: Machine,
+    dashboards: Vec<String>,
+    interval: Duration,
+    now_ms: impl Fn() -> u64 + Send + 'static,
+) {
+    let client: Client<HttpConnector, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    let start = tokio::time::Instant::now();
+    let mut targets: Vec<Target> = dashboards
+        .into_iter()
+        .map(|d| Target {
+            uri: registry_uri(&d),
+            failures: 0,
+            next_try: start,
+        })
+        .collect();
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        let body = form(&machine, now_ms());
+        let now = tokio::time::Instant::now();
+        for target in targets.iter_mut().filter(|t| t.next_try <= now) {
+            match beat(&client, &target.uri, body.clone()).await {
+                Ok(()) => {
+                    if target.failures > 0 {
+                        tracing::info!(dashboard = %target.uri, "sentinel heartbeat: dashboard answers again");
+                    }
+                    target.failures = 0;
+                    target.next_try = now;
+                }
+                Err(why) => {
+                    if target.failures == 0 {
+                        tracing::warn!(dashboard = %target.uri, %why, "sentinel heartbeat failed; retrying with backoff, logged again when it answers");
+                    }
+                    target.failures = target.failures.saturating_add(1);
+                    let backoff = interval
+                        .saturating_mul(1 << target.failures.min(16))
+                        .min(MAX_BACKOFF.max(interval));
+                    target.next_try = now + backoff;
+                }
+            }
+        }
+    }
+}
+
+/// The registry address of a dashboard given as `host:port` or a URL.
+pub(crate) fn registry_uri(dashboard: &str) -> String {
+    let base = dashboard.trim().trim_end_matches('/');
+    if base.starts_with("http://") || base.starts_with("https://") {
+        format!("{base}/registry/machine")
+    } else {
+        format!("http://{base}/registry/machine")
+    }
+}
+
+async fn beat(
+    client: &Client<HttpConnector, Full<Bytes>>,
+    uri: &str,
+    body: String,
+) -> Result<(), String> {
+    let request = Request::post(uri)
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded; charset=utf-8")
+        .body(Full::new(Bytes::from(body)))
+        .map_err(|e| e.to_string())?;
+    let exchange = async {
+        let response = client.request(request).await.map_err(|e| e.to_string())?;
+        let status = response.status();
+        // Read the answer whole so the connection can be reused.
+        let _ = response.into_body().collect().await;
+        if status.is_success() {
+            Ok(())
+        } else {
+            Err(format!("dashboard answered {status}"))
+        }
+    };
+    tokio::time::timeout(REQUEST_TIMEOUT, exchange)
+        .await
+        .map_err(|_| format!("no answer within {REQUEST_TIMEOUT:?}"))?
+}

@@ -1,0 +1,66 @@
+//! Who may call what: state-changing commands off unless allowed, a token
+//! for them when one is set, and optionally for every read too (the live
+//! page included). One middleware in front of every route.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use crate::commands::{Access, access_of, failure};
+
+/// The access rules of one server.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Guard {
+    pub(crate) allow_writes: bool,
+    pub(crate) token: Option<String>,
+    pub(crate) protect_reads: bool,
+}
+
+impl Guard {
+    /// Whether `request` carries the token (`Authorization: Bearer <token>`
+    /// or a `token` query parameter); true when no token is set.
+    fn authorized(&self, request: &Request) -> bool {
+        let Some(token) = &self.token else {
+            return true;
+        };
+        let bearer = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|given| same(given.trim(), token));
+        bearer
+            || request.uri().query().is_some_and(|q| {
+                form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == "token" && same(&v, token))
+            })
+    }
+}
+
+/// Compares in time independent of where the strings differ.
+fn same(given: &str, token: &str) -> bool {
+    let (a, b) = (given.as_bytes(), token.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The middleware: refuses before the command runs (and before its body is
+/// read), so a refused command changes nothing.
+pub(crate) async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    let access = access_of(request.uri().path());
+    if access == Access::Write && !guard.allow_writes {
+        return failure(
+            StatusCode::FORBIDDEN,
+            "state-changing commands are disabled on this server (CommandCenter::allow_writes)",
+        );
+    }
+    let needs_token = access == Access::Write || guard.protect_reads;
+    if needs_token && !guard.authorized(&request) {
+        return failure(
+            StatusCode::UNAUTHORIZED,
+            "missing or wrong token (Authorization: Bearer <token>, or ?token=<token>)",
+        );
+    }
+    next.run(request).await
+}
