@@ -43,10 +43,13 @@ mod error;
 mod load;
 mod options;
 mod parse;
+mod render;
+mod store;
 mod watch;
 
 pub use error::{FileError, Position, Problem, RuleRef};
 pub use load::{Reloaded, apply, load_file, parse_bytes, parse_reader, parse_str, parse_str_with};
 pub use options::{DEFAULT_MAX_DEPTH, DEFAULT_MAX_SIZE, LoadOptions};
 pub use parse::RuleFile;
+pub use store::{RuleChange, RuleFileStore, StoreError};
 pub use watch::{DEFAULT_INTERVAL, RuleWatcher, WatchHandle};

@@ -5,8 +5,8 @@
 mod fields;
 mod kinds;
 mod percentiles;
-mod scalar;
-mod tree;
+pub(crate) mod scalar;
+pub(crate) mod tree;
 
 use sentinel_core::RuleBook;
 

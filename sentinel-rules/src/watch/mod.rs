@@ -16,6 +16,7 @@ use sentinel_core::Sentinel;
 use crate::error::FileError;
 use crate::load::Reloaded;
 use crate::options::LoadOptions;
+use crate::store::RuleFileStore;
 use poller::Poller;
 
 /// How often the watched file is checked by default.
@@ -102,6 +103,11 @@ impl RuleWatcher {
         } = self;
         poller.first(&sentinel)?;
         let name = poller.name.clone();
+        let store = RuleFileStore::shared(
+            poller.path.clone(),
+            poller.options.clone(),
+            poller.known.clone(),
+        );
         let (stop, stopped) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("sentinel-rules-watch".into())
@@ -114,6 +120,7 @@ impl RuleWatcher {
             .map_err(|e| FileError::one(&name, None, format!("cannot start the watcher: {e}")))?;
         Ok(WatchHandle {
             file: name,
+            store,
             stop: Some(stop),
             thread: Some(thread),
         })
@@ -137,6 +144,7 @@ impl fmt::Debug for RuleWatcher {
 #[derive(Debug)]
 pub struct WatchHandle {
     file: String,
+    store: RuleFileStore,
     stop: Option<Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -145,6 +153,15 @@ impl WatchHandle {
     /// The watched file, as named in errors.
     pub fn file(&self) -> &str {
         &self.file
+    }
+
+    /// A store of the watched file that shares the watcher's view of it:
+    /// a rule change written through it is not taken by the watcher for
+    /// an outside edit (its next poll finds the content it knows and does
+    /// nothing: no reload, no listener called), and an outside edit after
+    /// it is loaded as usual. It outlives the handle.
+    pub fn store(&self) -> RuleFileStore {
+        self.store.clone()
     }
 
     /// Stops the watcher and waits for its thread.

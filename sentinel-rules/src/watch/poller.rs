@@ -1,6 +1,5 @@
 //! One poll of the watched file: stat, compare, read, parse, apply, tell.
 
-use std::hash::{Hash, Hasher};
 use std::io::ErrorKind;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
@@ -13,6 +12,7 @@ use super::fingerprint::Fingerprint;
 use crate::error::FileError;
 use crate::load::{Reloaded, apply, parse_bytes, read_limited};
 use crate::options::LoadOptions;
+use crate::store::Known;
 
 pub(super) type SuccessListener = Arc<dyn Fn(&Reloaded) + Send + Sync>;
 pub(super) type FailureListener = Arc<dyn Fn(&FileError) + Send + Sync>;
@@ -26,8 +26,10 @@ pub(super) struct Poller {
     pub(super) on_failure: Vec<FailureListener>,
     /// The metadata seen at the last read.
     fingerprint: Option<Fingerprint>,
-    /// The hash of the content last parsed, good or bad.
-    content: Option<u64>,
+    /// The content last parsed, good or bad, or written by a store of
+    /// this watcher; locked while a change is read and applied, so a
+    /// store's replace and a poll never interleave.
+    pub(super) known: Known,
     /// The file was gone at the last poll (warned once).
     missing: bool,
     /// The last failure told, so a lasting one is told once.
@@ -43,7 +45,7 @@ impl Poller {
             on_success: Vec::new(),
             on_failure: Vec::new(),
             fingerprint: None,
-            content: None,
+            known: Known::default(),
             missing: false,
             last_failure: None,
         }
@@ -54,10 +56,14 @@ impl Poller {
         let meta = std::fs::metadata(&self.path)
             .map_err(|e| FileError::one(&self.name, None, format!("cannot open: {e}")))?;
         self.fingerprint = Some(Fingerprint::of(&meta));
+        let known = self.known.clone();
+        let mut known = known.lock();
         let bytes = self.read()?;
-        self.content = Some(hash(&bytes));
         let file = parse_bytes(&bytes, &self.name, &self.options)?;
-        self.apply(sentinel, file);
+        *known = Some(bytes);
+        let outcome = self.apply(sentinel, file);
+        drop(known);
+        self.tell(outcome);
         Ok(())
     }
 
@@ -92,23 +98,32 @@ impl Poller {
             return;
         }
         self.fingerprint = Some(fingerprint);
+        // Read, compare and apply under the lock a store writes under: a
+        // read from before a store's write is never applied after it.
+        let known = self.known.clone();
+        let mut known = known.lock();
         let bytes = match self.read() {
             Ok(bytes) => bytes,
-            Err(error) => return self.fail(error),
+            Err(error) => {
+                drop(known);
+                return self.fail(error);
+            }
         };
-        let content = hash(&bytes);
-        if self.content == Some(content) {
+        if known.as_deref() == Some(bytes.as_slice()) {
             return;
         }
-        self.content = Some(content);
-        match parse_bytes(&bytes, &self.name, &self.options) {
+        let parsed = parse_bytes(&bytes, &self.name, &self.options);
+        *known = Some(bytes);
+        let outcome = match parsed {
             Ok(file) => self.apply(sentinel, file),
             Err(error) => {
                 // New content: told even when its errors read as the last.
                 self.last_failure = None;
-                self.fail(error);
+                Err(error)
             }
-        }
+        };
+        drop(known);
+        self.tell(outcome);
     }
 
     fn read(&self) -> Result<Vec<u8>, FileError> {
@@ -117,28 +132,33 @@ impl Poller {
             .map_err(|e| FileError::one(&self.name, None, format!("cannot read: {e}")))
     }
 
-    fn apply(&mut self, sentinel: &Sentinel, file: crate::RuleFile) {
-        match apply(sentinel, file) {
-            Ok(reloaded) => {
-                self.last_failure = None;
-                tracing::info!(
-                    file = %self.name,
-                    version = reloaded.version.as_deref().unwrap_or(""),
-                    counts = ?reloaded.counts,
-                    "sentinel-rules: rules loaded"
-                );
-                for listener in &self.on_success {
-                    if catch_unwind(AssertUnwindSafe(|| listener(&reloaded))).is_err() {
-                        tracing::error!("sentinel-rules: a success listener panicked");
-                    }
-                }
-            }
-            Err(errors) => {
-                let problems = errors
-                    .errors()
-                    .iter()
-                    .map(|e| crate::Problem::new(None, e.to_string()));
-                self.fail(FileError::new(&self.name, problems.collect()));
+    /// Puts `file` in force; what happened is told by [`tell`](Self::tell)
+    /// once the lock is released, so a listener may use a store.
+    fn apply(&mut self, sentinel: &Sentinel, file: crate::RuleFile) -> Result<Reloaded, FileError> {
+        apply(sentinel, file).map_err(|errors| {
+            let problems = errors
+                .errors()
+                .iter()
+                .map(|e| crate::Problem::new(None, e.to_string()));
+            FileError::new(&self.name, problems.collect())
+        })
+    }
+
+    fn tell(&mut self, outcome: Result<Reloaded, FileError>) {
+        let reloaded = match outcome {
+            Ok(reloaded) => reloaded,
+            Err(error) => return self.fail(error),
+        };
+        self.last_failure = None;
+        tracing::info!(
+            file = %self.name,
+            version = reloaded.version.as_deref().unwrap_or(""),
+            counts = ?reloaded.counts,
+            "sentinel-rules: rules loaded"
+        );
+        for listener in &self.on_success {
+            if catch_unwind(AssertUnwindSafe(|| listener(&reloaded))).is_err() {
+                tracing::error!("sentinel-rules: a success listener panicked");
             }
         }
     }
@@ -159,10 +179,4 @@ impl Poller {
         }
         self.last_failure = Some(error);
     }
-}
-
-fn hash(bytes: &[u8]) -> u64 {
-    let mut hasher = std::hash::DefaultHasher::new();
-    bytes.hash(&mut hasher);
-    hasher.finish()
 }

@@ -1,0 +1,214 @@
+//! Each rule kind's fields as `(name, YAML value)` pairs, in the order the
+//! README documents them; a field at its default is left out where the
+//! parser gives that default back.
+
+use sentinel_core::ParamValue;
+use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_core::flow::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
+use sentinel_core::hotspot::{ParamControlBehavior, ParamFlowGrade, ParamFlowRule};
+use sentinel_core::system::SystemRule;
+
+use super::scalar::{float, string};
+
+pub(crate) type Fields = Vec<(&'static str, String)>;
+
+/// `Err` names a value the file format has no word for.
+pub(crate) type Rendered = Result<Fields, String>;
+
+/// Pushes `field` when `value` differs from `default`.
+fn unless<T: PartialEq>(
+    fields: &mut Fields,
+    field: &'static str,
+    value: T,
+    default: T,
+    show: impl Fn(T) -> String,
+) {
+    if value != default {
+        fields.push((field, show(value)));
+    }
+}
+
+fn id(fields: &mut Fields, id: Option<u64>) {
+    if let Some(id) = id {
+        fields.push(("id", id.to_string()));
+    }
+}
+
+pub(crate) fn flow(rule: &FlowRule) -> Rendered {
+    let d = FlowRule::default();
+    let mut f = vec![
+        ("resource", string(&rule.resource).into_owned()),
+        ("count", float(rule.count)),
+    ];
+    let grade = |g| match g {
+        FlowGrade::Qps => "qps",
+        FlowGrade::Concurrency => "concurrency",
+    };
+    unless(&mut f, "grade", rule.grade, d.grade, |g| grade(g).into());
+    unless(&mut f, "limit_app", &rule.limit_app, &d.limit_app, |s| {
+        string(s).into_owned()
+    });
+    let strategy = |s| match s {
+        FlowStrategy::Direct => "direct",
+        FlowStrategy::Relate => "relate",
+        FlowStrategy::Chain => "chain",
+    };
+    unless(&mut f, "strategy", rule.strategy, d.strategy, |s| {
+        strategy(s).into()
+    });
+    if let Some(other) = &rule.ref_resource {
+        f.push(("ref_resource", string(other).into_owned()));
+    }
+    let behavior = |b| match b {
+        ControlBehavior::Reject => "reject",
+        ControlBehavior::WarmUp => "warm_up",
+        ControlBehavior::RateLimiter => "rate_limiter",
+        ControlBehavior::WarmUpRateLimiter => "warm_up_rate_limiter",
+    };
+    let (b, db) = (rule.control_behavior, d.control_behavior);
+    unless(&mut f, "control_behavior", b, db, |b| behavior(b).into());
+    let text = |n: u64| n.to_string();
+    let (w, dw) = (rule.warm_up_period_sec.into(), d.warm_up_period_sec.into());
+    unless(&mut f, "warm_up_period_sec", w, dw, text);
+    let (c, dc) = (
+        rule.warm_up_cold_factor.into(),
+        d.warm_up_cold_factor.into(),
+    );
+    unless(&mut f, "warm_up_cold_factor", c, dc, text);
+    let (q, dq) = (rule.max_queueing_time_ms, d.max_queueing_time_ms);
+    unless(&mut f, "max_queueing_time_ms", q, dq, text);
+    let (i, di) = (rule.stat_interval_ms, d.stat_interval_ms);
+    unless(&mut f, "stat_interval_ms", i, di, text);
+    let (s, ds) = (rule.stat_sample_count.into(), d.stat_sample_count.into());
+    unless(&mut f, "stat_sample_count", s, ds, text);
+    id(&mut f, rule.id);
+    Ok(f)
+}
+
+pub(crate) fn degrade(rule: &DegradeRule) -> Rendered {
+    let d = DegradeRule::default();
+    let grade = match rule.grade {
+        DegradeGrade::SlowRequestRatio => "slow_request_ratio",
+        DegradeGrade::ErrorRatio => "error_ratio",
+        DegradeGrade::ErrorCount => "error_count",
+    };
+    let mut f = vec![
+        ("resource", string(&rule.resource).into_owned()),
+        ("grade", grade.to_owned()),
+        ("count", float(rule.count)),
+    ];
+    let (s, ds) = (rule.slow_ratio_threshold, d.slow_ratio_threshold);
+    // Compared by bits: a NaN never equals the default and is written out.
+    unless(
+        &mut f,
+        "slow_ratio_threshold",
+        s.to_bits(),
+        ds.to_bits(),
+        |b| float(f64::from_bits(b)),
+    );
+    let text = |n: u64| n.to_string();
+    let (t, dt) = (rule.time_window_sec.into(), d.time_window_sec.into());
+    unless(&mut f, "time_window_sec", t, dt, text);
+    let (m, dm) = (rule.min_request_amount, d.min_request_amount);
+    unless(&mut f, "min_request_amount", m, dm, text);
+    let (i, di) = (rule.stat_interval_ms, d.stat_interval_ms);
+    unless(&mut f, "stat_interval_ms", i, di, text);
+    let (p, dp) = (rule.probe_num.into(), d.probe_num.into());
+    unless(&mut f, "probe_num", p, dp, text);
+    id(&mut f, rule.id);
+    Ok(f)
+}
+
+pub(crate) fn system(rule: &SystemRule) -> Rendered {
+    let mut f = Fields::new();
+    let numbers = [
+        ("highest_system_load", rule.highest_system_load),
+        ("highest_cpu_usage", rule.highest_cpu_usage),
+        ("qps", rule.qps),
+    ];
+    for (name, value) in numbers {
+        if let Some(value) = value {
+            f.push((name, float(value)));
+        }
+    }
+    for (name, value) in [("avg_rt", rule.avg_rt), ("max_thread", rule.max_thread)] {
+        if let Some(value) = value {
+            f.push((name, value.to_string()));
+        }
+    }
+    id(&mut f, rule.id);
+    Ok(f)
+}
+
+pub(crate) fn authority(rule: &AuthorityRule) -> Rendered {
+    let mut f = vec![("resource", string(&rule.resource).into_owned())];
+    if rule.strategy == AuthorityStrategy::Black {
+        f.push(("strategy", "black".to_owned()));
+    }
+    let origins: Vec<_> = rule.limit_app.iter().map(|o| string(o)).collect();
+    f.push(("limit_app", format!("[{}]", origins.join(", "))));
+    id(&mut f, rule.id);
+    Ok(f)
+}
+
+pub(crate) fn param_flow(rule: &ParamFlowRule) -> Rendered {
+    let d = ParamFlowRule::default();
+    let mut f = vec![
+        ("resource", string(&rule.resource).into_owned()),
+        ("param_idx", rule.param_idx.to_string()),
+        ("count", float(rule.count)),
+    ];
+    match rule.grade {
+        ParamFlowGrade::Qps => {}
+        ParamFlowGrade::Concurrency => f.push(("grade", "concurrency".into())),
+        other => return Err(format!("grade {other:?} has no word in the rule file")),
+    }
+    match rule.control_behavior {
+        ParamControlBehavior::Reject => {}
+        ParamControlBehavior::RateLimiter => f.push(("control_behavior", "rate_limiter".into())),
+        other => {
+            return Err(format!(
+                "control_behavior {other:?} has no word in the rule file"
+            ));
+        }
+    }
+    let text = |n: u64| n.to_string();
+    let (w, dw) = (rule.duration_in_sec, d.duration_in_sec);
+    unless(&mut f, "duration_in_sec", w, dw, text);
+    unless(&mut f, "burst_count", rule.burst_count, d.burst_count, text);
+    let (q, dq) = (rule.max_queueing_time_ms, d.max_queueing_time_ms);
+    unless(&mut f, "max_queueing_time_ms", q, dq, text);
+    if let Some(capacity) = rule.capacity {
+        f.push(("capacity", capacity.to_string()));
+    }
+    if !rule.param_flow_item_list.is_empty() {
+        let mut items = String::new();
+        for item in &rule.param_flow_item_list {
+            let value = param_value(&item.value)?;
+            items.push_str(&format!(
+                "\n      - {{value: {value}, count: {}}}",
+                float(item.count)
+            ));
+        }
+        f.push(("param_flow_item_list", items));
+    }
+    id(&mut f, rule.id);
+    Ok(f)
+}
+
+/// A hot-parameter value as the parser tells them apart: `42` a number,
+/// `"42"` a string, `true` a boolean.
+fn param_value(value: &ParamValue) -> Result<String, String> {
+    if let Some(s) = value.as_str() {
+        return Ok(string(s).into_owned());
+    }
+    match value {
+        ParamValue::Bool(b) => Ok(b.to_string()),
+        ParamValue::Int(i) => Ok(i.to_string()),
+        ParamValue::UInt(u) => Ok(u.to_string()),
+        other => Err(format!(
+            "param_flow_item_list value {other:?} is not a string, whole number or boolean"
+        )),
+    }
+}

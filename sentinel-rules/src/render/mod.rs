@@ -1,0 +1,102 @@
+//! Rules to the rule file's YAML: a kind's whole top-level section, or a
+//! whole file. What is written parses back to the same rules (a proptest
+//! checks every kind and field).
+
+mod kinds;
+#[cfg(test)]
+mod roundtrip;
+pub(crate) mod scalar;
+
+use crate::parse::RuleFile;
+use crate::store::RuleChange;
+use kinds::Rendered;
+
+/// The top-level section of `change`'s kind, key included, ending with a
+/// newline: `flow:\n  - resource: a\n    count: 1\n`, or `flow: []\n`.
+/// `Err` lists what the format cannot express, one line per rule.
+pub(crate) fn section(change: &RuleChange) -> Result<String, Vec<String>> {
+    fn each<R>(rules: &[R], render: fn(&R) -> Rendered) -> Vec<Rendered> {
+        rules.iter().map(render).collect()
+    }
+    let rules = match change {
+        RuleChange::Flow(rules) => each(rules, kinds::flow),
+        RuleChange::Degrade(rules) => each(rules, kinds::degrade),
+        RuleChange::System(rules) => each(rules, kinds::system),
+        RuleChange::Authority(rules) => each(rules, kinds::authority),
+        RuleChange::ParamFlow(rules) => each(rules, kinds::param_flow),
+    };
+    let kind = change.kind();
+    if rules.is_empty() {
+        return Ok(format!("{kind}: []\n"));
+    }
+    let mut out = format!("{kind}:\n");
+    let mut problems = Vec::new();
+    for (index, rule) in rules.into_iter().enumerate() {
+        match rule {
+            Ok(fields) => push_rule(&mut out, &fields),
+            Err(problem) => problems.push(format!("{kind}[{index}]: {problem}")),
+        }
+    }
+    match problems.is_empty() {
+        true => Ok(out),
+        false => Err(problems),
+    }
+}
+
+fn push_rule(out: &mut String, fields: &[(&str, String)]) {
+    for (i, (name, value)) in fields.iter().enumerate() {
+        out.push_str(if i == 0 { "  - " } else { "    " });
+        out.push_str(name);
+        out.push(':');
+        // A nested list starts on the next line.
+        if !value.starts_with('\n') {
+            out.push(' ');
+        }
+        out.push_str(value);
+        out.push('\n');
+    }
+    if fields.is_empty() {
+        // Not reachable for a valid rule (each kind has a required field or
+        // a limit); written so that it still parses as an empty mapping.
+        out.push_str("  - {}\n");
+    }
+}
+
+/// A whole file: the version, every kind (empty ones left out) and the
+/// percentile list. Used when a file's layout does not allow rewriting one
+/// section in place; comments are lost then.
+pub(crate) fn document(file: &RuleFile) -> Result<String, Vec<String>> {
+    let mut out = String::new();
+    if let Some(version) = &file.version {
+        out.push_str(&format!("version: {}\n", scalar::string(version)));
+    }
+    let book = &file.book;
+    let changes = [
+        RuleChange::Flow(book.flow.clone()),
+        RuleChange::Degrade(book.degrade.clone()),
+        RuleChange::System(book.system.clone()),
+        RuleChange::Authority(book.authority.clone()),
+        RuleChange::ParamFlow(book.param_flow.clone()),
+    ];
+    let mut problems = Vec::new();
+    for change in changes.iter().filter(|c| !c.is_empty()) {
+        match section(change) {
+            Ok(text) => out.push_str(&text),
+            Err(more) => problems.extend(more),
+        }
+    }
+    if !file.track_percentiles.is_empty() {
+        out.push_str("track_percentiles:\n");
+        for name in &file.track_percentiles {
+            out.push_str(&format!("  - {}\n", scalar::string(name)));
+        }
+    }
+    if out.is_empty() {
+        // An empty file is refused by default; an explicit empty list is not.
+        out.push_str("flow: []\n");
+    }
+    match problems.is_empty() {
+        true => Ok(out),
+        false => Err(problems),
+    }
+}
