@@ -184,6 +184,16 @@ impl CommandCenter {
         self
     }
 
+    /// Writes rule changes (`setRules`, `setParamFlowRules`) to the rule
+    /// file of `store` before they take effect, so that the file, its
+    /// watcher and a restart agree. Without it, changes live in memory
+    /// only, as in Sentinel. A change that conflicts with an edit of the
+    /// file on disk is refused with 409.
+    pub fn rule_file(mut self, store: sentinel_rules::RuleFileStore) -> Self {
+        self.rules = RuleSink::File(store);
+        self
+    }
+
     /// Serves the live page at `/` (default on).
     pub fn live_page(mut self, serve: bool) -> Self {
         self.live_page = serve;

@@ -1,7 +1,6 @@
 //! `getRules`, `setRules`, `getParamFlowRules`, `setParamFlowRules`.
 
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::Response;
 
 use super::{Params, State as Ctx, bad_request, failure, json, text};
@@ -67,21 +66,21 @@ pub(super) async fn set_rules(State(ctx): Ctx, params: Params) -> Response {
         Err(response) => Err(response),
     };
     match change {
-        Ok(change) => apply(&ctx, change),
+        Ok(change) => apply(&ctx, change).await,
         Err(response) => response,
     }
 }
 
 pub(super) async fn set_param_flow_rules(State(ctx): Ctx, params: Params) -> Response {
     match read(&params) {
-        Ok(rules) => apply(&ctx, Change::ParamFlow(rules)),
+        Ok(rules) => apply(&ctx, Change::ParamFlow(rules)).await,
         Err(response) => response,
     }
 }
 
-fn apply(ctx: &super::Ctx, change: Change) -> Response {
-    match ctx.rules.apply(&ctx.sentinel, change) {
+async fn apply(ctx: &super::Ctx, change: Change) -> Response {
+    match ctx.rules.apply(&ctx.sentinel, change).await {
         Ok(()) => text("success"),
-        Err(lines) => failure(StatusCode::BAD_REQUEST, lines.join("\n")),
+        Err((status, lines)) => failure(status, lines.join("\n")),
     }
 }
