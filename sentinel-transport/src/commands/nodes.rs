@@ -69,9 +69,12 @@ pub(super) async fn cluster_node_by_id(State(ctx): Ctx, params: Params) -> Respo
 
 /// One table row: the columns, left-aligned to `widths`.
 fn row(out: &mut String, widths: &[usize], cells: &[String]) {
+    let start = out.len();
     for (cell, width) in cells.iter().zip(widths) {
         let _ = write!(out, "{cell:<width$}");
     }
+    let end = out[start..].trim_end().len();
+    out.truncate(start + end);
     out.push('\n');
 }
 

@@ -97,7 +97,13 @@ fn item_json(item: &ParamFlowItem) -> Option<Value> {
         ParamValue::UInt(u) => (u.to_string(), "long"),
         value => (value.as_str()?.to_owned(), "java.lang.String"),
     };
-    Some(json!({ "object": object, "count": item.count, "classType": class }))
+    // Sentinel's item count is an Integer.
+    let count = if item.count.fract() == 0.0 && item.count.abs() < 9.0e15 {
+        json!(item.count as i64)
+    } else {
+        json!(item.count)
+    };
+    Some(json!({ "object": object, "count": count, "classType": class }))
 }
 
 fn items(o: &Object<'_>, p: &mut Problems) -> Vec<ParamFlowItem> {
