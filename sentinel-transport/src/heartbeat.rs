@@ -81,14 +81,20 @@ pub(crate) async fn run(
                         tracing::warn!(dashboard = %target.uri, %why, "sentinel heartbeat failed; retrying with backoff, logged again when it answers");
                     }
                     target.failures = target.failures.saturating_add(1);
-                    let backoff = interval
-                        .saturating_mul(1 << target.failures.min(16))
-                        .min(MAX_BACKOFF.max(interval));
-                    target.next_try = now + backoff;
+                    target.next_try = now + backoff(interval, target.failures);
                 }
             }
         }
     }
+}
+
+/// The wait before the next try after `failures` failures in a row:
+/// doubling from the interval, at most a minute (or the interval when that
+/// is longer).
+fn backoff(interval: Duration, failures: u32) -> Duration {
+    interval
+        .saturating_mul(1 << failures.min(16))
+        .min(MAX_BACKOFF.max(interval))
 }
 
 /// The registry address of a dashboard given as `host:port` or a URL.
@@ -124,4 +130,49 @@ async fn beat(
     tokio::time::timeout(REQUEST_TIMEOUT, exchange)
         .await
         .map_err(|_| format!("no answer within {REQUEST_TIMEOUT:?}"))?
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_a_minute() {
+        let second = Duration::from_secs(1);
+        assert_eq!(backoff(second, 1), 2 * second);
+        assert_eq!(backoff(second, 3), 8 * second);
+        assert_eq!(backoff(second, 40), MAX_BACKOFF);
+        assert_eq!(backoff(2 * MAX_BACKOFF, 5), 2 * MAX_BACKOFF);
+    }
+
+    #[test]
+    fn the_form_has_every_field_the_dashboard_reads() {
+        let machine = Machine {
+            app: "a b".into(),
+            app_type: 1,
+            hostname: "h".into(),
+            ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 7)),
+            port: 8720,
+            pid: 42,
+        };
+        let form = form(&machine, 5);
+        let pairs: Vec<(String, String)> = form_urlencoded::parse(form.as_bytes()).into_owned().collect();
+        let get = |k: &str| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("app"), Some("a b"));
+        assert_eq!(get("app_type"), Some("1"));
+        assert_eq!(get("ip"), Some("10.0.0.7"));
+        assert_eq!(get("port"), Some("8720"));
+        assert_eq!(get("v"), Some(SENTINEL_VERSION));
+        assert_eq!(get("version"), Some("5"));
+        assert_eq!(get("pid"), Some("42"));
+        assert_eq!(get("hostname"), Some("h"));
+        assert_eq!(get("timestamp"), Some("5"));
+        assert_eq!(
+            registry_uri("http://d:8080/sentinel/"),
+            "http://d:8080/sentinel/registry/machine"
+        );
+        assert_eq!(registry_uri("d:8080"), "http://d:8080/registry/machine");
+    }
 }
