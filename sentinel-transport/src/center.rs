@@ -224,7 +224,12 @@ impl CommandCenter {
     }
 
     fn check(&self) -> Result<(), StartError> {
-        if self.guard.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+        if self
+            .guard
+            .token
+            .as_deref()
+            .is_some_and(|t| t.trim().is_empty())
+        {
             return Err(StartError::Invalid("the token must not be empty".into()));
         }
         if self.guard.protect_reads && self.guard.token.is_none() {
@@ -233,7 +238,9 @@ impl CommandCenter {
             ));
         }
         if self.heartbeat_interval.is_zero() && !self.dashboards.is_empty() {
-            return Err(StartError::Invalid("the heartbeat interval must be > 0".into()));
+            return Err(StartError::Invalid(
+                "the heartbeat interval must be > 0".into(),
+            ));
         }
         if self.max_body_bytes == 0 {
             return Err(StartError::Invalid("max_body_bytes must be > 0".into()));
@@ -265,7 +272,9 @@ impl CommandCenter {
         let router = self.router(machine.clone());
         let listener = {
             let _entered = runtime.enter();
-            listener.set_nonblocking(true).map_err(StartError::Runtime)?;
+            listener
+                .set_nonblocking(true)
+                .map_err(StartError::Runtime)?;
             tokio::net::TcpListener::from_std(listener).map_err(StartError::Runtime)?
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -355,7 +364,9 @@ fn callback_ip(bind: IpAddr, dashboard: Option<&String>) -> IpAddr {
     let route = dashboard.and_then(|d| {
         let host = d.trim().trim_start_matches("http://");
         let host = host.split('/').next()?;
-        let target = std::net::ToSocketAddrs::to_socket_addrs(host).ok()?.next()?;
+        let target = std::net::ToSocketAddrs::to_socket_addrs(host)
+            .ok()?
+            .next()?;
         let socket = UdpSocket::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0)).ok()?;
         socket.connect(target).ok()?;
         Some(socket.local_addr().ok()?.ip())
@@ -368,6 +379,10 @@ fn default_app() -> String {
     std::env::current_exe()
         .ok()
         .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
-        .map(|s| s.rsplit_once('-').filter(|(_, h)| h.len() == 16).map_or(s.clone(), |(n, _)| n.to_owned()))
+        .map(|s| {
+            s.rsplit_once('-')
+                .filter(|(_, h)| h.len() == 16)
+                .map_or(s.clone(), |(n, _)| n.to_owned())
+        })
         .unwrap_or_else(|| "sentinel-rs".to_owned())
 }

@@ -110,7 +110,10 @@ impl fmt::Display for StartError {
                 "no tokio runtime: call start inside one, or use start_with_own_runtime",
             ),
             StartError::Bind { port, error } => {
-                write!(f, "cannot listen on port {port} or the ports after it: {error}")
+                write!(
+                    f,
+                    "cannot listen on port {port} or the ports after it: {error}"
+                )
             }
             StartError::Invalid(why) => write!(f, "invalid command center settings: {why}"),
             StartError::Runtime(e) => write!(f, "cannot start the command center: {e}"),

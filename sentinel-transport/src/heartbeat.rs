@@ -51,7 +51,8 @@ pub(crate) async fn run(
     interval: Duration,
     now_ms: impl Fn() -> u64 + Send + 'static,
 ) {
-    let client: Client<HttpConnector, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    let client: Client<HttpConnector, Full<Bytes>> =
+        Client::builder(TokioExecutor::new()).build_http();
     let start = tokio::time::Instant::now();
     let mut targets: Vec<Target> = dashboards
         .into_iter()
@@ -113,7 +114,10 @@ async fn beat(
     body: String,
 ) -> Result<(), String> {
     let request = Request::post(uri)
-        .header(CONTENT_TYPE, "application/x-www-form-urlencoded; charset=utf-8")
+        .header(
+            CONTENT_TYPE,
+            "application/x-www-form-urlencoded; charset=utf-8",
+        )
         .body(Full::new(Bytes::from(body)))
         .map_err(|e| e.to_string())?;
     let exchange = async {
@@ -158,7 +162,9 @@ mod tests {
             pid: 42,
         };
         let form = form(&machine, 5);
-        let pairs: Vec<(String, String)> = form_urlencoded::parse(form.as_bytes()).into_owned().collect();
+        let pairs: Vec<(String, String)> = form_urlencoded::parse(form.as_bytes())
+            .into_owned()
+            .collect();
         let get = |k: &str| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(get("app"), Some("a b"));
         assert_eq!(get("app_type"), Some("1"));

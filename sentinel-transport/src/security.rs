@@ -47,7 +47,11 @@ fn same(given: &str, token: &str) -> bool {
 
 /// The middleware: refuses before the command runs (and before its body is
 /// read), so a refused command changes nothing.
-pub(crate) async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+pub(crate) async fn guard(
+    State(guard): State<Arc<Guard>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let access = access_of(request.uri().path());
     if access == Access::Write && !guard.allow_writes {
         return failure(

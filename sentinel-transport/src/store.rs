@@ -37,7 +37,11 @@ pub(crate) type Refused = (StatusCode, Vec<String>);
 
 impl RuleSink {
     /// Applies `change`; on error nothing changed.
-    pub(crate) async fn apply(&self, sentinel: &SentinelRef, change: Change) -> Result<(), Refused> {
+    pub(crate) async fn apply(
+        &self,
+        sentinel: &SentinelRef,
+        change: Change,
+    ) -> Result<(), Refused> {
         match self {
             RuleSink::Memory => load(sentinel, change).map_err(|e| {
                 let lines = e.errors().iter().map(ToString::to_string).collect();
@@ -46,9 +50,10 @@ impl RuleSink {
             RuleSink::File(store) => {
                 let (store, sentinel) = (store.clone(), SentinelRef::clone(sentinel));
                 // Writing the file syncs it to disk: off the async threads.
-                let written =
-                    tokio::task::spawn_blocking(move || store.replace(&sentinel, file_change(change)))
-                        .await;
+                let written = tokio::task::spawn_blocking(move || {
+                    store.replace(&sentinel, file_change(change))
+                })
+                .await;
                 match written {
                     Ok(Ok(())) => Ok(()),
                     Ok(Err(e)) => Err((status(&e), e.lines())),

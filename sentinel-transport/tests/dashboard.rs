@@ -50,7 +50,11 @@ async fn fake_dashboard() -> (SocketAddr, mpsc::UnboundedReceiver<HashMap<String
 fn parse_version(v: &str) -> Option<(u32, u32, u32)> {
     let core = v.split('-').next()?;
     let mut parts = core.split('.').map(|p| p.parse::<u32>().ok());
-    Some((parts.next()??, parts.next().flatten().unwrap_or(0), parts.next().flatten().unwrap_or(0)))
+    Some((
+        parts.next()??,
+        parts.next().flatten().unwrap_or(0),
+        parts.next().flatten().unwrap_or(0),
+    ))
 }
 
 /// What the dashboard learnt from a heartbeat.
@@ -125,7 +129,11 @@ fn from_thin_string(line: &str) -> ThinNode {
         rt: n(6),
         occupied_pass: if s.len() >= 8 { n(7) } else { 0 },
         concurrency: if s.len() >= 9 { n(8) } else { 0 },
-        classification: if s.len() == 10 { s[9].parse().unwrap() } else { 0 },
+        classification: if s.len() == 10 {
+            s[9].parse().unwrap()
+        } else {
+            0
+        },
     }
 }
 
@@ -161,51 +169,107 @@ async fn the_dashboard_registers_us_and_its_rules_take_effect() {
     assert_eq!(beat["timestamp"], T0.to_string());
     assert_eq!(beat["pid"], std::process::id().to_string());
     let version = parse_version(&beat["v"]).expect("v must parse as x.y.z[-suffix]");
-    assert!(version >= (1, 7, 1), "{version:?}: rules would arrive as a GET");
-    let machine = Machine { addr: SocketAddr::new(ip, port), version };
+    assert!(
+        version >= (1, 7, 1),
+        "{version:?}: rules would arrive as a GET"
+    );
+    let machine = Machine {
+        addr: SocketAddr::new(ip, port),
+        version,
+    };
     // A second beat comes on the interval.
-    tokio::time::timeout(Duration::from_secs(10), heartbeats.recv()).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), heartbeats.recv())
+        .await
+        .unwrap();
 
     // Flow: the rule list as fastjson writes the dashboard's FlowRule,
     // with a resource name that Java's double decoding would mangle.
-    assert_eq!(machine.fetch("getRules", Some("flow")).await, serde_json::json!([]));
+    assert_eq!(
+        machine.fetch("getRules", Some("flow")).await,
+        serde_json::json!([])
+    );
     let name = "GET:/search?q=a+b%20c";
     let flow = format!(
         r#"[{{"clusterMode":false,"controlBehavior":0,"count":0.0,"grade":1,"limitApp":"default","maxQueueingTimeMs":500,"resource":"{name}","strategy":0,"warmUpPeriodSec":10}}]"#
     );
-    let set = machine.command("setRules", &[("type", "flow"), ("data", &flow)]).await;
+    let set = machine
+        .command("setRules", &[("type", "flow"), ("data", &flow)])
+        .await;
     assert_eq!((set.status.as_u16(), set.body.as_str()), (200, "success"));
     let blocked = sentinel.entry(name).unwrap_err();
     assert_eq!(blocked.kind(), BlockKind::Flow);
-    assert_eq!(machine.fetch("getRules", Some("flow")).await[0]["resource"], name);
+    assert_eq!(
+        machine.fetch("getRules", Some("flow")).await[0]["resource"],
+        name
+    );
 
     // Authority: a black list.
     let authority = r#"[{"resource":"GET:/admin","limitApp":"crawler","strategy":1}]"#;
-    let set = machine.command("setRules", &[("type", "authority"), ("data", authority)]).await;
+    let set = machine
+        .command("setRules", &[("type", "authority"), ("data", authority)])
+        .await;
     assert_eq!(set.body, "success");
-    let crawler = sentinel.entry_builder("GET:/admin").origin("crawler").enter();
+    let crawler = sentinel
+        .entry_builder("GET:/admin")
+        .origin("crawler")
+        .enter();
     assert_eq!(crawler.unwrap_err().kind(), BlockKind::Authority);
-    assert!(sentinel.entry_builder("GET:/admin").origin("ops").enter().is_ok());
+    assert!(
+        sentinel
+            .entry_builder("GET:/admin")
+            .origin("ops")
+            .enter()
+            .is_ok()
+    );
 
     // Hot parameters: every value at 0 but "vip".
     let param = r#"[{"burstCount":0,"clusterMode":false,"controlBehavior":0,"count":0.0,"durationInSec":1,"grade":1,"limitApp":"default","maxQueueingTimeMs":0,"paramFlowItemList":[{"classType":"java.lang.String","count":5,"object":"vip"}],"paramIdx":0,"resource":"GET:/items"}]"#;
-    let set = machine.command("setParamFlowRules", &[("data", param)]).await;
+    let set = machine
+        .command("setParamFlowRules", &[("data", param)])
+        .await;
     assert_eq!(set.body, "success");
     let anon = [ParamValue::from("anon")];
     let vip = [ParamValue::from("vip")];
     let refused = sentinel.entry_builder("GET:/items").args(&anon).enter();
     assert_eq!(refused.unwrap_err().kind(), BlockKind::HotParam);
-    assert!(sentinel.entry_builder("GET:/items").args(&vip).enter().is_ok());
-    assert_eq!(machine.fetch("getParamFlowRules", None).await[0]["paramFlowItemList"][0]["object"], "vip");
+    assert!(
+        sentinel
+            .entry_builder("GET:/items")
+            .args(&vip)
+            .enter()
+            .is_ok()
+    );
+    assert_eq!(
+        machine.fetch("getParamFlowRules", None).await[0]["paramFlowItemList"][0]["object"],
+        "vip"
+    );
 
     // System and degrade: loaded and read back.
     let system = r#"[{"highestSystemLoad":-1.0,"highestCpuUsage":-1.0,"qps":0.0,"avgRt":-1,"maxThread":-1}]"#;
-    assert_eq!(machine.command("setRules", &[("type", "system"), ("data", system)]).await.body, "success");
-    let inbound = sentinel.entry_builder("GET:/in").entry_type(EntryType::Inbound).enter();
+    assert_eq!(
+        machine
+            .command("setRules", &[("type", "system"), ("data", system)])
+            .await
+            .body,
+        "success"
+    );
+    let inbound = sentinel
+        .entry_builder("GET:/in")
+        .entry_type(EntryType::Inbound)
+        .enter();
     assert_eq!(inbound.unwrap_err().kind(), BlockKind::System);
     let degrade = r#"[{"resource":"GET:/pay","limitApp":"default","grade":2,"count":3,"timeWindow":10,"minRequestAmount":5,"slowRatioThreshold":1.0,"statIntervalMs":1000}]"#;
-    assert_eq!(machine.command("setRules", &[("type", "degrade"), ("data", degrade)]).await.body, "success");
-    assert_eq!(machine.fetch("getRules", Some("degrade")).await[0]["count"], 3.0);
+    assert_eq!(
+        machine
+            .command("setRules", &[("type", "degrade"), ("data", degrade)])
+            .await
+            .body,
+        "success"
+    );
+    assert_eq!(
+        machine.fetch("getRules", Some("degrade")).await[0]["count"],
+        3.0
+    );
 
     // Metrics: one second of traffic written to the log, then fetched as
     // MetricFetcher fetches (a window a few seconds back, refetch=false).
@@ -217,26 +281,50 @@ async fn the_dashboard_registers_us_and_its_rules_take_effect() {
     let _ = sentinel.entry(name);
     clock.set(T0 + 2_000);
     writer.write_pending(&sentinel).unwrap();
-    let path = format!("/metric?startTime={T0}&endTime={}&refetch=false", T0 + 1_999);
+    let path = format!(
+        "/metric?startTime={T0}&endTime={}&refetch=false",
+        T0 + 1_999
+    );
     let answer = get(machine.addr, &path).await;
     assert_eq!(answer.status, 200);
     let nodes: Vec<ThinNode> = answer.body.lines().map(from_thin_string).collect();
-    let ab = nodes.iter().find(|n| n.resource == "GET:/a_b").expect("GET:/a|b as GET:/a_b");
+    let ab = nodes
+        .iter()
+        .find(|n| n.resource == "GET:/a_b")
+        .expect("GET:/a|b as GET:/a_b");
     assert_eq!(
-        (ab.timestamp, ab.pass, ab.block, ab.success, ab.exception, ab.rt),
+        (
+            ab.timestamp,
+            ab.pass,
+            ab.block,
+            ab.success,
+            ab.exception,
+            ab.rt
+        ),
         (T0, 4, 0, 4, 0, 5)
     );
-    assert_eq!((ab.occupied_pass, ab.concurrency, ab.classification), (0, 0, 0));
+    assert_eq!(
+        (ab.occupied_pass, ab.concurrency, ab.classification),
+        (0, 0, 0)
+    );
     let limited = nodes.iter().find(|n| n.resource == name).unwrap();
     assert!(limited.block >= 1, "{limited:?}");
-    let one = get(machine.addr, &format!("{path}&identity=GET:/a%7Cb")).await.body;
+    let one = get(machine.addr, &format!("{path}&identity=GET:/a%7Cb"))
+        .await
+        .body;
     assert_eq!(one.lines().count(), 1, "{one}");
 
     // The resource views the dashboard reads.
     let tree = machine.fetch("jsonTree", None).await;
     assert_eq!(tree[0]["resource"], "machine-root");
     let nodes = machine.fetch("clusterNode", Some("zero")).await;
-    assert!(nodes.as_array().unwrap().iter().any(|n| n["resource"] == "GET:/items"));
+    assert!(
+        nodes
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["resource"] == "GET:/items")
+    );
     let mode = machine.fetch("getClusterMode", None).await;
     assert_eq!(mode["mode"], -1);
 }
@@ -249,9 +337,14 @@ async fn an_old_dashboard_sending_rules_as_a_get_works_too() {
         .allow_writes(true)
         .start()
         .unwrap();
-    let machine = Machine { addr: server.local_addr(), version: (1, 5, 0) };
+    let machine = Machine {
+        addr: server.local_addr(),
+        version: (1, 5, 0),
+    };
     let data = r#"[{"resource":"GET:/x","count":0,"grade":1}]"#;
-    let set = machine.command("setRules", &[("type", "flow"), ("data", data)]).await;
+    let set = machine
+        .command("setRules", &[("type", "flow"), ("data", data)])
+        .await;
     assert_eq!(set.body, "success");
     assert!(sentinel.entry("GET:/x").is_err());
 }

@@ -23,7 +23,10 @@ const KINDS: [&str; 4] = ["flow", "degrade", "system", "authority"];
 async fn rules_read_as_sentinel_json_and_write_back_the_same() {
     let (from, _) = instance();
     load_golden_rules(&from);
-    let source = CommandCenter::new(Arc::clone(&from)).port(0).start().unwrap();
+    let source = CommandCenter::new(Arc::clone(&from))
+        .port(0)
+        .start()
+        .unwrap();
     let (to, _) = instance();
     let target = CommandCenter::new(Arc::clone(&to))
         .port(0)
@@ -41,18 +44,30 @@ async fn rules_read_as_sentinel_json_and_write_back_the_same() {
             &[("type", kind), ("data", &answer.body)],
         )
         .await;
-        assert_eq!((set.status.as_u16(), set.body.as_str()), (200, "success"), "{kind}");
+        assert_eq!(
+            (set.status.as_u16(), set.body.as_str()),
+            (200, "success"),
+            "{kind}"
+        );
     }
     let answer = get(source.local_addr(), "/getParamFlowRules").await;
     assert_golden("param_flow.json", &answer.json());
-    let set = post_form(target.local_addr(), "/setParamFlowRules", &[("data", &answer.body)]).await;
+    let set = post_form(
+        target.local_addr(),
+        "/setParamFlowRules",
+        &[("data", &answer.body)],
+    )
+    .await;
     assert_eq!(set.body, "success");
 
     assert_eq!(to.flow_rules().rules(), from.flow_rules().rules());
     assert_eq!(to.degrade_rules().rules(), from.degrade_rules().rules());
     assert_eq!(to.system_rules().rules(), from.system_rules().rules());
     assert_eq!(to.authority_rules().rules(), from.authority_rules().rules());
-    assert_eq!(to.param_flow_rules().rules(), from.param_flow_rules().rules());
+    assert_eq!(
+        to.param_flow_rules().rules(),
+        from.param_flow_rules().rules()
+    );
     assert_eq!(from.flow_rules().rules().len(), 2);
 }
 
@@ -68,7 +83,11 @@ async fn nodes_and_tree_carry_the_dashboards_field_names() {
             .origin("checkout")
             .enter()
             .unwrap();
-        let inner = sentinel.entry_builder("SELECT orders").parent(&outer).enter().unwrap();
+        let inner = sentinel
+            .entry_builder("SELECT orders")
+            .parent(&outer)
+            .enter()
+            .unwrap();
         clock.advance_ms(10);
         if i == 0 {
             outer.set_error(&std::io::Error::other("boom"));
@@ -81,17 +100,32 @@ async fn nodes_and_tree_carry_the_dashboards_field_names() {
         .entry_type(sentinel_core::EntryType::Inbound)
         .enter()
         .unwrap();
-    let server = CommandCenter::new(Arc::clone(&sentinel)).port(0).start().unwrap();
+    let server = CommandCenter::new(Arc::clone(&sentinel))
+        .port(0)
+        .start()
+        .unwrap();
     let addr = server.local_addr();
 
     assert_golden("cluster_node.json", &get(addr, "/clusterNode").await.json());
-    assert_golden("cluster_node_by_id.json", &get(addr, "/clusterNodeById?id=GET:/orders").await.json());
-    assert_eq!(get(addr, "/clusterNodeById?id=nope").await.json(), serde_json::json!({}));
+    assert_golden(
+        "cluster_node_by_id.json",
+        &get(addr, "/clusterNodeById?id=GET:/orders").await.json(),
+    );
+    assert_eq!(
+        get(addr, "/clusterNodeById?id=nope").await.json(),
+        serde_json::json!({})
+    );
     assert_golden("json_tree.json", &get(addr, "/jsonTree").await.json());
-    assert_golden("system_status.json", &get(addr, "/systemStatus").await.json());
+    assert_golden(
+        "system_status.json",
+        &get(addr, "/systemStatus").await.json(),
+    );
 
     let tree = get(addr, "/tree").await.body;
-    assert!(tree.starts_with("EntranceNode: machine-root(t:1 pq:4"), "{tree}");
+    assert!(
+        tree.starts_with("EntranceNode: machine-root(t:1 pq:4"),
+        "{tree}"
+    );
     assert!(tree.contains("\n-EntranceNode: web(t:0 pq:3"), "{tree}");
     assert!(tree.contains("\n--GET:/orders(t:0 pq:3"), "{tree}");
     assert!(tree.contains("\n---SELECT orders(t:0 pq:3"), "{tree}");
@@ -99,8 +133,18 @@ async fn nodes_and_tree_carry_the_dashboards_field_names() {
     assert!(cnode.starts_with("idx  id"), "{cnode}");
     assert_eq!(cnode.lines().count(), 3, "{cnode}");
     let origin = get(addr, "/origin?id=GET:/orders").await.body;
-    assert!(origin.starts_with("id: GET:/orders\n\nidx  origin"), "{origin}");
-    assert!(origin.lines().nth(3).unwrap().starts_with("1    checkout  0       3         0         3"), "{origin}");
+    assert!(
+        origin.starts_with("id: GET:/orders\n\nidx  origin"),
+        "{origin}"
+    );
+    assert!(
+        origin
+            .lines()
+            .nth(3)
+            .unwrap()
+            .starts_with("1    checkout  0       3         0         3"),
+        "{origin}"
+    );
     assert_eq!(sentinel.now_ms(), T0 + 30);
 }
 
@@ -114,18 +158,30 @@ async fn info_commands() {
         .start()
         .unwrap();
     let addr = server.local_addr();
-    assert_eq!(get(addr, "/version").await.body, sentinel_transport::SENTINEL_VERSION);
+    assert_eq!(
+        get(addr, "/version").await.body,
+        sentinel_transport::SENTINEL_VERSION
+    );
     assert_golden("api.json", &get(addr, "/api").await.json());
-    assert_golden("cluster_mode.json", &get(addr, "/getClusterMode").await.json());
+    assert_golden(
+        "cluster_mode.json",
+        &get(addr, "/getClusterMode").await.json(),
+    );
     let info = get(addr, "/basicInfo").await.body;
     assert!(info.contains("app: golden-app\n"), "{info}");
     assert!(info.contains(&format!("port: {}\n", addr.port())), "{info}");
 
-    assert_eq!(get(addr, "/getSwitch").await.body, "Sentinel switch value: true");
+    assert_eq!(
+        get(addr, "/getSwitch").await.body,
+        "Sentinel switch value: true"
+    );
     let off = get(addr, "/setSwitch?value=false").await;
     assert_eq!(off.body, "Sentinel set switch value: false");
     assert!(!sentinel.is_enabled());
-    assert_eq!(get(addr, "/getSwitch").await.body, "Sentinel switch value: false");
+    assert_eq!(
+        get(addr, "/getSwitch").await.body,
+        "Sentinel switch value: false"
+    );
     let typo = get(addr, "/setSwitch?value=flase").await;
     assert_eq!(typo.status, 400);
     assert!(!sentinel.is_enabled(), "a bad value changes nothing");
@@ -139,15 +195,34 @@ async fn metric_adds_machine_lines_without_identity() {
     status.set_cpu_usage(Some(0.25));
     status.set_load_average(Some(1.5));
     let clock = sentinel_core::ManualClock::new(T0 + 1_500);
-    let sentinel = Arc::new(Sentinel::builder().clock(clock).system_status(status).build());
-    let server = CommandCenter::new(Arc::clone(&sentinel)).port(0).start().unwrap();
-    let body = get(server.local_addr(), &format!("/metric?startTime={T0}&endTime={}", T0 + 5_000)).await.body;
+    let sentinel = Arc::new(
+        Sentinel::builder()
+            .clock(clock)
+            .system_status(status)
+            .build(),
+    );
+    let server = CommandCenter::new(Arc::clone(&sentinel))
+        .port(0)
+        .start()
+        .unwrap();
+    let body = get(
+        server.local_addr(),
+        &format!("/metric?startTime={T0}&endTime={}", T0 + 5_000),
+    )
+    .await
+    .body;
     assert_eq!(
         body,
-        format!("{T0}|__system_load__|15000|0|0|0|0|0|0|0\n{T0}|__cpu_usage__|2500|0|0|0|0|0|0|0\n",
-            T0 = T0 + 1_000)
+        format!(
+            "{T0}|__system_load__|15000|0|0|0|0|0|0|0\n{T0}|__cpu_usage__|2500|0|0|0|0|0|0|0\n",
+            T0 = T0 + 1_000
+        )
     );
-    let one = get(server.local_addr(), &format!("/metric?startTime={T0}&identity=x")).await;
+    let one = get(
+        server.local_addr(),
+        &format!("/metric?startTime={T0}&identity=x"),
+    )
+    .await;
     assert_eq!((one.status.as_u16(), one.body.as_str()), (200, ""));
     let bad = get(server.local_addr(), "/metric?endTime=5").await;
     assert_eq!(bad.status, 400);

@@ -37,12 +37,18 @@ async fn set_rules_writes_the_file_and_refuses_a_conflicting_edit() {
     let data = r#"[{"resource":"GET:/b","count":0,"grade":1}]"#;
     let set = post_form(addr, "/setRules", &[("type", "flow"), ("data", data)]).await;
     assert_eq!((set.status.as_u16(), set.body.as_str()), (200, "success"));
-    assert_eq!(sentinel.flow_rules().rules(), vec![FlowRule::new("GET:/b", 0.0)]);
+    assert_eq!(
+        sentinel.flow_rules().rules(),
+        vec![FlowRule::new("GET:/b", 0.0)]
+    );
     let on_disk = load_file(&path, &LoadOptions::default()).unwrap();
     assert_eq!(on_disk.book.flow, vec![FlowRule::new("GET:/b", 0.0)]);
     assert_eq!(on_disk.book.degrade, sentinel.degrade_rules().rules());
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.starts_with("# kept: a comment outside the flow section\n"), "{text}");
+    assert!(
+        text.starts_with("# kept: a comment outside the flow section\n"),
+        "{text}"
+    );
 
     // Someone edits the file; the next push must not overwrite the edit.
     let edited = text.replace("count: 3", "count: 4");
@@ -52,10 +58,18 @@ async fn set_rules_writes_the_file_and_refuses_a_conflicting_edit() {
     assert_eq!(conflict.status, 409, "{}", conflict.body);
     assert!(conflict.body.contains("conflict"), "{}", conflict.body);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), edited);
-    assert_eq!(sentinel.flow_rules().rules(), vec![FlowRule::new("GET:/b", 0.0)]);
+    assert_eq!(
+        sentinel.flow_rules().rules(),
+        vec![FlowRule::new("GET:/b", 0.0)]
+    );
 
     // A bad list is refused before the file is touched.
-    let bad = post_form(addr, "/setRules", &[("type", "flow"), ("data", r#"[{"count":-1}]"#)]).await;
+    let bad = post_form(
+        addr,
+        "/setRules",
+        &[("type", "flow"), ("data", r#"[{"count":-1}]"#)],
+    )
+    .await;
     assert_eq!(bad.status, 400);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), edited);
 }

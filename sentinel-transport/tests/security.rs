@@ -15,7 +15,10 @@ const ONE_RULE: &str = r#"[{"resource":"GET:/a","count":0,"grade":1}]"#;
 #[tokio::test]
 async fn writes_are_off_by_default_and_change_nothing() {
     let (sentinel, _) = instance();
-    let server = CommandCenter::new(Arc::clone(&sentinel)).port(0).start().unwrap();
+    let server = CommandCenter::new(Arc::clone(&sentinel))
+        .port(0)
+        .start()
+        .unwrap();
     let addr = server.local_addr();
     let set = post_form(addr, "/setRules", &[("type", "flow"), ("data", ONE_RULE)]).await;
     assert_eq!(set.status, 403, "{}", set.body);
@@ -41,19 +44,35 @@ async fn a_token_guards_writes() {
     let addr = server.local_addr();
     let form = "type=flow&data=%5B%7B%22resource%22%3A%22GET%3A%2Fa%22%2C%22count%22%3A0%7D%5D";
     let form_type = ("content-type", "application/x-www-form-urlencoded");
-    for headers in [vec![form_type], vec![form_type, ("authorization", "Bearer wrong")]] {
+    for headers in [
+        vec![form_type],
+        vec![form_type, ("authorization", "Bearer wrong")],
+    ] {
         let answer = send(Method::POST, addr, "/setRules", &headers, Some(form.into())).await;
         assert_eq!(answer.status, 401, "{}", answer.body);
         assert!(sentinel.flow_rules().rules().is_empty());
     }
-    let wrong = send(Method::POST, addr, "/setRules?token=s3cre", &[form_type], Some(form.into())).await;
+    let wrong = send(
+        Method::POST,
+        addr,
+        "/setRules?token=s3cre",
+        &[form_type],
+        Some(form.into()),
+    )
+    .await;
     assert_eq!(wrong.status, 401);
     assert!(sentinel.flow_rules().rules().is_empty());
 
     let bearer = [form_type, ("authorization", "Bearer s3cret")];
     let answer = send(Method::POST, addr, "/setRules", &bearer, Some(form.into())).await;
-    assert_eq!((answer.status.as_u16(), answer.body.as_str()), (200, "success"));
-    assert_eq!(sentinel.flow_rules().rules(), vec![FlowRule::new("GET:/a", 0.0)]);
+    assert_eq!(
+        (answer.status.as_u16(), answer.body.as_str()),
+        (200, "success")
+    );
+    assert_eq!(
+        sentinel.flow_rules().rules(),
+        vec![FlowRule::new("GET:/a", 0.0)]
+    );
 
     let by_query = get(addr, "/setSwitch?value=false&token=s3cret").await;
     assert_eq!(by_query.status, 200);
@@ -72,24 +91,56 @@ async fn protected_reads_need_the_token_everywhere() {
         .start()
         .unwrap();
     let addr = server.local_addr();
-    for path in ["/getRules?type=flow", "/metric?startTime=0", "/", "/live/data", "/nope"] {
+    for path in [
+        "/getRules?type=flow",
+        "/metric?startTime=0",
+        "/",
+        "/live/data",
+        "/nope",
+    ] {
         assert_eq!(get(addr, path).await.status, 401, "{path}");
     }
     let ok = get(addr, "/getRules?type=flow&token=s3cret").await;
     assert_eq!((ok.status.as_u16(), ok.body.as_str()), (200, "[]"));
-    let bearer = send(Method::GET, addr, "/version", &[("authorization", "Bearer s3cret")], None).await;
+    let bearer = send(
+        Method::GET,
+        addr,
+        "/version",
+        &[("authorization", "Bearer s3cret")],
+        None,
+    )
+    .await;
     assert_eq!(bearer.status, 200);
 }
 
 #[test]
 fn bad_security_settings_do_not_start() {
     let (sentinel, _) = instance();
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let _in = runtime.enter();
-    let no_token = CommandCenter::new(Arc::clone(&sentinel)).port(0).protect_reads(true).start();
-    assert!(no_token.unwrap_err().to_string().contains("protect_reads needs a token"));
-    let empty = CommandCenter::new(Arc::clone(&sentinel)).port(0).token(" ").start();
-    assert!(empty.unwrap_err().to_string().contains("token must not be empty"));
+    let no_token = CommandCenter::new(Arc::clone(&sentinel))
+        .port(0)
+        .protect_reads(true)
+        .start();
+    assert!(
+        no_token
+            .unwrap_err()
+            .to_string()
+            .contains("protect_reads needs a token")
+    );
+    let empty = CommandCenter::new(Arc::clone(&sentinel))
+        .port(0)
+        .token(" ")
+        .start();
+    assert!(
+        empty
+            .unwrap_err()
+            .to_string()
+            .contains("token must not be empty")
+    );
 }
 
 #[tokio::test]
@@ -116,7 +167,10 @@ async fn an_oversized_body_is_refused_and_changes_nothing() {
 #[tokio::test]
 async fn a_bad_set_rules_reports_every_problem_and_changes_nothing() {
     let (sentinel, _) = instance();
-    sentinel.flow_rules().load(vec![FlowRule::new("kept", 5.0)]).unwrap();
+    sentinel
+        .flow_rules()
+        .load(vec![FlowRule::new("kept", 5.0)])
+        .unwrap();
     let server = CommandCenter::new(Arc::clone(&sentinel))
         .port(0)
         .allow_writes(true)
@@ -128,9 +182,22 @@ async fn a_bad_set_rules_reports_every_problem_and_changes_nothing() {
     assert_eq!(answer.status, 400);
     let lines: Vec<&str> = answer.body.lines().collect();
     assert_eq!(lines.len(), 2, "{}", answer.body);
-    assert!(lines[0].starts_with("flow[0] (a): count"), "{}", answer.body);
-    assert!(lines[1].starts_with("flow[1] (b): strategy: must be 0 (direct) or 1 (relate) or 2 (chain), got 9"), "{}", answer.body);
-    assert_eq!(sentinel.flow_rules().rules(), vec![FlowRule::new("kept", 5.0)]);
+    assert!(
+        lines[0].starts_with("flow[0] (a): count"),
+        "{}",
+        answer.body
+    );
+    assert!(
+        lines[1].starts_with(
+            "flow[1] (b): strategy: must be 0 (direct) or 1 (relate) or 2 (chain), got 9"
+        ),
+        "{}",
+        answer.body
+    );
+    assert_eq!(
+        sentinel.flow_rules().rules(),
+        vec![FlowRule::new("kept", 5.0)]
+    );
     for (params, why) in [
         (vec![("type", "flow"), ("data", "[{")], "bad JSON"),
         (vec![("type", "flow")], "data: is required"),
@@ -141,5 +208,8 @@ async fn a_bad_set_rules_reports_every_problem_and_changes_nothing() {
         assert_eq!(answer.status, 400);
         assert!(answer.body.contains(why), "{why}: {}", answer.body);
     }
-    assert_eq!(sentinel.flow_rules().rules(), vec![FlowRule::new("kept", 5.0)]);
+    assert_eq!(
+        sentinel.flow_rules().rules(),
+        vec![FlowRule::new("kept", 5.0)]
+    );
 }

@@ -27,7 +27,11 @@ async fn unknown_commands_answer_400_as_sentinel_does() {
     let server = CommandCenter::new(sentinel).port(0).start().unwrap();
     let answer = get(server.local_addr(), "/getClusterConfig").await;
     assert_eq!(answer.status, 400);
-    assert!(answer.body.starts_with("Unknown command"), "{}", answer.body);
+    assert!(
+        answer.body.starts_with("Unknown command"),
+        "{}",
+        answer.body
+    );
 }
 
 #[tokio::test]
@@ -62,7 +66,9 @@ async fn shutdown_waits_until_the_port_is_free() {
     let (sentinel, _) = instance();
     let server = CommandCenter::new(sentinel).port(0).start().unwrap();
     let port = server.port();
-    tokio::time::timeout(Duration::from_secs(10), server.shutdown()).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), server.shutdown())
+        .await
+        .unwrap();
     assert!(TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok());
 }
 
@@ -81,7 +87,10 @@ fn a_runtime_of_its_own_for_programs_without_tokio() {
         .start_with_own_runtime()
         .unwrap();
     let addr: SocketAddr = server.local_addr();
-    let client = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let client = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let answer = client.block_on(get(addr, "/getSwitch"));
     assert_eq!(answer.body, "Sentinel switch value: true");
     drop(server);

@@ -43,7 +43,10 @@ pub(super) async fn system_status(State(ctx): Ctx) -> Response {
 }
 
 pub(super) async fn get_switch(State(ctx): Ctx) -> Response {
-    text(format!("Sentinel switch value: {}", ctx.sentinel.is_enabled()))
+    text(format!(
+        "Sentinel switch value: {}",
+        ctx.sentinel.is_enabled()
+    ))
 }
 
 pub(super) async fn set_switch(State(ctx): Ctx, params: Params) -> Response {

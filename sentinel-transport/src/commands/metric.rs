@@ -72,7 +72,10 @@ pub(super) async fn metric(State(ctx): Ctx, params: Params) -> Response {
         }
     };
     if end.is_none() {
-        truncate(&mut lines, max_lines.unwrap_or(DEFAULT_MAX_LINES).min(MAX_LINES));
+        truncate(
+            &mut lines,
+            max_lines.unwrap_or(DEFAULT_MAX_LINES).min(MAX_LINES),
+        );
     }
     let mut out = String::with_capacity(lines.len() * 64);
     for line in &lines {
@@ -110,7 +113,14 @@ fn thin(out: &mut String, l: &MetricLine) {
     let _ = writeln!(
         out,
         "|{}|{}|{}|{}|{}|{}|{}|{}",
-        l.pass, l.block, l.success, l.exception, l.avg_rt, l.occupied_pass, l.concurrency, l.classification
+        l.pass,
+        l.block,
+        l.success,
+        l.exception,
+        l.avg_rt,
+        l.occupied_pass,
+        l.concurrency,
+        l.classification
     );
 }
 
@@ -119,9 +129,16 @@ fn thin(out: &mut String, l: &MetricLine) {
 fn machine_lines(sentinel: &sentinel_core::Sentinel, out: &mut String) {
     let second = sentinel.now_ms() / 1_000 * 1_000;
     let status = sentinel.system_status();
-    for (name, value) in [(SYSTEM_LOAD, status.load_average()), (CPU_USAGE, status.cpu_usage())] {
+    for (name, value) in [
+        (SYSTEM_LOAD, status.load_average()),
+        (CPU_USAGE, status.cpu_usage()),
+    ] {
         if let Some(v) = value.filter(|v| *v > 0.0) {
-            let _ = writeln!(out, "{second}|{name}|{}|0|0|0|0|0|0|0", (v * 10_000.0) as u64);
+            let _ = writeln!(
+                out,
+                "{second}|{name}|{}|0|0|0|0|0|0|0",
+                (v * 10_000.0) as u64
+            );
         }
     }
 }

@@ -49,11 +49,19 @@ pub(crate) struct Command {
 }
 
 const fn read(name: &'static str, desc: &'static str) -> Command {
-    Command { name, desc, access: Access::Read }
+    Command {
+        name,
+        desc,
+        access: Access::Read,
+    }
 }
 
 const fn write(name: &'static str, desc: &'static str) -> Command {
-    Command { name, desc, access: Access::Write }
+    Command {
+        name,
+        desc,
+        access: Access::Write,
+    }
 }
 
 /// Every command served, in the order `api` lists them.
@@ -61,23 +69,50 @@ pub(crate) const COMMANDS: &[Command] = &[
     read("version", "get sentinel version"),
     read("api", "get all available command handlers"),
     read("basicInfo", "get sentinel config info"),
-    read("getRules", "get all active rules by type, request param: type={ruleType}"),
-    write("setRules", "modify the rules, accept param: type={ruleType}&data={ruleJson}"),
+    read(
+        "getRules",
+        "get all active rules by type, request param: type={ruleType}",
+    ),
+    write(
+        "setRules",
+        "modify the rules, accept param: type={ruleType}&data={ruleJson}",
+    ),
     read("getParamFlowRules", "get all active parameter flow rules"),
-    write("setParamFlowRules", "set parameter flow rules, accept param: data={paramFlowRuleJson}"),
+    write(
+        "setParamFlowRules",
+        "set parameter flow rules, accept param: data={paramFlowRuleJson}",
+    ),
     read(
         "metric",
         "get and aggregate metrics, accept param: startTime={startTime}&endTime={endTime}&maxLines={maxLines}&identity={resourceName}",
     ),
-    read("clusterNode", "get all clusterNode VO, use type=notZero to ignore those nodes with totalRequest <=0"),
-    read("clusterNodeById", "get clusterNode VO by id, request param: id={resourceName}"),
-    read("cnode", "get clusterNode metrics by id, request param: id={resourceName}"),
-    read("origin", "get origin clusterNode by id, request param: id={resourceName}"),
+    read(
+        "clusterNode",
+        "get all clusterNode VO, use type=notZero to ignore those nodes with totalRequest <=0",
+    ),
+    read(
+        "clusterNodeById",
+        "get clusterNode VO by id, request param: id={resourceName}",
+    ),
+    read(
+        "cnode",
+        "get clusterNode metrics by id, request param: id={resourceName}",
+    ),
+    read(
+        "origin",
+        "get origin clusterNode by id, request param: id={resourceName}",
+    ),
     read("jsonTree", "get tree node VO start from root node"),
-    read("tree", "get metrics in tree mode, use id to specify detailed tree root"),
+    read(
+        "tree",
+        "get metrics in tree mode, use id to specify detailed tree root",
+    ),
     read("systemStatus", "get system status"),
     read("getSwitch", "get sentinel switch status"),
-    write("setSwitch", "set sentinel switch, accept param: value={true|false}"),
+    write(
+        "setSwitch",
+        "set sentinel switch, accept param: value={true|false}",
+    ),
     read("getClusterMode", "get cluster mode status"),
 ];
 

@@ -95,13 +95,27 @@ fn figures(s: &NodeSnapshot) -> Vec<String> {
 }
 
 const FIGURES: [&str; 10] = [
-    "thread", "pass", "blocked", "success", "total", "aRt", "1m-pass", "1m-block", "1m-all",
+    "thread",
+    "pass",
+    "blocked",
+    "success",
+    "total",
+    "aRt",
+    "1m-pass",
+    "1m-block",
+    "1m-all",
     "exception",
 ];
 
 /// A text table of `(name, figures)` rows.
 fn table(first: &str, rows: Vec<(String, NodeSnapshot)>) -> String {
-    let name_width = rows.iter().map(|(n, _)| n.chars().count()).max().unwrap_or(0).max(first.len()) + 2;
+    let name_width = rows
+        .iter()
+        .map(|(n, _)| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(first.len())
+        + 2;
     let mut widths = vec![5, name_width];
     widths.extend([8, 10, 10, 10, 10, 8, 10, 10, 10, 10]);
     let mut out = String::new();

@@ -17,7 +17,10 @@ impl Params {
     /// The parameter, if given and not empty (Sentinel treats an empty
     /// value as absent).
     pub(crate) fn get(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(String::as_str).filter(|v| !v.is_empty())
+        self.0
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
     }
 
     fn extend(&mut self, encoded: &[u8]) {
@@ -39,7 +42,9 @@ impl<S: Send + Sync> FromRequest<S> for Params {
             .headers()
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_none_or(|t| t.trim().is_empty() || t.starts_with("application/x-www-form-urlencoded"));
+            .is_none_or(|t| {
+                t.trim().is_empty() || t.starts_with("application/x-www-form-urlencoded")
+            });
         // Reading the body goes through the body limit; past it, 413.
         let body = Bytes::from_request(request, state)
             .await

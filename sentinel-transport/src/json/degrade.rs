@@ -52,7 +52,9 @@ impl JsonRule for DegradeRule {
             slow_ratio_threshold: o
                 .number("slowRatioThreshold", p)
                 .unwrap_or(d.slow_ratio_threshold),
-            stat_interval_ms: o.unsigned("statIntervalMs", p).unwrap_or(d.stat_interval_ms),
+            stat_interval_ms: o
+                .unsigned("statIntervalMs", p)
+                .unwrap_or(d.stat_interval_ms),
             probe_num: o.unsigned("probeNum", p).unwrap_or(d.probe_num),
         }
     }

@@ -30,7 +30,13 @@ impl Problems {
     /// A problem the core found, under the field's JSON name.
     pub(crate) fn core(&mut self, error: &sentinel_core::RuleError) {
         let field = json_name(error.field);
-        self.add(error.kind, error.index, &error.resource, &field, &error.message);
+        self.add(
+            error.kind,
+            error.index,
+            &error.resource,
+            &field,
+            &error.message,
+        );
     }
 }
 
@@ -171,7 +177,11 @@ impl<'a> Object<'a> {
     }
 
     /// A whole-number field that must be >= 0 and fit `T`.
-    pub(crate) fn unsigned<T: TryFrom<u64>>(&self, field: &str, problems: &mut Problems) -> Option<T> {
+    pub(crate) fn unsigned<T: TryFrom<u64>>(
+        &self,
+        field: &str,
+        problems: &mut Problems,
+    ) -> Option<T> {
         let value = self.get(field)?;
         match value.as_u64().and_then(|n| T::try_from(n).ok()) {
             Some(n) => Some(n),

@@ -22,12 +22,19 @@ const BEHAVIORS: &[(i64, ControlBehavior, &str)] = &[
     (0, ControlBehavior::Reject, "reject"),
     (1, ControlBehavior::WarmUp, "warm up"),
     (2, ControlBehavior::RateLimiter, "rate limiter"),
-    (3, ControlBehavior::WarmUpRateLimiter, "warm up rate limiter"),
+    (
+        3,
+        ControlBehavior::WarmUpRateLimiter,
+        "warm up rate limiter",
+    ),
 ];
 
 /// The number Sentinel gives `value` in `table`.
 pub(super) fn code<T: PartialEq>(table: &[(i64, T, &str)], value: &T) -> i64 {
-    table.iter().find(|(_, v, _)| v == value).map_or(0, |(k, _, _)| *k)
+    table
+        .iter()
+        .find(|(_, v, _)| v == value)
+        .map_or(0, |(k, _, _)| *k)
 }
 
 impl JsonRule for FlowRule {
@@ -40,7 +47,6 @@ impl JsonRule for FlowRule {
             "grade": code(GRADES, &self.grade),
             "count": self.count,
             "strategy": code(STRATEGIES, &self.strategy),
-            "refResource": self.ref_resource,
             "controlBehavior": code(BEHAVIORS, &self.control_behavior),
             "warmUpPeriodSec": self.warm_up_period_sec,
             "maxQueueingTimeMs": self.max_queueing_time_ms,
@@ -52,6 +58,10 @@ impl JsonRule for FlowRule {
         });
         if let Some(id) = self.id {
             value["id"] = json!(id);
+        }
+        // fastjson leaves out nulls.
+        if let Some(reference) = &self.ref_resource {
+            value["refResource"] = json!(reference);
         }
         value
     }
@@ -78,7 +88,9 @@ impl JsonRule for FlowRule {
             max_queueing_time_ms: o
                 .unsigned("maxQueueingTimeMs", p)
                 .unwrap_or(d.max_queueing_time_ms),
-            stat_interval_ms: o.unsigned("statIntervalMs", p).unwrap_or(d.stat_interval_ms),
+            stat_interval_ms: o
+                .unsigned("statIntervalMs", p)
+                .unwrap_or(d.stat_interval_ms),
             stat_sample_count: o
                 .unsigned("statSampleCount", p)
                 .unwrap_or(d.stat_sample_count),

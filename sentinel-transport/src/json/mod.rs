@@ -38,7 +38,8 @@ pub(crate) fn to_json<R: JsonRule>(rules: &[R]) -> Value {
 /// `data` (a JSON array of rules) read whole: every rule, or every problem
 /// found in it, one line each.
 pub(crate) fn from_json<R: JsonRule>(data: &str) -> Result<Vec<R>, Vec<String>> {
-    let value: Value = serde_json::from_str(data).map_err(|e| vec![format!("data: bad JSON: {e}")])?;
+    let value: Value =
+        serde_json::from_str(data).map_err(|e| vec![format!("data: bad JSON: {e}")])?;
     let Value::Array(items) = value else {
         return Err(vec![format!(
             "data: must be a JSON array of {} rules, got {}",

@@ -136,7 +136,12 @@ fn item(entry: &Value) -> Result<ParamFlowItem, String> {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Number(n)) => n.to_string(),
         Some(Value::Bool(b)) => b.to_string(),
-        Some(other) => return Err(format!("object: must be a string, got {}", type_name(other))),
+        Some(other) => {
+            return Err(format!(
+                "object: must be a string, got {}",
+                type_name(other)
+            ));
+        }
         None => return Err("object: is required".into()),
     };
     let count = match map.get("count") {
@@ -148,7 +153,10 @@ fn item(entry: &Value) -> Result<ParamFlowItem, String> {
         None | Some(Value::Null) => "java.lang.String",
         Some(Value::String(s)) => s.as_str(),
         Some(other) => {
-            return Err(format!("classType: must be a string, got {}", type_name(other)));
+            return Err(format!(
+                "classType: must be a string, got {}",
+                type_name(other)
+            ));
         }
     };
     let value = match class {
@@ -159,7 +167,9 @@ fn item(entry: &Value) -> Result<ParamFlowItem, String> {
             } else if let Ok(u) = object.trim().parse::<u64>() {
                 ParamValue::UInt(u)
             } else {
-                return Err(format!("object: {object:?} is not a whole number ({class})"));
+                return Err(format!(
+                    "object: {object:?} is not a whole number ({class})"
+                ));
             }
         }
         "boolean" | "java.lang.Boolean" => match object.trim() {
@@ -167,9 +177,7 @@ fn item(entry: &Value) -> Result<ParamFlowItem, String> {
             "false" => ParamValue::Bool(false),
             _ => return Err(format!("object: {object:?} is not true or false")),
         },
-        "java.lang.String" | "String" | "char" | "java.lang.Character" => {
-            ParamValue::from(object)
-        }
+        "java.lang.String" | "String" | "char" | "java.lang.Character" => ParamValue::from(object),
         "float" | "double" | "java.lang.Float" | "java.lang.Double" => {
             return Err(format!(
                 "classType: {class} values are not supported by sentinel-rs (no float arguments)"

@@ -27,10 +27,8 @@ impl JsonRule for SystemRule {
     fn from_json(o: &Object<'_>, p: &mut Problems) -> Self {
         // Sentinel reads a negative threshold as "not set".
         let real = |field: &str, p: &mut Problems| o.number(field, p).filter(|v| *v >= 0.0);
-        let whole = |field: &str, p: &mut Problems| {
-            o.integer(field, p)
-                .and_then(|v| u64::try_from(v).ok())
-        };
+        let whole =
+            |field: &str, p: &mut Problems| o.integer(field, p).and_then(|v| u64::try_from(v).ok());
         SystemRule {
             id: o.unsigned("id", p),
             highest_system_load: real("highestSystemLoad", p),

@@ -93,18 +93,31 @@ fn every_problem_is_reported_with_index_and_field() {
     ]"#;
     let lines = from_json::<FlowRule>(data).unwrap_err();
     let text = lines.join("\n");
-    assert!(text.contains("flow[0] (a): grade: must be 0 (thread count) or 1 (QPS), got 7"), "{text}");
-    assert!(text.contains("flow[1] (b): count: must be a number, got \"x\""), "{text}");
+    assert!(
+        text.contains("flow[0] (a): grade: must be 0 (thread count) or 1 (QPS), got 7"),
+        "{text}"
+    );
+    assert!(
+        text.contains("flow[1] (b): count: must be a number, got \"x\""),
+        "{text}"
+    );
     assert!(text.contains("flow[2] (c): clusterMode:"), "{text}");
     assert!(text.contains("flow[3] ()"), "{text}");
-    assert!(text.contains("flow[4]: must be a JSON object, got a number"), "{text}");
+    assert!(
+        text.contains("flow[4]: must be a JSON object, got a number"),
+        "{text}"
+    );
     assert!(lines.len() >= 5, "{text}");
 }
 
 #[test]
 fn core_checks_use_json_names() {
-    let lines = from_json::<DegradeRule>(r#"[{"resource":"a","count":1,"timeWindow":0}]"#).unwrap_err();
-    assert!(lines[0].starts_with("degrade[0] (a): timeWindow"), "{lines:?}");
+    let lines =
+        from_json::<DegradeRule>(r#"[{"resource":"a","count":1,"timeWindow":0}]"#).unwrap_err();
+    assert!(
+        lines[0].starts_with("degrade[0] (a): timeWindow"),
+        "{lines:?}"
+    );
 }
 
 #[test]
@@ -120,14 +133,20 @@ fn sentinel_features_we_lack_are_refused_when_asked_for() {
         r#"[{"resource":"a","paramIdx":0,"count":1,"paramFlowItemList":[{"object":"1.5","count":1,"classType":"double"}]}]"#,
     )
     .unwrap_err();
-    assert!(lines[0].contains("paramFlowItemList[0]: classType: double"), "{lines:?}");
-    let lines = from_json::<DegradeRule>(r#"[{"resource":"a","count":1,"limitApp":"x"}]"#).unwrap_err();
+    assert!(
+        lines[0].contains("paramFlowItemList[0]: classType: double"),
+        "{lines:?}"
+    );
+    let lines =
+        from_json::<DegradeRule>(r#"[{"resource":"a","count":1,"limitApp":"x"}]"#).unwrap_err();
     assert!(lines[0].contains("limitApp"), "{lines:?}");
     let lines = from_json::<ParamFlowRule>(r#"[{"resource":"a","count":1}]"#).unwrap_err();
     assert!(lines[0].contains("paramIdx: is required"), "{lines:?}");
     // The defaults of those fields are accepted.
-    from_json::<FlowRule>(r#"[{"resource":"a","count":1,"clusterMode":false,"clusterConfig":null,"regex":false}]"#)
-        .unwrap();
+    from_json::<FlowRule>(
+        r#"[{"resource":"a","count":1,"clusterMode":false,"clusterConfig":null,"regex":false}]"#,
+    )
+    .unwrap();
 }
 
 #[test]

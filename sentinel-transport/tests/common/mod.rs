@@ -93,7 +93,10 @@ pub async fn post_form(addr: SocketAddr, path: &str, pairs: &[(&str, &str)]) -> 
         Method::POST,
         addr,
         path,
-        &[("content-type", "application/x-www-form-urlencoded; charset=UTF-8")],
+        &[(
+            "content-type",
+            "application/x-www-form-urlencoded; charset=UTF-8",
+        )],
         Some(body),
     )
     .await
