@@ -324,7 +324,7 @@ struct Shared(SentinelRef);
 impl Deref for Shared {
     type Target = Sentinel;
     fn deref(&self) -> &Sentinel {
-        &**self.0
+        &self.0
     }
 }
 

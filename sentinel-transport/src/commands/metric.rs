@@ -21,28 +21,28 @@ const MAX_LINES: usize = 12_000;
 const CPU_USAGE: &str = "__cpu_usage__";
 const SYSTEM_LOAD: &str = "__system_load__";
 
-fn number<T: std::str::FromStr>(params: &Params, name: &str) -> Result<Option<T>, Response> {
+fn number<T: std::str::FromStr>(params: &Params, name: &str) -> Result<Option<T>, String> {
     match params.get(name) {
         None => Ok(None),
         Some(v) => v
             .trim()
             .parse()
             .map(Some)
-            .map_err(|_| bad_request(format!("{name}: must be a whole number, got {v:?}"))),
+            .map_err(|_| format!("{name}: must be a whole number, got {v:?}")),
     }
 }
 
 pub(super) async fn metric(State(ctx): Ctx, params: Params) -> Response {
     let query = (|| {
-        let start: u64 = number(&params, "startTime")?
-            .ok_or_else(|| bad_request("startTime: is required (Unix milliseconds)"))?;
+        let start: u64 =
+            number(&params, "startTime")?.ok_or("startTime: is required (Unix milliseconds)")?;
         let end: Option<u64> = number(&params, "endTime")?;
         let max: Option<usize> = number(&params, "maxLines")?;
-        Ok::<_, Response>((start, end, max))
+        Ok::<_, String>((start, end, max))
     })();
     let (start, end, max_lines) = match query {
         Ok(q) => q,
-        Err(response) => return response,
+        Err(why) => return bad_request(why),
     };
     let identity = params.get("identity");
     let mut lines = match &ctx.metric {

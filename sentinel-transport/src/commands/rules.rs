@@ -16,19 +16,17 @@ enum Kind {
     Authority,
 }
 
-fn kind(params: &Params) -> Result<Kind, Response> {
+fn kind(params: &Params) -> Result<Kind, String> {
     // Sentinel compares the type ignoring case.
     match params.get("type").map(str::to_ascii_lowercase).as_deref() {
         Some("flow") => Ok(Kind::Flow),
         Some("degrade") => Ok(Kind::Degrade),
         Some("system") => Ok(Kind::System),
         Some("authority") => Ok(Kind::Authority),
-        Some(other) => Err(bad_request(format!(
+        Some(other) => Err(format!(
             "invalid type {other:?}: one of flow, degrade, system, authority (hot-parameter rules: getParamFlowRules)"
-        ))),
-        None => Err(bad_request(
-            "type: is required (flow, degrade, system or authority)",
         )),
+        None => Err("type: is required (flow, degrade, system or authority)".into()),
     }
 }
 
@@ -39,7 +37,7 @@ pub(super) async fn get_rules(State(ctx): Ctx, params: Params) -> Response {
         Ok(Kind::Degrade) => json(&to_json(&s.degrade_rules().rules())),
         Ok(Kind::System) => json(&to_json(&s.system_rules().rules())),
         Ok(Kind::Authority) => json(&to_json(&s.authority_rules().rules())),
-        Err(response) => response,
+        Err(why) => bad_request(why),
     }
 }
 
@@ -48,13 +46,11 @@ pub(super) async fn get_param_flow_rules(State(ctx): Ctx) -> Response {
 }
 
 /// `data` read as a list of `R`, or 400 with every problem.
-fn read<R: JsonRule>(params: &Params) -> Result<Vec<R>, Response> {
+fn read<R: JsonRule>(params: &Params) -> Result<Vec<R>, String> {
     let Some(data) = params.get("data") else {
-        return Err(bad_request(
-            "data: is required (the whole rule list as a JSON array; [] clears it)",
-        ));
+        return Err("data: is required (the whole rule list as a JSON array; [] clears it)".into());
     };
-    from_json(data).map_err(|lines| bad_request(lines.join("\n")))
+    from_json(data).map_err(|lines| lines.join("\n"))
 }
 
 pub(super) async fn set_rules(State(ctx): Ctx, params: Params) -> Response {
@@ -63,18 +59,18 @@ pub(super) async fn set_rules(State(ctx): Ctx, params: Params) -> Response {
         Ok(Kind::Degrade) => read(&params).map(Change::Degrade),
         Ok(Kind::System) => read(&params).map(Change::System),
         Ok(Kind::Authority) => read(&params).map(Change::Authority),
-        Err(response) => Err(response),
+        Err(why) => Err(why),
     };
     match change {
         Ok(change) => apply(&ctx, change).await,
-        Err(response) => response,
+        Err(why) => bad_request(why),
     }
 }
 
 pub(super) async fn set_param_flow_rules(State(ctx): Ctx, params: Params) -> Response {
     match read(&params) {
         Ok(rules) => apply(&ctx, Change::ParamFlow(rules)).await,
-        Err(response) => response,
+        Err(why) => bad_request(why),
     }
 }
 
