@@ -228,3 +228,37 @@ async fn metric_adds_machine_lines_without_identity() {
     assert_eq!(bad.status, 400);
     assert!(bad.body.contains("startTime"), "{}", bad.body);
 }
+
+#[tokio::test]
+async fn metric_reads_the_log_by_end_time_or_by_whole_seconds_up_to_max_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sentinel, clock) = instance();
+    let log = sentinel_core::log::MetricLogConfig::new("lines").dir(dir.path());
+    let mut writer = sentinel.metric_writer(log.clone());
+    // Three seconds, two resources each: six lines.
+    for _ in 0..3 {
+        drop(sentinel.entry("a").unwrap());
+        drop(sentinel.entry("b").unwrap());
+        clock.advance_ms(1_000);
+    }
+    writer.write_pending(&sentinel).unwrap();
+    let server = CommandCenter::new(Arc::clone(&sentinel))
+        .port(0)
+        .metric_log(&log)
+        .start()
+        .unwrap();
+    let addr = server.local_addr();
+    let lines = |body: String| body.lines().map(str::to_owned).collect::<Vec<_>>();
+
+    let all = lines(get(addr, &format!("/metric?startTime={T0}&endTime={}", T0 + 2_000)).await.body);
+    assert_eq!(all.len(), 6, "{all:?}");
+    assert_eq!(all[0], format!("{T0}|a|1|0|1|0|0|0|0|0"));
+    let window = lines(get(addr, &format!("/metric?startTime={}&endTime={}", T0 + 1_000, T0 + 1_999)).await.body);
+    assert_eq!(window.len(), 2, "{window:?}");
+    // maxLines 3 ends inside the second second: that second is kept whole.
+    let capped = lines(get(addr, &format!("/metric?startTime={T0}&maxLines=3")).await.body);
+    assert_eq!(capped.len(), 4, "{capped:?}");
+    assert!(capped[3].starts_with(&format!("{}|b|", T0 + 1_000)), "{capped:?}");
+    let bad = get(addr, &format!("/metric?startTime={T0}&maxLines=lots")).await;
+    assert_eq!(bad.status, 400);
+}
