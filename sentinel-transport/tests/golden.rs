@@ -250,15 +250,36 @@ async fn metric_reads_the_log_by_end_time_or_by_whole_seconds_up_to_max_lines() 
     let addr = server.local_addr();
     let lines = |body: String| body.lines().map(str::to_owned).collect::<Vec<_>>();
 
-    let all = lines(get(addr, &format!("/metric?startTime={T0}&endTime={}", T0 + 2_000)).await.body);
+    let all = lines(
+        get(
+            addr,
+            &format!("/metric?startTime={T0}&endTime={}", T0 + 2_000),
+        )
+        .await
+        .body,
+    );
     assert_eq!(all.len(), 6, "{all:?}");
     assert_eq!(all[0], format!("{T0}|a|1|0|1|0|0|0|0|0"));
-    let window = lines(get(addr, &format!("/metric?startTime={}&endTime={}", T0 + 1_000, T0 + 1_999)).await.body);
+    let window = lines(
+        get(
+            addr,
+            &format!("/metric?startTime={}&endTime={}", T0 + 1_000, T0 + 1_999),
+        )
+        .await
+        .body,
+    );
     assert_eq!(window.len(), 2, "{window:?}");
     // maxLines 3 ends inside the second second: that second is kept whole.
-    let capped = lines(get(addr, &format!("/metric?startTime={T0}&maxLines=3")).await.body);
+    let capped = lines(
+        get(addr, &format!("/metric?startTime={T0}&maxLines=3"))
+            .await
+            .body,
+    );
     assert_eq!(capped.len(), 4, "{capped:?}");
-    assert!(capped[3].starts_with(&format!("{}|b|", T0 + 1_000)), "{capped:?}");
+    assert!(
+        capped[3].starts_with(&format!("{}|b|", T0 + 1_000)),
+        "{capped:?}"
+    );
     let bad = get(addr, &format!("/metric?startTime={T0}&maxLines=lots")).await;
     assert_eq!(bad.status, 400);
 }
