@@ -1,6 +1,6 @@
 //! `CommandCenter`: the settings of the command server, and `start`.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr};
 use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +13,7 @@ use sentinel_core::log::{MetricLogConfig, MetricSearcher};
 use crate::commands::{self, Ctx};
 use crate::handle::{CommandCenterHandle, StartError};
 use crate::info::{Machine, hostname};
+use crate::net::{bind, callback_ip, default_app};
 use crate::security::{self, Guard};
 use crate::shared::SentinelRef;
 use crate::store::RuleSink;
@@ -23,8 +24,6 @@ pub const DEFAULT_PORT: u16 = 8719;
 pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
 /// The default cap on a request body (a `setRules` form).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
-/// How many ports past the asked one are tried when it is taken.
-const PORT_TRIES: u16 = 100;
 
 /// The command server of one instance: Sentinel's command API (what the
 /// dashboard calls), the live page, and the heartbeat to the dashboards.
@@ -332,57 +331,4 @@ impl Deref for Shared {
 /// manual time.
 fn wall_clock_ms(sentinel: &SentinelRef) -> u64 {
     sentinel.now_ms()
-}
-
-/// The listener on `port` or the next free port above it.
-fn bind(ip: IpAddr, port: u16) -> Result<TcpListener, StartError> {
-    let mut last = None;
-    let tries = if port == 0 { 1 } else { PORT_TRIES };
-    for offset in 0..tries {
-        let Some(port) = port.checked_add(offset) else {
-            break;
-        };
-        match TcpListener::bind(SocketAddr::new(ip, port)) {
-            Ok(listener) => return Ok(listener),
-            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => last = Some(e),
-            Err(e) => return Err(StartError::Bind { port, error: e }),
-        }
-    }
-    Err(StartError::Bind {
-        port,
-        error: last.unwrap_or_else(|| std::io::Error::other("no port left to try")),
-    })
-}
-
-/// The IP the dashboard can call back on.
-fn callback_ip(bind: IpAddr, dashboard: Option<&String>) -> IpAddr {
-    if !bind.is_unspecified() {
-        return bind;
-    }
-    // The local end of a route to the dashboard: connecting a UDP socket
-    // sends nothing.
-    let route = dashboard.and_then(|d| {
-        let host = d.trim().trim_start_matches("http://");
-        let host = host.split('/').next()?;
-        let target = std::net::ToSocketAddrs::to_socket_addrs(host)
-            .ok()?
-            .next()?;
-        let socket = UdpSocket::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0)).ok()?;
-        socket.connect(target).ok()?;
-        Some(socket.local_addr().ok()?.ip())
-    });
-    route.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
-}
-
-/// The executable's name, Sentinel's fallback for the app name.
-fn default_app() -> String {
-    std::env::current_exe()
-        .ok()
-        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
-        .map(|s| {
-            s.rsplit_once('-')
-                .filter(|(_, h)| h.len() == 16)
-                .map_or(s.clone(), |(n, _)| n.to_owned())
-        })
-        .unwrap_or_else(|| "sentinel-rs".to_owned())
 }

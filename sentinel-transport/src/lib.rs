@@ -25,6 +25,7 @@ mod heartbeat;
 mod info;
 mod json;
 mod live;
+mod net;
 mod security;
 mod shared;
 mod store;
