@@ -1,6 +1,7 @@
-//! Who may call what: state-changing commands off unless allowed, a token
-//! for them when one is set, and optionally for every read too (the live
-//! page included). One middleware in front of every route.
+//! Who may call what: state-changing commands off unless allowed, never
+//! from a browser page of another site, a token for them when one is set,
+//! and optionally for every read too (the live page included). One
+//! middleware in front of every route.
 
 use std::sync::Arc;
 
@@ -45,6 +46,27 @@ fn same(given: &str, token: &str) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// Whether a browser says the request comes from another site: a page
+/// elsewhere that posts to 127.0.0.1 (cross-site request forgery). Browsers
+/// send `Sec-Fetch-Site` on every request and `Origin` on cross-origin
+/// POSTs; the dashboard's HTTP client sends neither.
+fn cross_site(request: &Request) -> bool {
+    let headers = request.headers();
+    let fetch_site = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|site| site != "same-origin" && site != "none");
+    let foreign_origin = headers
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|origin| {
+            let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+            let origin_host = origin.split_once("://").map_or(origin, |(_, rest)| rest);
+            host != Some(origin_host)
+        });
+    fetch_site || foreign_origin
+}
+
 /// The middleware: refuses before the command runs (and before its body is
 /// read), so a refused command changes nothing.
 pub(crate) async fn guard(
@@ -57,6 +79,12 @@ pub(crate) async fn guard(
         return failure(
             StatusCode::FORBIDDEN,
             "state-changing commands are disabled on this server (CommandCenter::allow_writes)",
+        );
+    }
+    if access == Access::Write && cross_site(&request) {
+        return failure(
+            StatusCode::FORBIDDEN,
+            "cross-site request refused: a state-changing command cannot come from a page of another site",
         );
     }
     let needs_token = access == Access::Write || guard.protect_reads;

@@ -213,3 +213,42 @@ async fn a_bad_set_rules_reports_every_problem_and_changes_nothing() {
         vec![FlowRule::new("kept", 5.0)]
     );
 }
+
+#[tokio::test]
+async fn a_page_of_another_site_cannot_change_state() {
+    let (sentinel, _) = instance();
+    let server = CommandCenter::new(Arc::clone(&sentinel))
+        .port(0)
+        .allow_writes(true)
+        .start()
+        .unwrap();
+    let addr = server.local_addr();
+    let host = addr.to_string();
+    let same = format!("http://{host}");
+    let cases: [(&[(&str, &str)], u16); 5] = [
+        (&[("origin", "http://evil.example")], 403),
+        (&[("sec-fetch-site", "cross-site")], 403),
+        (&[("sec-fetch-site", "same-site")], 403),
+        (
+            &[("origin", same.as_str()), ("sec-fetch-site", "same-origin")],
+            200,
+        ),
+        (&[], 200),
+    ];
+    for (headers, status) in cases {
+        let answer = send(Method::GET, addr, "/setSwitch?value=false", headers, None).await;
+        assert_eq!(answer.status, status, "{headers:?}: {}", answer.body);
+        assert_eq!(sentinel.is_enabled(), status != 200, "{headers:?}");
+        sentinel.set_enabled(true);
+    }
+    // Reads from other sites stay possible (the page may be embedded).
+    let read = send(
+        Method::GET,
+        addr,
+        "/getSwitch",
+        &[("sec-fetch-site", "cross-site")],
+        None,
+    )
+    .await;
+    assert_eq!(read.status, 200);
+}
