@@ -253,6 +253,11 @@ impl CommandCenter {
         own: Option<tokio::runtime::Runtime>,
     ) -> Result<CommandCenterHandle, StartError> {
         self.check()?;
+        if !self.dashboards.is_empty() && self.metric.is_none() {
+            tracing::warn!(
+                "sentinel command center: no metric log (CommandCenter::metric_log); the dashboard's charts will stay empty"
+            );
+        }
         let listener = bind(self.bind, self.port)?;
         let addr = listener.local_addr().map_err(StartError::Runtime)?;
         let machine = Machine {
