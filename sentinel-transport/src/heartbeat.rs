@@ -2,6 +2,7 @@
 //! `POST /registry/machine` with the machine's form; a dashboard that does
 //! not answer is retried with backoff and logged once until it answers.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -11,6 +12,7 @@ use hyper::header::CONTENT_TYPE;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use tokio::task::JoinSet;
 
 use crate::info::{Machine, SENTINEL_VERSION};
 
@@ -36,57 +38,47 @@ pub(crate) fn form(machine: &Machine, now_ms: u64) -> String {
         .finish()
 }
 
-/// One dashboard's state.
-struct Target {
-    uri: String,
-    failures: u32,
-    next_try: tokio::time::Instant,
-}
-
-/// Runs until the task is aborted: beats every `interval` to `dashboards`
-/// (`host:port` or `http://host:port[/prefix]`).
+/// Runs until the task is aborted: beats every `interval` to each of
+/// `dashboards` (`host:port` or `http://host:port[/prefix]`), each on a
+/// task of its own so that a slow one delays no other. Aborting this task
+/// drops the set, which aborts them.
 pub(crate) async fn run(
     machine: Machine,
     dashboards: Vec<String>,
     interval: Duration,
-    now_ms: impl Fn() -> u64 + Send + 'static,
+    now_ms: impl Fn() -> u64 + Send + Sync + 'static,
 ) {
     let client: Client<HttpConnector, Full<Bytes>> =
         Client::builder(TokioExecutor::new()).build_http();
-    let start = tokio::time::Instant::now();
-    let mut targets: Vec<Target> = dashboards
-        .into_iter()
-        .map(|d| Target {
-            uri: registry_uri(&d),
-            failures: 0,
-            next_try: start,
-        })
-        .collect();
-    let mut ticker = tokio::time::interval(interval);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        ticker.tick().await;
-        let body = form(&machine, now_ms());
-        let now = tokio::time::Instant::now();
-        for target in targets.iter_mut().filter(|t| t.next_try <= now) {
-            match beat(&client, &target.uri, body.clone()).await {
-                Ok(()) => {
-                    if target.failures > 0 {
-                        tracing::info!(dashboard = %target.uri, "sentinel heartbeat: dashboard answers again");
+    let now_ms = Arc::new(now_ms);
+    let mut beats = JoinSet::new();
+    for dashboard in dashboards {
+        let (client, machine, now_ms) = (client.clone(), machine.clone(), Arc::clone(&now_ms));
+        let uri = registry_uri(&dashboard);
+        beats.spawn(async move {
+            let mut failures = 0u32;
+            loop {
+                let body = form(&machine, now_ms());
+                match beat(&client, &uri, body).await {
+                    Ok(()) => {
+                        if failures > 0 {
+                            tracing::info!(dashboard = %uri, "sentinel heartbeat: the dashboard answers again");
+                        }
+                        failures = 0;
                     }
-                    target.failures = 0;
-                    target.next_try = now;
-                }
-                Err(why) => {
-                    if target.failures == 0 {
-                        tracing::warn!(dashboard = %target.uri, %why, "sentinel heartbeat failed; retrying with backoff, logged again when it answers");
+                    Err(why) => {
+                        if failures == 0 {
+                            tracing::warn!(dashboard = %uri, %why, "sentinel heartbeat failed; retrying with backoff, logged again when it answers");
+                        }
+                        failures = failures.saturating_add(1);
                     }
-                    target.failures = target.failures.saturating_add(1);
-                    target.next_try = now + backoff(interval, target.failures);
                 }
+                let wait = if failures == 0 { interval } else { backoff(interval, failures) };
+                tokio::time::sleep(wait).await;
             }
-        }
+        });
     }
+    while beats.join_next().await.is_some() {}
 }
 
 /// The wait before the next try after `failures` failures in a row:

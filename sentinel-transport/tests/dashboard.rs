@@ -365,3 +365,22 @@ async fn a_dashboard_that_is_down_blocks_nothing() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(get(server.local_addr(), "/version").await.status, 200);
 }
+
+#[tokio::test]
+async fn dropping_the_handle_stops_the_heartbeat() {
+    let (dashboard, mut heartbeats) = fake_dashboard().await;
+    let (sentinel, _) = common::instance();
+    let server = CommandCenter::new(sentinel)
+        .port(0)
+        .dashboard(dashboard.to_string())
+        .heartbeat_interval(Duration::from_millis(20))
+        .start()
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), heartbeats.recv()).await.unwrap();
+    drop(server);
+    // A beat already on the wire may still land; after that, none.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    while heartbeats.try_recv().is_ok() {}
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(heartbeats.try_recv().is_err(), "a heartbeat after the handle was dropped");
+}
