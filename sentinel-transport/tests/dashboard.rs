@@ -376,11 +376,16 @@ async fn dropping_the_handle_stops_the_heartbeat() {
         .heartbeat_interval(Duration::from_millis(20))
         .start()
         .unwrap();
-    tokio::time::timeout(Duration::from_secs(10), heartbeats.recv()).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), heartbeats.recv())
+        .await
+        .unwrap();
     drop(server);
     // A beat already on the wire may still land; after that, none.
     tokio::time::sleep(Duration::from_millis(100)).await;
     while heartbeats.try_recv().is_ok() {}
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(heartbeats.try_recv().is_err(), "a heartbeat after the handle was dropped");
+    assert!(
+        heartbeats.try_recv().is_err(),
+        "a heartbeat after the handle was dropped"
+    );
 }
