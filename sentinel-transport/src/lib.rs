@@ -2,21 +2,27 @@
 //! dashboard heartbeat, and a live page of our own, for a `sentinel-core`
 //! instance.
 //!
-//! ```no_run
+//! ```
 //! use std::sync::Arc;
 //! use sentinel_core::Sentinel;
 //! use sentinel_transport::CommandCenter;
 //!
-//! # async fn run() -> Result<(), sentinel_transport::StartError> {
-//! let sentinel = Arc::new(Sentinel::builder().build());
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let sentinel = Arc::new(Sentinel::builder().build()); // or sentinel_core::global()
 //! let server = CommandCenter::new(Arc::clone(&sentinel))
-//!     .app("orders")
-//!     .dashboard("127.0.0.1:8080") // heartbeats every 10 s
-//!     .allow_writes(true)          // let the dashboard push rules
-//!     .start()?;                   // port 8719, or the next free one
-//! println!("http://{}/", server.local_addr());
+//!     .port(0)                 // default 8719, or the next free one
+//!     // .dashboard("10.0.0.5:8080")   heartbeats every 10 s
+//!     // .allow_writes(true)           let the dashboard push rules
+//!     .start()?;               // on the current tokio runtime
+//! println!("live page and commands at http://{}/", server.local_addr());
+//! assert!(server.local_addr().ip().is_loopback()); // 127.0.0.1 by default
+//! drop(server);                // stops the server (and the heartbeat)
 //! # Ok(()) }
 //! ```
+//!
+//! See the crate's README for the commands, the rule JSON, the heartbeat
+//! and the security settings.
 
 mod center;
 mod commands;
