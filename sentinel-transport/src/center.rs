@@ -313,9 +313,13 @@ impl CommandCenter {
         if self.live_page {
             router = router.merge(crate::live_page(Shared(self.sentinel)));
         }
+        let guard = Guard {
+            loopback: self.bind.is_loopback(),
+            ..self.guard
+        };
         router
             .layer(axum::middleware::from_fn_with_state(
-                Arc::new(self.guard),
+                Arc::new(guard),
                 security::guard,
             ))
             .layer(DefaultBodyLimit::max(self.max_body_bytes))

@@ -18,6 +18,8 @@ pub(crate) struct Guard {
     pub(crate) allow_writes: bool,
     pub(crate) token: Option<String>,
     pub(crate) protect_reads: bool,
+    /// Bound to a loopback address: only loopback host names are served.
+    pub(crate) loopback: bool,
 }
 
 impl Guard {
@@ -38,6 +40,29 @@ impl Guard {
                 form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == "token" && same(&v, token))
             })
     }
+}
+
+/// Whether the `Host` a request names is a loopback one (`localhost`,
+/// `127.x.y.z`, `[::1]`, any port). A server on 127.0.0.1 refuses others:
+/// a web page whose name an attacker re-points at 127.0.0.1 (DNS
+/// rebinding) is same-origin for the browser, but still names its own host.
+fn loopback_host(request: &Request) -> bool {
+    let Some(host) = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+    else {
+        // HTTP/1.0 without Host: not a browser.
+        return true;
+    };
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Compares in time independent of where the strings differ.
@@ -74,6 +99,12 @@ pub(crate) async fn guard(
     request: Request,
     next: Next,
 ) -> Response {
+    if guard.loopback && !loopback_host(&request) {
+        return failure(
+            StatusCode::FORBIDDEN,
+            "this server listens on loopback and answers only to localhost, 127.0.0.1 or [::1]",
+        );
+    }
     let access = access_of(request.uri().path());
     if access == Access::Write && !guard.allow_writes {
         return failure(

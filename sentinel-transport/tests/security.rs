@@ -252,3 +252,43 @@ async fn a_page_of_another_site_cannot_change_state() {
     .await;
     assert_eq!(read.status, 200);
 }
+
+#[tokio::test]
+async fn on_loopback_only_loopback_host_names_are_served() {
+    let (sentinel, _) = instance();
+    let server = CommandCenter::new(Arc::clone(&sentinel))
+        .port(0)
+        .allow_writes(true)
+        .start()
+        .unwrap();
+    let addr = server.local_addr();
+    let port = addr.port();
+    let rebound = format!("evil.example:{port}");
+    let refused = send(
+        Method::GET,
+        addr,
+        "/setSwitch?value=false",
+        &[("host", &rebound)],
+        None,
+    )
+    .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(sentinel.is_enabled());
+    let read = send(
+        Method::GET,
+        addr,
+        "/getRules?type=flow",
+        &[("host", &rebound)],
+        None,
+    )
+    .await;
+    assert_eq!(read.status, 403);
+    for host in [
+        format!("localhost:{port}"),
+        format!("127.0.0.1:{port}"),
+        format!("[::1]:{port}"),
+    ] {
+        let answer = send(Method::GET, addr, "/getSwitch", &[("host", &host)], None).await;
+        assert_eq!(answer.status, 200, "{host}");
+    }
+}
