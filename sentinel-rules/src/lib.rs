@@ -1,6 +1,7 @@
 //! YAML rule files for `sentinel-core`: every rule kind in one file,
 //! validated with an error per problem (file, line, column, rule, field),
-//! loaded all-or-nothing and hot-reloaded by a watcher thread.
+//! loaded all-or-nothing, hot-reloaded by a watcher thread, and rewritten
+//! when rules change through an API.
 //!
 //! ```
 //! use sentinel_core::{ManualClock, Sentinel};
@@ -36,7 +37,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! To follow a file as it changes, start a [`RuleWatcher`]; the format is
+//! To follow a file as it changes, start a [`RuleWatcher`]; to write rules
+//! changed through an API back to the file, use its
+//! [`store`](WatchHandle::store) (a [`RuleFileStore`]). The format is
 //! described in the crate's README, with an annotated example file.
 
 mod error;

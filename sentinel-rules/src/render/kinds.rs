@@ -198,7 +198,9 @@ pub(crate) fn param_flow(rule: &ParamFlowRule) -> Rendered {
 }
 
 /// A hot-parameter value as the parser tells them apart: `42` a number,
-/// `"42"` a string, `true` a boolean.
+/// `"42"` a string, `true` a boolean. A list (which no rule accepts) is
+/// written as one, so that the load refuses it with its position and the
+/// rule's other problems.
 fn param_value(value: &ParamValue) -> Result<String, String> {
     if let Some(s) = value.as_str() {
         return Ok(string(s).into_owned());
@@ -207,8 +209,12 @@ fn param_value(value: &ParamValue) -> Result<String, String> {
         ParamValue::Bool(b) => Ok(b.to_string()),
         ParamValue::Int(i) => Ok(i.to_string()),
         ParamValue::UInt(u) => Ok(u.to_string()),
+        ParamValue::List(list) => {
+            let items: Result<Vec<String>, String> = list.iter().map(param_value).collect();
+            Ok(format!("[{}]", items?.join(", ")))
+        }
         other => Err(format!(
-            "param_flow_item_list value {other:?} is not a string, whole number or boolean"
+            "param_flow_item_list value {other:?} has no form in the rule file"
         )),
     }
 }

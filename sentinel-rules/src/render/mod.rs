@@ -2,6 +2,8 @@
 //! whole file. What is written parses back to the same rules (a proptest
 //! checks every kind and field).
 
+#[cfg(test)]
+mod generate;
 mod kinds;
 #[cfg(test)]
 mod roundtrip;

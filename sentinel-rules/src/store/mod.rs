@@ -143,10 +143,14 @@ impl RuleFileStore {
             return Err(self.conflict("changed on disk"));
         }
         let (bytes, file) = self.rewrite(&on_disk, &change)?;
-        write::replace_file(&self.path, &bytes)?;
-        *known = Some(bytes);
+        // The same rules again (a dashboard saving what it read) leave the
+        // file alone: no new inode, no new modification time.
+        if bytes != on_disk {
+            write::replace_file(&self.path, &bytes)?;
+            *known = Some(bytes);
+        }
         apply(sentinel, file).map_err(|errors| {
-            // A parsed file has passed these checks already.
+            // Not reached: the text parsed, so every rule passed these checks.
             StoreError::Invalid(errors.errors().iter().map(|e| e.to_string()).collect())
         })?;
         tracing::info!(
@@ -187,8 +191,8 @@ impl RuleFileStore {
                 let text = render::document(&whole).map_err(StoreError::Invalid)?;
                 tracing::warn!(
                     file = %self.path.display(),
-                    "sentinel-rules: the rule file is not a block mapping; rewritten whole, \
-                     comments dropped"
+                    "sentinel-rules: the rule file is not a block mapping with one key per line; \
+                     rewritten whole, comments dropped"
                 );
                 Spliced::new("", None, &text)
             }

@@ -32,8 +32,9 @@ impl Layout {
             };
             let line = key.pos.line;
             let starts_line = key.pos.column == 1
-                && lines
-                    .get(line - 1)
+                && line
+                    .checked_sub(1)
+                    .and_then(|i| lines.get(i))
                     .is_some_and(|l| !l.starts_with(['{', ',', '[']));
             let after = keys.last().is_none_or(|(_, last)| *last < line);
             if !starts_line || !after {

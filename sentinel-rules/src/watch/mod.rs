@@ -27,7 +27,7 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 /// Every `interval` the watcher stats the path (following symlinks) and
 /// reads the file again when its modification time, length, inode, device
 /// or change time moved, or when it was modified in the last few seconds
-/// (then its content hash decides). That catches an editor rewriting the
+/// (then its content decides). That catches an editor rewriting the
 /// file in place, a write to a temporary file renamed over it, and a
 /// symlink swapped by a config system (Kubernetes ConfigMap volumes swap
 /// a `..data` directory link). A bad file is reported and the rules in
