@@ -129,6 +129,13 @@ async fn nodes_and_tree_carry_the_dashboards_field_names() {
     assert!(tree.contains("\n-EntranceNode: web(t:0 pq:3"), "{tree}");
     assert!(tree.contains("\n--GET:/orders(t:0 pq:3"), "{tree}");
     assert!(tree.contains("\n---SELECT orders(t:0 pq:3"), "{tree}");
+    let web = get(addr, "/tree?id=web").await.body;
+    assert!(web.starts_with("-EntranceNode: web(t:0 pq:3"), "{web}");
+    assert_eq!(web.lines().count(), 3, "{web}");
+    assert_eq!(
+        get(addr, "/tree?id=nope").await.body,
+        "Can't find node with id nope"
+    );
     let cnode = get(addr, "/cnode?id=orders").await.body;
     assert!(cnode.starts_with("idx  id"), "{cnode}");
     assert_eq!(cnode.lines().count(), 3, "{cnode}");

@@ -231,8 +231,10 @@ pub(super) async fn json_tree(State(ctx): Ctx) -> Response {
 
 /// The tree as indented text, one node a line, Sentinel's abbreviations:
 /// `t` calls inside, `pq` pass, `bq` block, `tq` total per second, `rt`,
-/// `1mp`/`1mb`/`1mt` pass, block, total over the minute.
-pub(super) async fn tree(State(ctx): Ctx) -> Response {
+/// `1mp`/`1mb`/`1mt` pass, block, total over the minute. `id` starts it at
+/// the first node of that name (a context or a resource) instead of the
+/// root.
+pub(super) async fn tree(State(ctx): Ctx, params: Params) -> Response {
     fn visit(n: &Walk<'_>, depth: usize, out: &mut String) {
         let s = &n.stats;
         let kind = if depth <= 1 { "EntranceNode: " } else { "" };
@@ -254,8 +256,22 @@ pub(super) async fn tree(State(ctx): Ctx) -> Response {
             visit(child, depth + 1, out);
         }
     }
+    fn find<'w, 'a>(n: &'w Walk<'a>, name: &str, depth: usize) -> Option<(&'w Walk<'a>, usize)> {
+        if n.name == name {
+            return Some((n, depth));
+        }
+        n.children.iter().find_map(|c| find(c, name, depth + 1))
+    }
     let tree = ctx.sentinel.tree();
+    let root = walk_tree(&tree);
+    let (start, depth) = match params.get("id") {
+        None => (&root, 0),
+        Some(id) => match find(&root, id, 0) {
+            Some(found) => found,
+            None => return text(format!("Can't find node with id {id}")),
+        },
+    };
     let mut out = String::new();
-    visit(&walk_tree(&tree), 0, &mut out);
+    visit(start, depth, &mut out);
     text(out)
 }
