@@ -141,6 +141,27 @@ fn bad_security_settings_do_not_start() {
             .to_string()
             .contains("token must not be empty")
     );
+    let no_body = CommandCenter::new(Arc::clone(&sentinel))
+        .port(0)
+        .max_body_bytes(0)
+        .start();
+    assert!(
+        no_body
+            .unwrap_err()
+            .to_string()
+            .contains("max_body_bytes must be > 0")
+    );
+    let no_interval = CommandCenter::new(Arc::clone(&sentinel))
+        .port(0)
+        .dashboard("127.0.0.1:1")
+        .heartbeat_interval(std::time::Duration::ZERO)
+        .start();
+    assert!(
+        no_interval
+            .unwrap_err()
+            .to_string()
+            .contains("heartbeat interval must be > 0")
+    );
 }
 
 #[tokio::test]
