@@ -1070,6 +1070,12 @@ impl Sentinel {
         tracing::info!(enabled, "sentinel: switched");
     }
 
+    /// The machine status the system rules read (load average, CPU usage):
+    /// the one given to [`SentinelBuilder::system_status`], or `/proc`.
+    pub fn system_status(&self) -> &dyn SystemStatus {
+        &*self.status
+    }
+
     /// Whether checking and counting are on.
     pub fn is_enabled(&self) -> bool {
         self.enabled.load(Ordering::Relaxed)

@@ -20,6 +20,7 @@
 mod blocks;
 mod date;
 mod files;
+mod index;
 mod line;
 mod metric;
 mod searcher;

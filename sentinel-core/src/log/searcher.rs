@@ -1,15 +1,23 @@
 //! Reading the metric log back.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use super::MetricLine;
 use super::date::date;
 use super::files;
+use super::index::{Indexes, Span};
 
 /// Reads the metric log files of one app, across rolled files, oldest
 /// first.
+///
+/// A searcher remembers where each second starts in the files it has read
+/// (clones share this), so that asking again for recent seconds reads only
+/// them and the lines appended since.
 ///
 /// ```
 /// use sentinel_core::log::MetricSearcher;
@@ -23,6 +31,7 @@ use super::files;
 pub struct MetricSearcher {
     dir: PathBuf,
     app: String,
+    indexes: Arc<Mutex<Indexes>>,
 }
 
 impl MetricSearcher {
@@ -31,6 +40,7 @@ impl MetricSearcher {
         MetricSearcher {
             dir: dir.into(),
             app: app.into(),
+            indexes: Arc::default(),
         }
     }
 
@@ -46,18 +56,31 @@ impl MetricSearcher {
     ) -> io::Result<Vec<MetricLine>> {
         let (first_day, last_day) = (date(from_ms), date(to_ms));
         let mut found = Vec::new();
-        for file in files::list(&self.dir, &self.app, files::METRICS)? {
+        let listed = files::list(&self.dir, &self.app, files::METRICS)?;
+        self.indexes
+            .lock()
+            .retain(&listed.iter().map(|f| f.path.clone()).collect::<Vec<_>>());
+        for file in listed {
             // A file holds the lines of the day it is named after.
             if file.date < first_day || file.date > last_day {
                 continue;
             }
-            let reader = match File::open(&file.path) {
-                Ok(f) => BufReader::new(f),
+            let span = match self.indexes.lock().span(&file.path, from_ms, to_ms) {
+                Ok(span) => span,
                 // Deleted by the writer's rolling since it was listed.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(e),
             };
-            for line in reader.split(b'\n') {
+            let Span::Bytes { start, len } = span else {
+                continue;
+            };
+            let mut file = match File::open(&file.path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            file.seek(SeekFrom::Start(start))?;
+            for line in BufReader::new(file.take(len)).split(b'\n') {
                 let line = line?;
                 let Some(line) = std::str::from_utf8(&line).ok().and_then(MetricLine::parse) else {
                     continue;

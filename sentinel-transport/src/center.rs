@@ -1,0 +1,343 @@
+//! `CommandCenter`: the settings of the command server, and `start`.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::ops::Deref;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use sentinel_core::Sentinel;
+use sentinel_core::log::{MetricLogConfig, MetricSearcher};
+
+use crate::commands::{self, Ctx};
+use crate::handle::{CommandCenterHandle, StartError};
+use crate::info::{Machine, hostname};
+use crate::net::{bind, callback_ip, default_app};
+use crate::security::{self, Guard};
+use crate::shared::SentinelRef;
+use crate::store::RuleSink;
+
+/// Sentinel's default command port.
+pub const DEFAULT_PORT: u16 = 8719;
+/// The default heartbeat interval, Sentinel's.
+pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
+/// The default cap on a request body (a `setRules` form).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// The command server of one instance: Sentinel's command API (what the
+/// dashboard calls), the live page, and the heartbeat to the dashboards.
+/// Configure with the methods, then [`start`](Self::start).
+///
+/// Secure by default: bound to 127.0.0.1, every state-changing command
+/// (`setRules`, `setParamFlowRules`, `setSwitch`) refused until
+/// [`allow_writes`](Self::allow_writes), bodies capped at
+/// [`DEFAULT_MAX_BODY_BYTES`].
+pub struct CommandCenter {
+    sentinel: SentinelRef,
+    port: u16,
+    bind: IpAddr,
+    app: Option<String>,
+    app_type: i32,
+    dashboards: Vec<String>,
+    heartbeat_interval: Duration,
+    heartbeat_ip: Option<IpAddr>,
+    guard: Guard,
+    max_body_bytes: usize,
+    metric: Option<MetricSearcher>,
+    rules: RuleSink,
+    live_page: bool,
+}
+
+impl std::fmt::Debug for CommandCenter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandCenter")
+            .field("port", &self.port)
+            .field("bind", &self.bind)
+            .field("app", &self.app)
+            .field("dashboards", &self.dashboards)
+            .field("allow_writes", &self.guard.allow_writes)
+            .field("token", &self.guard.token.as_ref().map(|_| "<set>"))
+            .field("protect_reads", &self.guard.protect_reads)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("rules", &self.rules)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CommandCenter {
+    /// A server for `sentinel` (`sentinel_core::global()` or an
+    /// `Arc<Sentinel>`), with the defaults: port 8719, 127.0.0.1, no
+    /// dashboard, writes off.
+    pub fn new<S>(sentinel: S) -> Self
+    where
+        S: Deref<Target = Sentinel> + Send + Sync + 'static,
+    {
+        CommandCenter {
+            sentinel: Arc::new(sentinel),
+            port: DEFAULT_PORT,
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            app: None,
+            app_type: 0,
+            dashboards: Vec::new(),
+            heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
+            heartbeat_ip: None,
+            guard: Guard::default(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            metric: None,
+            rules: RuleSink::Memory,
+            live_page: true,
+        }
+    }
+
+    /// The port to try first (default 8719); when it is taken, the next
+    /// free one above it is used, as Sentinel does. 0 lets the system pick.
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+
+    /// The address to listen on (default 127.0.0.1). The dashboard must be
+    /// able to reach it: `0.0.0.0` or the machine's address for a dashboard
+    /// elsewhere.
+    pub fn bind(mut self, address: IpAddr) -> Self {
+        self.bind = address;
+        self
+    }
+
+    /// The application name shown in the dashboard (default: the metric
+    /// log's app, else the executable's name).
+    pub fn app(mut self, name: impl Into<String>) -> Self {
+        self.app = Some(name.into());
+        self
+    }
+
+    /// Sentinel's application type (default 0, a common application; 1 is
+    /// an API gateway).
+    pub fn app_type(mut self, app_type: i32) -> Self {
+        self.app_type = app_type;
+        self
+    }
+
+    /// A dashboard to send heartbeats to, as `host:port` or
+    /// `http://host:port[/prefix]`; call again for several.
+    pub fn dashboard(mut self, address: impl Into<String>) -> Self {
+        self.dashboards.push(address.into());
+        self
+    }
+
+    /// The time between heartbeats (default 10 s).
+    pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
+        self.heartbeat_interval = interval;
+        self
+    }
+
+    /// The IP the dashboard should call back (default: the bind address,
+    /// or when that is unspecified, the local address of the route to the
+    /// first dashboard).
+    pub fn heartbeat_ip(mut self, ip: IpAddr) -> Self {
+        self.heartbeat_ip = Some(ip);
+        self
+    }
+
+    /// Turns the state-changing commands on (default off). The dashboard
+    /// needs this to push rules or flip the switch.
+    pub fn allow_writes(mut self, allow: bool) -> Self {
+        self.guard.allow_writes = allow;
+        self
+    }
+
+    /// Requires `token` on state-changing commands (and on every request
+    /// with [`protect_reads`](Self::protect_reads)), as
+    /// `Authorization: Bearer <token>` or a `token` query parameter. The
+    /// Sentinel dashboard sends no token: a server it writes to must have
+    /// none.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.guard.token = Some(token.into());
+        self
+    }
+
+    /// Requires the token on every request, reads and the live page
+    /// included (default off; needs [`token`](Self::token)).
+    pub fn protect_reads(mut self, protect: bool) -> Self {
+        self.guard.protect_reads = protect;
+        self
+    }
+
+    /// The largest request body accepted (default 1 MiB); a larger one is
+    /// refused with 413 and changes nothing.
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
+    /// Answers `metric` from the metric log that `config` describes (the
+    /// instance's [`metric_writer`](Sentinel::metric_writer) writes it).
+    /// Without it, `metric` has only the CPU and load lines and the
+    /// dashboard's charts stay empty.
+    pub fn metric_log(mut self, config: &MetricLogConfig) -> Self {
+        self.metric = Some(MetricSearcher::new(config.directory(), config.app()));
+        if self.app.is_none() {
+            self.app = Some(config.app().to_owned());
+        }
+        self
+    }
+
+    /// Writes rule changes (`setRules`, `setParamFlowRules`) to the rule
+    /// file of `store` before they take effect, so that the file, its
+    /// watcher and a restart agree. Without it, changes live in memory
+    /// only, as in Sentinel. A change that conflicts with an edit of the
+    /// file on disk is refused with 409.
+    pub fn rule_file(mut self, store: sentinel_rules::RuleFileStore) -> Self {
+        self.rules = RuleSink::File(store);
+        self
+    }
+
+    /// Serves the live page at `/` (default on).
+    pub fn live_page(mut self, serve: bool) -> Self {
+        self.live_page = serve;
+        self
+    }
+
+    /// Starts the server (and the heartbeat, when a dashboard is set) on
+    /// the current tokio runtime; call it inside one. Dropping the handle
+    /// stops both.
+    pub fn start(self) -> Result<CommandCenterHandle, StartError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| StartError::NoRuntime)?;
+        self.start_on(&runtime, None)
+    }
+
+    /// Starts the server on a runtime of its own (one worker thread), for
+    /// programs without tokio. Dropping the handle stops it; do not drop it
+    /// inside an async context.
+    pub fn start_with_own_runtime(self) -> Result<CommandCenterHandle, StartError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("sentinel-transport")
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(StartError::Runtime)?;
+        let handle = runtime.handle().clone();
+        self.start_on(&handle, Some(runtime))
+    }
+
+    fn check(&self) -> Result<(), StartError> {
+        if self
+            .guard
+            .token
+            .as_deref()
+            .is_some_and(|t| t.trim().is_empty())
+        {
+            return Err(StartError::Invalid("the token must not be empty".into()));
+        }
+        if self.guard.protect_reads && self.guard.token.is_none() {
+            return Err(StartError::Invalid(
+                "protect_reads needs a token (CommandCenter::token)".into(),
+            ));
+        }
+        if self.heartbeat_interval.is_zero() && !self.dashboards.is_empty() {
+            return Err(StartError::Invalid(
+                "the heartbeat interval must be > 0".into(),
+            ));
+        }
+        if self.max_body_bytes == 0 {
+            return Err(StartError::Invalid("max_body_bytes must be > 0".into()));
+        }
+        Ok(())
+    }
+
+    fn start_on(
+        mut self,
+        runtime: &tokio::runtime::Handle,
+        own: Option<tokio::runtime::Runtime>,
+    ) -> Result<CommandCenterHandle, StartError> {
+        self.check()?;
+        if !self.dashboards.is_empty() && self.metric.is_none() {
+            tracing::warn!(
+                "sentinel command center: no metric log (CommandCenter::metric_log); the dashboard's charts will stay empty"
+            );
+        }
+        let listener = bind(self.bind, self.port)?;
+        let addr = listener.local_addr().map_err(StartError::Runtime)?;
+        let machine = Machine {
+            app: self.app.clone().unwrap_or_else(default_app),
+            app_type: self.app_type,
+            hostname: hostname(),
+            ip: self
+                .heartbeat_ip
+                .unwrap_or_else(|| callback_ip(self.bind, self.dashboards.first())),
+            port: addr.port(),
+            pid: std::process::id(),
+        };
+        let dashboards = std::mem::take(&mut self.dashboards);
+        let interval = self.heartbeat_interval;
+        let sentinel = Arc::clone(&self.sentinel);
+        let router = self.router(machine.clone());
+        let listener = {
+            let _entered = runtime.enter();
+            listener
+                .set_nonblocking(true)
+                .map_err(StartError::Runtime)?;
+            tokio::net::TcpListener::from_std(listener).map_err(StartError::Runtime)?
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = runtime.spawn(async move {
+            let serve = axum::serve(listener, router).with_graceful_shutdown(async {
+                let _ = stopped.await;
+            });
+            if let Err(e) = serve.await {
+                tracing::warn!(error = %e, "sentinel command center stopped");
+            }
+        });
+        let heartbeat = (!dashboards.is_empty()).then(|| {
+            runtime.spawn(crate::heartbeat::run(
+                machine,
+                dashboards,
+                interval,
+                move || wall_clock_ms(&sentinel),
+            ))
+        });
+        tracing::info!(%addr, "sentinel command center listening");
+        Ok(CommandCenterHandle::new(addr, stop, server, heartbeat, own))
+    }
+
+    fn router(self, machine: Machine) -> Router {
+        let ctx = Arc::new(Ctx {
+            sentinel: Arc::clone(&self.sentinel),
+            machine,
+            metric: self.metric,
+            rules: self.rules,
+        });
+        let mut router = commands::router(ctx);
+        if self.live_page {
+            router = router.merge(crate::live_page(Shared(self.sentinel)));
+        }
+        let guard = Guard {
+            loopback: self.bind.is_loopback(),
+            ..self.guard
+        };
+        router
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::new(guard),
+                security::guard,
+            ))
+            .layer(DefaultBodyLimit::max(self.max_body_bytes))
+    }
+}
+
+/// The instance behind a pointer the live page can take.
+struct Shared(SentinelRef);
+
+impl Deref for Shared {
+    type Target = Sentinel;
+    fn deref(&self) -> &Sentinel {
+        &self.0
+    }
+}
+
+/// The heartbeat's timestamp: the instance's clock, so tests stay on their
+/// manual time.
+fn wall_clock_ms(sentinel: &SentinelRef) -> u64 {
+    sentinel.now_ms()
+}

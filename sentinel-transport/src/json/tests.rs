@@ -1,0 +1,157 @@
+//! Rules to JSON and back: every field, and every problem of a bad list.
+
+use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_core::flow::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
+use sentinel_core::hotspot::{ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule};
+use sentinel_core::system::SystemRule;
+
+use super::{JsonRule, from_json, to_json};
+
+fn round_trip<R: JsonRule + PartialEq + std::fmt::Debug>(rules: Vec<R>) {
+    let json = to_json(&rules).to_string();
+    let back: Vec<R> = from_json(&json).unwrap_or_else(|e| panic!("{json}: {e:?}"));
+    assert_eq!(back, rules, "{json}");
+}
+
+#[test]
+fn every_field_survives_the_round_trip() {
+    round_trip(vec![FlowRule {
+        id: Some(7),
+        grade: FlowGrade::Qps,
+        limit_app: "checkout".into(),
+        strategy: FlowStrategy::Relate,
+        ref_resource: Some("db".into()),
+        control_behavior: ControlBehavior::WarmUpRateLimiter,
+        warm_up_period_sec: 20,
+        warm_up_cold_factor: 4,
+        max_queueing_time_ms: 300,
+        stat_interval_ms: 2_000,
+        stat_sample_count: 4,
+        ..FlowRule::new("GET:/a", 12.5)
+    }]);
+    round_trip(vec![DegradeRule {
+        id: Some(1),
+        time_window_sec: 30,
+        min_request_amount: 9,
+        stat_interval_ms: 5_000,
+        probe_num: 3,
+        ..DegradeRule::new("GET:/b", DegradeGrade::ErrorRatio, 0.4)
+    }]);
+    round_trip(vec![SystemRule {
+        id: None,
+        highest_system_load: Some(8.0),
+        highest_cpu_usage: Some(0.9),
+        qps: None,
+        avg_rt: Some(50),
+        max_thread: None,
+    }]);
+    round_trip(vec![AuthorityRule::new(
+        "GET:/c",
+        AuthorityStrategy::Black,
+        ["crawler", "bot"],
+    )]);
+    round_trip(vec![ParamFlowRule {
+        grade: ParamFlowGrade::Qps,
+        control_behavior: ParamControlBehavior::RateLimiter,
+        max_queueing_time_ms: 100,
+        burst_count: 0,
+        duration_in_sec: 2,
+        param_flow_item_list: vec![
+            ParamFlowItem::new("vip", 100.0),
+            ParamFlowItem::new(42i64, 7.0),
+            ParamFlowItem::new(5_000_000_000i64, 8.0),
+            ParamFlowItem::new(true, 9.0),
+        ],
+        capacity: Some(1_000),
+        ..ParamFlowRule::new("GET:/d", 1, 5.0)
+    }]);
+}
+
+#[test]
+fn sentinel_numbers_for_enums() {
+    let json = to_json(&[FlowRule {
+        grade: FlowGrade::Concurrency,
+        ..FlowRule::new("a", 1.0)
+    }]);
+    assert_eq!(json[0]["grade"], 0);
+    assert_eq!(json[0]["controlBehavior"], 0);
+    assert_eq!(to_json(&[FlowRule::new("a", 1.0)])[0]["grade"], 1);
+    let json = to_json(&[SystemRule::default()]);
+    assert_eq!(json[0]["qps"], -1.0);
+    assert_eq!(json[0]["maxThread"], -1);
+}
+
+#[test]
+fn every_problem_is_reported_with_index_and_field() {
+    let data = r#"[
+        {"resource": "a", "count": 1, "grade": 7},
+        {"resource": "b", "count": "x", "controlBehavior": 1, "grade": 0},
+        {"resource": "c", "count": 1, "clusterMode": true},
+        {"resource": "", "count": -1},
+        5
+    ]"#;
+    let lines = from_json::<FlowRule>(data).unwrap_err();
+    let text = lines.join("\n");
+    assert!(
+        text.contains("flow[0] (a): grade: must be 0 (thread count) or 1 (QPS), got 7"),
+        "{text}"
+    );
+    assert!(
+        text.contains("flow[1] (b): count: must be a number, got \"x\""),
+        "{text}"
+    );
+    assert!(text.contains("flow[2] (c): clusterMode:"), "{text}");
+    assert!(text.contains("flow[3] ()"), "{text}");
+    assert!(
+        text.contains("flow[4]: must be a JSON object, got a number"),
+        "{text}"
+    );
+    assert!(lines.len() >= 5, "{text}");
+}
+
+#[test]
+fn core_checks_use_json_names() {
+    let lines =
+        from_json::<DegradeRule>(r#"[{"resource":"a","count":1,"timeWindow":0}]"#).unwrap_err();
+    assert!(
+        lines[0].starts_with("degrade[0] (a): timeWindow"),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn bad_json_and_non_arrays_are_refused() {
+    assert!(from_json::<FlowRule>("[{").unwrap_err()[0].starts_with("data: bad JSON"));
+    assert!(from_json::<FlowRule>("{}").unwrap_err()[0].contains("must be a JSON array"));
+    assert_eq!(from_json::<FlowRule>("[]").unwrap(), vec![]);
+}
+
+#[test]
+fn sentinel_features_we_lack_are_refused_when_asked_for() {
+    let lines = from_json::<ParamFlowRule>(
+        r#"[{"resource":"a","paramIdx":0,"count":1,"paramFlowItemList":[{"object":"1.5","count":1,"classType":"double"}]}]"#,
+    )
+    .unwrap_err();
+    assert!(
+        lines[0].contains("paramFlowItemList[0]: classType: double"),
+        "{lines:?}"
+    );
+    let lines =
+        from_json::<DegradeRule>(r#"[{"resource":"a","count":1,"limitApp":"x"}]"#).unwrap_err();
+    assert!(lines[0].contains("limitApp"), "{lines:?}");
+    let lines = from_json::<ParamFlowRule>(r#"[{"resource":"a","count":1}]"#).unwrap_err();
+    assert!(lines[0].contains("paramIdx: is required"), "{lines:?}");
+    // The defaults of those fields are accepted.
+    from_json::<FlowRule>(
+        r#"[{"resource":"a","count":1,"clusterMode":false,"clusterConfig":null,"regex":false}]"#,
+    )
+    .unwrap();
+}
+
+#[test]
+fn authority_origins_are_comma_separated() {
+    let rules: Vec<AuthorityRule> =
+        from_json(r#"[{"resource":"a","limitApp":"x, y,,z","strategy":0}]"#).unwrap();
+    assert_eq!(rules[0].limit_app, ["x", "y", "z"]);
+}

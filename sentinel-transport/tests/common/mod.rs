@@ -1,0 +1,120 @@
+//! What the integration tests share: an instance on a manual clock, a
+//! server on 127.0.0.1:0, and a bounded HTTP client.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request, StatusCode};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use sentinel_core::{ManualClock, Sentinel};
+
+/// 2023-11-14 22:13:20 UTC: a whole second.
+pub const T0: u64 = 1_700_000_000_000;
+
+/// Every request a test makes is bounded by this.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+pub fn instance() -> (Arc<Sentinel>, ManualClock) {
+    let clock = ManualClock::new(T0);
+    let sentinel = Sentinel::builder()
+        .clock(clock.clone())
+        .system_status(sentinel_core::system::ManualStatus::new())
+        .build();
+    (Arc::new(sentinel), clock)
+}
+
+/// One answer: status, Content-Type and body.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub content_type: Option<String>,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+}
+
+/// Sends one request; `content_type` `None` sends none.
+pub async fn send(
+    method: Method,
+    addr: SocketAddr,
+    path_and_query: &str,
+    headers: &[(&str, &str)],
+    body: Option<String>,
+) -> Answer {
+    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    let mut request = Request::builder()
+        .method(method)
+        .uri(format!("http://{addr}{path_and_query}"));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request
+        .body(Full::new(Bytes::from(body.unwrap_or_default())))
+        .unwrap();
+    let exchange = async {
+        let response = client.request(request).await.expect("request failed");
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        Answer {
+            status,
+            content_type,
+            body: String::from_utf8(bytes.to_vec()).unwrap(),
+        }
+    };
+    tokio::time::timeout(TIMEOUT, exchange)
+        .await
+        .expect("no answer in time")
+}
+
+pub async fn get(addr: SocketAddr, path_and_query: &str) -> Answer {
+    send(Method::GET, addr, path_and_query, &[], None).await
+}
+
+/// A form POST as the dashboard sends it.
+pub async fn post_form(addr: SocketAddr, path: &str, pairs: &[(&str, &str)]) -> Answer {
+    let body = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish();
+    send(
+        Method::POST,
+        addr,
+        path,
+        &[(
+            "content-type",
+            "application/x-www-form-urlencoded; charset=UTF-8",
+        )],
+        Some(body),
+    )
+    .await
+}
+
+/// `value` with every key named `timestamp` or `id`/`parentId` left as is:
+/// golden files are compared as JSON values, not bytes.
+pub fn assert_golden(name: &str, actual: &serde_json::Value) {
+    let path = format!("{}/tests/golden/{name}", env!("CARGO_MANIFEST_DIR"));
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, serde_json::to_string_pretty(actual).unwrap() + "\n").unwrap();
+    }
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let expected: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        actual,
+        &expected,
+        "{name} differs; actual:\n{}",
+        serde_json::to_string_pretty(actual).unwrap()
+    );
+}
