@@ -1,6 +1,6 @@
 //! The live page in a real browser: headless Chromium opens the page of a
-//! server with traffic (reads restricted to a token given in the page's
-//! URL) and must show the busy resource with a non-zero pass rate and draw
+//! running `CommandCenter` with traffic (reads restricted to a token given
+//! in the page's URL) and must show the busy resource with a non-zero pass rate and draw
 //! its chart, with no console error, no uncaught exception and no failed
 //! request, in light and dark mode.
 //!
@@ -17,10 +17,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use axum::extract::Request;
-use axum::http::StatusCode;
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_core::flow::FlowRule;
@@ -136,19 +132,10 @@ fn traffic(sentinel: Arc<Sentinel>, stop: Arc<AtomicBool>) -> std::thread::JoinH
     })
 }
 
-/// The test server restricts every request to this token, as the command
-/// center does when reads are restricted: every request of the page must
-/// carry the token of the page's URL on.
+/// The command center restricts every request to this token (reads too):
+/// every request of the page must carry the token of the page's URL on.
+const TOKEN: &str = "s3cret/1";
 const TOKEN_QUERY: &str = "token=s3cret%2F1";
-
-async fn require_token(request: Request, next: Next) -> Response {
-    let query = request.uri().query().unwrap_or("");
-    if query.split('&').any(|pair| pair == TOKEN_QUERY) {
-        next.run(request).await
-    } else {
-        (StatusCode::UNAUTHORIZED, "token required").into_response()
-    }
-}
 
 fn digits(text: &str) -> u64 {
     text.chars()
@@ -172,11 +159,13 @@ async fn the_page_shows_live_traffic_and_draws_its_chart_without_errors() {
     let stop = Arc::new(AtomicBool::new(false));
     let load = traffic(Arc::clone(&sentinel), Arc::clone(&stop));
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let app = sentinel_transport::live_page(Arc::clone(&sentinel))
-        .layer(axum::middleware::from_fn(require_token));
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let server = sentinel_transport::CommandCenter::new(Arc::clone(&sentinel))
+        .port(0)
+        .token(TOKEN)
+        .protect_reads(true)
+        .start()
+        .expect("the command center starts");
+    let address = server.local_addr();
     let warmup = std::env::var("LIVE_PAGE_WARMUP_SECS")
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
@@ -263,7 +252,7 @@ async fn the_page_shows_live_traffic_and_draws_its_chart_without_errors() {
     }
     stop.store(true, Ordering::Relaxed);
     load.join().unwrap();
-    server.abort();
+    drop(server);
 
     if let Some(keep) = std::env::var_os("LIVE_PAGE_SCREENSHOTS") {
         for shot in &shots {
