@@ -4,12 +4,13 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use arc_swap::ArcSwapOption;
 use once_cell::race::OnceBox;
 use once_cell::sync::OnceCell;
 
+use super::overflow::OriginCap;
 use super::registry::{NameHasher, Registry};
 use super::statistic::StatisticNode;
 use crate::stat::{Percentiles, RtPercentiles, StatConfig, Tally};
@@ -33,7 +34,9 @@ pub struct ResourceNode {
     pub(crate) context_nodes: ArcSwapOption<HashMap<u32, u32, NameHasher>>,
     /// Per-origin statistics, made when the first caller names an origin.
     origins: OnceBox<Registry<OriginNode>>,
-    max_origins: usize,
+    origin_cap: Arc<OriginCap>,
+    /// A loaded rule mentions the resource (its node was reserved).
+    named_by_rules: AtomicBool,
     config: StatConfig,
     /// Where this resource's rules sit in the instance's rule set: the set's
     /// version (high half) and position + 1 (low half, 0: no rules).
@@ -50,6 +53,13 @@ pub struct OriginNode {
 }
 
 impl OriginNode {
+    fn new(name: &str, config: &StatConfig) -> Self {
+        OriginNode {
+            name: name.into(),
+            stats: StatisticNode::new(config),
+        }
+    }
+
     /// The origin's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -74,7 +84,12 @@ impl fmt::Debug for OriginNode {
 }
 
 impl ResourceNode {
-    pub(crate) fn new(name: &str, id: u32, config: &StatConfig, max_origins: usize) -> Self {
+    pub(crate) fn new(
+        name: &str,
+        id: u32,
+        config: &StatConfig,
+        origin_cap: &Arc<OriginCap>,
+    ) -> Self {
         ResourceNode {
             name: name.into(),
             id,
@@ -83,7 +98,8 @@ impl ResourceNode {
             default_top: OnceCell::new(),
             context_nodes: ArcSwapOption::empty(),
             origins: OnceBox::new(),
-            max_origins,
+            origin_cap: Arc::clone(origin_cap),
+            named_by_rules: AtomicBool::new(false),
             config: *config,
             rules_hint: AtomicU64::new(0),
             percentiles: OnceBox::new(),
@@ -110,19 +126,35 @@ impl ResourceNode {
     }
 
     fn origin_registry(&self) -> &Registry<OriginNode> {
-        self.origins
-            .get_or_init(|| Box::new(Registry::new(self.max_origins, "origins of a resource")))
+        self.origins.get_or_init(|| {
+            let cap = &self.origin_cap;
+            Box::new(Registry::new(cap.max, cap.max_name_len, cap.overflow()))
+        })
     }
 
     /// The node of `origin`, made on first use; `None` past the cap.
     pub(crate) fn origin_node(&self, origin: &str) -> Option<&OriginNode> {
         let config = &self.config;
         self.origin_registry()
-            .get_or_create(origin, |_| OriginNode {
-                name: origin.into(),
-                stats: StatisticNode::new(config),
-            })
+            .get_or_create(origin, |_| OriginNode::new(origin, config))
             .map(|(_, node)| node)
+    }
+
+    /// Makes the node of `origin`, which a rule names, outside the cap.
+    pub(crate) fn reserve_origin(&self, origin: &str) {
+        let config = &self.config;
+        self.origin_registry()
+            .reserve(origin, |_| OriginNode::new(origin, config));
+    }
+
+    /// Whether a loaded rule mentions this resource (see
+    /// [`Sentinel::is_reserved`](crate::Sentinel::is_reserved)).
+    pub fn is_named_by_rules(&self) -> bool {
+        self.named_by_rules.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_named_by_rules(&self, named: bool) {
+        self.named_by_rules.store(named, Ordering::Relaxed);
     }
 
     /// The node of `origin`, if a caller with that origin has entered.
@@ -136,10 +168,18 @@ impl ResourceNode {
         self.origins.get().into_iter().flat_map(Registry::iter)
     }
 
-    /// How many new origins were refused because the resource had
-    /// `max_origins` already.
+    /// How many entries were refused an origin node because the resource had
+    /// `max_origins` already (or the origin's name was over the length
+    /// limit). Origins that rules name are made outside the cap.
     pub fn refused_origins(&self) -> u64 {
         self.origins.get().map_or(0, Registry::refused)
+    }
+
+    /// How many origins entries made, and how many rules reserved.
+    pub(crate) fn origin_counts(&self) -> (usize, usize) {
+        self.origins
+            .get()
+            .map_or((0, 0), |r| (r.len() - r.reserved(), r.reserved()))
     }
 
     /// The percentile recorder, if tracking was ever turned on.
