@@ -201,7 +201,9 @@ fn caps(out: &mut String, sentinel: &Sentinel) {
         family(
             out,
             &format!("sentinel_refused_{cap}_total"),
-            &format!("Entries refused a node: new {cap} past the cap, or names over the length limit."),
+            &format!(
+                "Entries refused a node: new {cap} past the cap, or names over the length limit."
+            ),
             "counter",
             [([], usage.refused)],
         );

@@ -219,7 +219,12 @@ fn a_reload_keeps_nodes_and_never_makes_one_twice() {
     let breaker = DegradeRule::new("a", DegradeGrade::ErrorCount, 5.0);
     sentinel.degrade_rules().load(vec![breaker]).unwrap();
     assert_eq!(sentinel.caps().resources.reserved, 2);
-    let names = || sentinel.resource_nodes().filter(|n| n.name() == "a").count();
+    let names = || {
+        sentinel
+            .resource_nodes()
+            .filter(|n| n.name() == "a")
+            .count()
+    };
     assert_eq!(names(), 1);
 
     // Dropping "b"'s rule keeps its node (entries still count on it) but
@@ -302,7 +307,11 @@ fn names_over_the_length_limit_are_refused_by_rules_and_never_stored() {
             AuthorityStrategy::Black,
             [long.as_str()],
         )],
-        degrade: vec![DegradeRule::new(long.clone(), DegradeGrade::ErrorCount, 1.0)],
+        degrade: vec![DegradeRule::new(
+            long.clone(),
+            DegradeGrade::ErrorCount,
+            1.0,
+        )],
         param_flow: vec![ParamFlowRule::new(long.clone(), 0, 1.0)],
         ..RuleBook::default()
     };

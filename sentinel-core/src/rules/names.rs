@@ -192,7 +192,8 @@ mod tests {
             "is 1200 bytes long, over the limit of 1024 (max_name_len)"
         );
         assert_eq!(errors[0].resource, format!("{}...", "é".repeat(32)));
-        assert!(rule.name_problems(3, 1_200).len() == 1);
+        assert_eq!(rule.name_problems(3, 1_100).len(), 1);
+        assert!(rule.name_problems(3, 1_200).is_empty());
         assert!(FlowRule::new("ok", 1.0).name_problems(0, 2).is_empty());
     }
 }
