@@ -56,7 +56,7 @@ impl Poller {
         self.fingerprint = Some(Fingerprint::of(&meta));
         let bytes = self.read()?;
         self.content = Some(hash(&bytes));
-        let file = parse_bytes(&bytes, &self.name, &self.options)?;
+        let file = parse_bytes(&bytes, &self.name, &self.options.for_instance(sentinel))?;
         self.apply(sentinel, file);
         Ok(())
     }
@@ -101,7 +101,7 @@ impl Poller {
             return;
         }
         self.content = Some(content);
-        match parse_bytes(&bytes, &self.name, &self.options) {
+        match parse_bytes(&bytes, &self.name, &self.options.for_instance(sentinel)) {
             Ok(file) => self.apply(sentinel, file),
             Err(error) => {
                 // New content: told even when its errors read as the last.
