@@ -164,6 +164,15 @@ fn every_rule_kind_applies_on_new_names_past_every_full_cap() {
     assert_eq!(blocked_kind(vip.enter()), BlockKind::Flow);
     let crowded = sentinel.resource_node("crowded").unwrap();
     assert!(crowded.find_origin("vip").is_some());
+    let snapshot = sentinel.resources();
+    let crowded_row = snapshot.iter().find(|r| &*r.name == "crowded").unwrap();
+    assert_eq!(crowded_row.refused_origins, 95);
+    assert!(crowded_row.named_by_rules);
+    let noise = snapshot
+        .iter()
+        .find(|r| r.name.starts_with("noise/"))
+        .unwrap();
+    assert!(!noise.named_by_rules);
     drop(sentinel.entry_builder("crowded").origin("app/0/0").enter());
 
     let caps = sentinel.caps();
