@@ -16,7 +16,7 @@
 
 use std::fmt;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use once_cell::race::OnceBox;
 use parking_lot::Mutex;
@@ -140,6 +140,9 @@ pub(crate) struct Registry<T> {
     /// Serialises creation; holds how many names entries made (the ones the
     /// cap bounds).
     create: Mutex<usize>,
+    /// Entries made `cap` names: a new name is refused without the mutex,
+    /// so a flood of new names past the cap does not queue on it.
+    full: AtomicBool,
     cap: usize,
     max_name_len: usize,
     /// How many names reservations made (outside the cap).
@@ -159,6 +162,7 @@ impl<T: Named> Registry<T> {
             current: AtomicUsize::new(0),
             hasher: NameHasher::default(),
             create: Mutex::new(0),
+            full: AtomicBool::new(cap == 0),
             cap,
             max_name_len,
             reserved: AtomicUsize::new(0),
@@ -238,6 +242,10 @@ impl<T: Named> Registry<T> {
 
     #[cold]
     fn create(&self, name: &str, make: impl FnOnce(u32) -> T, reserve: bool) -> Option<(u32, &T)> {
+        // A name too long is never stored: it is refused as past the cap.
+        if !reserve && (name.len() > self.max_name_len || self.full.load(Ordering::Relaxed)) {
+            return None;
+        }
         let mut made_by_entries = self.create.lock();
         // Another thread may have made it while this one waited.
         if let Some(index) = self.find(name) {
@@ -249,11 +257,13 @@ impl<T: Named> Registry<T> {
             }
             self.reserved.fetch_add(1, Ordering::Relaxed);
         } else {
-            // A name too long is never stored: it is refused as past the cap.
-            if *made_by_entries >= self.cap || name.len() > self.max_name_len {
+            if *made_by_entries >= self.cap {
                 return None;
             }
             *made_by_entries += 1;
+            if *made_by_entries >= self.cap {
+                self.full.store(true, Ordering::Relaxed);
+            }
         }
         let index = self.arena.push(make(self.arena.len() as u32));
         let mut level = self.current.load(Ordering::Relaxed);
@@ -408,5 +418,33 @@ mod tests {
             Some(0)
         );
         assert_eq!(registry.refused(), 2);
+    }
+
+    #[test]
+    fn reserved_names_are_made_past_the_cap_and_long_names_never() {
+        let registry = Registry::<Item>::new(1, 4, Overflow::new("things"));
+        let make = |name: &str| {
+            let name = name.to_owned();
+            move |i: u32| Item(name, i as usize)
+        };
+        assert!(registry.get_or_create("a", make("a")).is_some());
+        assert!(registry.get_or_create("b", make("b")).is_none(), "full");
+        // Reserved: past the cap and past the length limit (rule loads
+        // check lengths themselves), each made once.
+        let (b, _) = registry.reserve("b", make("b")).unwrap();
+        assert_eq!(registry.reserve("b", make("b")).map(|(i, _)| i), Some(b));
+        assert_eq!(
+            registry.get_or_create("b", make("b")).map(|(i, _)| i),
+            Some(b)
+        );
+        assert!(registry.reserve("longer", make("longer")).is_some());
+        assert_eq!((registry.len(), registry.reserved()), (3, 2));
+        // A reservation does not free room for entries.
+        assert!(registry.get_or_create("c", make("c")).is_none());
+
+        let roomy = Registry::<Item>::new(10, 4, Overflow::new("things"));
+        assert!(roomy.get_or_create("12345", make("12345")).is_none());
+        assert!(roomy.get_or_create("1234", make("1234")).is_some());
+        assert_eq!((roomy.len(), roomy.refused()), (1, 1));
     }
 }
