@@ -1296,9 +1296,10 @@ impl SentinelBuilder {
     }
 
     /// At most this many origins per resource that no rule names (default
-    /// [`DEFAULT_MAX_ORIGINS`]); past it an entry still counts on its
-    /// resource but not on an origin node, and a `limit_app: other` flow
-    /// rule does not see it (counted in [`Sentinel::refused_origins`]).
+    /// [`DEFAULT_MAX_ORIGINS`]); past it an entry counts on its resource and
+    /// on one origin node that every origin past the cap shares
+    /// ([`ResourceNode::origins_past_cap`]), so a `limit_app: other` flow
+    /// rule limits them together (counted in [`Sentinel::refused_origins`]).
     /// Origins named by flow `limit_app` and authority lists are made when
     /// the rule is loaded, outside the cap.
     pub fn max_origins(mut self, max: usize) -> Self {

@@ -218,6 +218,34 @@ fn rules_loaded_while_threads_fill_the_caps_apply_at_once() {
 }
 
 #[test]
+fn an_other_rule_limits_the_origins_past_the_cap_together() {
+    let (clock, sentinel) = small_caps();
+    fill_every_cap(&sentinel);
+    let mut other = FlowRule::new("crowded", 2.0);
+    other.limit_app = "other".into();
+    sentinel.flow_rules().load(vec![other]).unwrap();
+    clock.advance_ms(1_000);
+    let enter = |origin: &str| sentinel.entry_builder("crowded").origin(origin).enter();
+    // Origins with their own node: 2 each.
+    let crowded = sentinel.resource_node("crowded").unwrap();
+    let own: Vec<String> = crowded.origins().map(|o| o.name().to_owned()).collect();
+    assert_eq!(own.len(), 5);
+    for origin in &own[..2] {
+        assert_eq!((0..5).filter(|_| enter(origin).is_ok()).count(), 2);
+    }
+    // Origins past the cap: 2 together, never unlimited.
+    let passed = (0..20)
+        .filter(|i| enter(&format!("late/{i}")).is_ok())
+        .count();
+    assert_eq!(passed, 2);
+    let shared = crowded.origins_past_cap().expect("made past the cap");
+    assert_eq!(shared.name(), sentinel_core::node::PAST_MAX_ORIGINS);
+    assert!(shared.is_past_cap());
+    assert_eq!(shared.stats().pass_qps(sentinel.now_ms()), 2.0);
+    assert!(crowded.origins().all(|o| o.name() != shared.name()));
+}
+
+#[test]
 fn a_reload_keeps_nodes_and_never_makes_one_twice() {
     let (_clock, sentinel) = small_caps();
     fill_every_cap(&sentinel);

@@ -709,7 +709,7 @@ fn contexts_past_the_cap_run_in_the_default_context() {
 }
 
 #[test]
-fn origins_past_the_cap_count_on_the_resource_only() {
+fn origins_past_the_cap_count_on_the_resource_and_a_shared_node() {
     let clock = ManualClock::new(T0);
     let sentinel = Sentinel::builder()
         .clock(clock.clone())
@@ -747,6 +747,10 @@ fn origins_past_the_cap_count_on_the_resource_only() {
     assert_eq!(res(&sentinel, "A").total_pass, 4);
     assert_eq!(res(&sentinel, "A").total_success, 4);
     assert_eq!(origin(&sentinel, "B", "second").total_pass, 1);
+    // Issue 21: the origins past the cap share one node.
+    let shared = a.origins_past_cap().expect("an origin came past the cap");
+    assert_eq!(shared.stats().total_pass(sentinel.now_ms()), 2);
+    assert!(sentinel.resource_node("B").unwrap().origins_past_cap().is_none());
 }
 
 #[test]

@@ -7,6 +7,6 @@ mod resource;
 mod statistic;
 pub(crate) mod tree;
 
-pub use resource::{OriginNode, ResourceNode};
+pub use resource::{OriginNode, PAST_MAX_ORIGINS, ResourceNode};
 pub use statistic::{MetricSnapshot, NodeSnapshot, StatisticNode, Totals};
 pub use tree::{ContextNode, Entrance};

@@ -54,7 +54,8 @@ impl Sentinel {
 
     /// How many entries named an origin new past `max_origins` of their
     /// resource (or longer than `max_name_len`), over every resource: they
-    /// counted on the resource but on no origin node.
+    /// counted on the node that such origins of the resource share
+    /// ([`ResourceNode::origins_past_cap`]).
     pub fn refused_origins(&self) -> u64 {
         self.origin_cap.refused()
     }
