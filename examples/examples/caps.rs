@@ -1,9 +1,10 @@
 //! Caps under hostile names (issue 21): enters 1 000 000 distinct resource
 //! names of up to the length limit (and a few over it) on an instance with
 //! the default caps, as a service naming resources after request data
-//! might, and prints the growth of resident memory. Then loads a flow rule
-//! of count 0 on a name never seen, and shows that it applies: a cap filled
-//! by other names never switches a rule off.
+//! might, and prints the growth of resident memory; then as many distinct
+//! origins, then contexts, on one resource. Then loads a flow rule of count
+//! 0 on a name never seen, and shows that it applies: a cap filled by other
+//! names never switches a rule off.
 //!
 //! Run: `cargo run --release -p examples --example caps [names]`
 //! (Linux: reads /proc/self/statm.)
@@ -48,6 +49,8 @@ fn main() {
         return;
     };
 
+    // The resource the origin and context floods enter, made first.
+    drop(sentinel.entry("GET:/api"));
     let mut buf = String::with_capacity(4 * DEFAULT_MAX_NAME_LEN);
     let mut longest = 0;
     for i in 0..names {
@@ -70,6 +73,31 @@ fn main() {
         "resources: {} made (cap {}), {} entries refused a node (counted, unchecked)",
         caps.resources.used, caps.resources.max, caps.resources.refused
     );
+
+    // Origins, then contexts, named after request data.
+    for (what, i0) in [("origins", 0), ("contexts", names)] {
+        let start = resident_bytes().unwrap_or(before);
+        for i in i0..i0 + names {
+            name(i, &mut buf);
+            let entry = sentinel.entry_builder("GET:/api");
+            let entry = match what {
+                "origins" => entry.origin(&buf),
+                _ => entry.context(&buf),
+            };
+            drop(entry.enter().expect("no rules yet, nothing blocks"));
+        }
+        let end = resident_bytes().unwrap_or(start);
+        let caps = sentinel.caps();
+        let (made, max, refused) = match what {
+            "origins" => (caps.origins.used, caps.origins.max, caps.origins.refused),
+            _ => (caps.contexts.used, caps.contexts.max, caps.contexts.refused),
+        };
+        println!(
+            "{names} distinct {what} on one resource: resident memory +{} MiB, {made} made \
+             (cap {max}), {refused} entries refused one",
+            (end.saturating_sub(start)) >> 20
+        );
+    }
 
     // A rule on a name never seen, loaded past the full cap.
     sentinel

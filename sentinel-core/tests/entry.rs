@@ -750,7 +750,13 @@ fn origins_past_the_cap_count_on_the_resource_and_a_shared_node() {
     // Issue 21: the origins past the cap share one node.
     let shared = a.origins_past_cap().expect("an origin came past the cap");
     assert_eq!(shared.stats().total_pass(sentinel.now_ms()), 2);
-    assert!(sentinel.resource_node("B").unwrap().origins_past_cap().is_none());
+    assert!(
+        sentinel
+            .resource_node("B")
+            .unwrap()
+            .origins_past_cap()
+            .is_none()
+    );
 }
 
 #[test]
