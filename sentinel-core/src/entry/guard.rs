@@ -66,8 +66,8 @@ impl<'s> Active<'s> {
         holds: Holds,
     ) -> Self {
         let origin_uncounted = match origin {
-            Some(node) if !node.is_past_cap() => None,
-            _ if !origin_name.is_empty() => Some(origin_name.into()),
+            None if !origin_name.is_empty() => Some(origin_name.into()),
+            Some(node) if node.is_past_cap() => Some(origin_name.into()),
             _ => None,
         };
         Active {
