@@ -59,8 +59,8 @@ pub use param::{InlineStr, ParamKey, ParamValue};
 pub use rule::{Rule, RuleError, RuleErrors};
 pub use rules::{Listener, RuleBook, RuleManager};
 pub use sentinel::{
-    DEFAULT_CONTEXT, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES, Sentinel,
-    SentinelBuilder, global,
+    CapUsage, Caps, DEFAULT_CONTEXT, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_NAME_LEN,
+    DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES, Sentinel, SentinelBuilder, global,
 };
 
 /// Enters `resource` on the [`global`] instance with the default settings.

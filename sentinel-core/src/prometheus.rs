@@ -29,6 +29,18 @@
 //!   gauge `sentinel_rt_max_ms`, the largest response time over the last
 //!   minute. Both are left out when no resource is tracked.
 //!
+//! Per instance, the caps ([`Sentinel::caps`]), so that an operator sees a
+//! cap being hit:
+//!
+//! - counters `sentinel_refused_resources_total`,
+//!   `sentinel_refused_contexts_total`, `sentinel_refused_origins_total`:
+//!   entries refused a node since the instance was made, because their name
+//!   was new past the cap or over the length limit.
+//! - gauge `sentinel_cap` (label `cap`: `resources`, `contexts`, `origins`,
+//!   the last per resource) and gauge `sentinel_cap_used` (labels `cap` and
+//!   `made_by`: `entries`, which count against the cap, or `rules`, names
+//!   reserved by loaded rules outside it).
+//!
 //! The text is the Prometheus text format, version 0.0.4 (serve it with
 //! [`CONTENT_TYPE`]): `# HELP` and `# TYPE` before each family, label values
 //! with `\`, `"` and line feeds escaped.
@@ -165,6 +177,8 @@ pub fn render_prometheus(sentinel: &Sentinel) -> String {
             .map(|(resource, rule, state)| ([("resource", *resource), ("rule", rule)], state)),
     );
 
+    caps(&mut out, sentinel);
+
     let tracked: Vec<(&str, RtPercentiles)> = nodes
         .iter()
         .filter_map(|node| Some((node.name(), node.rt_percentiles(now)?)))
@@ -173,6 +187,46 @@ pub fn render_prometheus(sentinel: &Sentinel) -> String {
         percentiles(&mut out, &tracked);
     }
     out
+}
+
+/// The refusals and fill of the instance's caps.
+fn caps(out: &mut String, sentinel: &Sentinel) {
+    let caps = sentinel.caps();
+    let all = [
+        ("resources", caps.resources),
+        ("contexts", caps.contexts),
+        ("origins", caps.origins),
+    ];
+    for (cap, usage) in all {
+        family(
+            out,
+            &format!("sentinel_refused_{cap}_total"),
+            &format!(
+                "Entries refused a node: new {cap} past the cap, or names over the length limit."
+            ),
+            "counter",
+            [([], usage.refused)],
+        );
+    }
+    family(
+        out,
+        "sentinel_cap",
+        "The caps on names made by entries (origins: per resource).",
+        "gauge",
+        all.map(|(cap, usage)| ([("cap", cap)], usage.max)),
+    );
+    family(
+        out,
+        "sentinel_cap_used",
+        "Names made by entries (against the cap) and reserved by rules (outside it).",
+        "gauge",
+        all.iter().flat_map(|(cap, usage)| {
+            [
+                ([("cap", *cap), ("made_by", "entries")], usage.used),
+                ([("cap", *cap), ("made_by", "rules")], usage.reserved),
+            ]
+        }),
+    );
 }
 
 /// The summary and the maximum of the resources whose percentiles are

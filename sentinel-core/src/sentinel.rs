@@ -1,6 +1,10 @@
 //! `Sentinel`: one instance owns its clock, its nodes (registry and
 //! invocation tree), its slot chain and its rules.
 
+mod caps;
+
+pub use caps::{CapUsage, Caps};
+
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -15,6 +19,7 @@ use crate::entry::{Active, Request};
 use crate::flow::{self, FlowRules};
 use crate::hotspot::{self, ParamFlowRule};
 use crate::log::BlockLedger;
+use crate::node::overflow::{OriginCap, Overflow};
 use crate::node::registry::{Arena, Registry};
 use crate::node::tree::{EntranceNode, TreeNode, add_child, has_child};
 use crate::node::{ContextNode, Entrance, OriginNode, ResourceNode, StatisticNode};
@@ -36,6 +41,9 @@ pub const DEFAULT_MAX_RESOURCES: usize = 6_000;
 pub const DEFAULT_MAX_CONTEXTS: usize = 2_000;
 /// The default cap on origins per resource.
 pub const DEFAULT_MAX_ORIGINS: usize = 1_000;
+/// The default limit on the length of a name (resource, context, origin),
+/// in bytes.
+pub const DEFAULT_MAX_NAME_LEN: usize = 1_024;
 
 /// The id of the default context: made first by every instance.
 const DEFAULT_CONTEXT_ID: u32 = 0;
@@ -97,7 +105,10 @@ pub struct Sentinel {
     inbound: StatisticNode,
     chain: SlotChain,
     enabled: AtomicBool,
-    max_origins: usize,
+    origin_cap: Arc<OriginCap>,
+    max_name_len: usize,
+    /// The resources the rules in force mention (their node ids).
+    named_by_rules: Mutex<Vec<u32>>,
     /// Every rule kind, swapped as one.
     rules: ArcSwap<RuleSet>,
     /// The version of `rules`, stored after it (0: no rule loaded yet).
@@ -258,11 +269,24 @@ impl Sentinel {
     /// As [`resolve`](Self::resolve), without counting a refusal (a handle
     /// counts one per entry instead).
     pub(crate) fn resolve_quietly(&self, name: &str) -> Option<&ResourceNode> {
-        let config = &self.config;
-        let max_origins = self.max_origins;
+        let (config, origin_cap) = (&self.config, &self.origin_cap);
         self.resources
-            .try_get_or_create(name, |id| ResourceNode::new(name, id, config, max_origins))
+            .try_get_or_create(name, |id| ResourceNode::new(name, id, config, origin_cap))
             .map(|(_, node)| node)
+    }
+
+    /// The node of a handle made past the resource cap: a rule loaded since
+    /// may have made it. Otherwise the entry is refused a node (counted).
+    #[cold]
+    fn resolve_late(&self, name: &str) -> Option<&ResourceNode> {
+        let node = self
+            .resources
+            .find(name)
+            .and_then(|id| self.resources.get(id));
+        if node.is_none() {
+            self.resources.refuse(name);
+        }
+        node
     }
 
     #[inline(always)]
@@ -360,14 +384,11 @@ impl Sentinel {
             return Ok(None);
         }
         let resource = match request.resource {
-            Some(resolved) => resolved,
+            Some(Some(resolved)) => Some(resolved),
+            Some(None) => self.resolve_late(request.name),
             None => self.resolve(request.name),
         };
         let Some(resource) = resource else {
-            if request.resource.is_some() {
-                // A handle made past the cap: still counted as refused.
-                self.resources.refuse(request.name);
-            }
             return Ok(None);
         };
         let now = self.clock.now_ms();
@@ -380,15 +401,16 @@ impl Sentinel {
                 let node = self.nested_node(resource, parent.context, parent.node);
                 (parent.context, node)
             }
-            (None, Some(name)) => {
-                let Some((context, _)) = self
-                    .contexts
-                    .get_or_create(name, |_| EntranceNode::new(name))
-                else {
-                    return Ok(None);
-                };
-                (context, self.top_node(resource, context))
-            }
+            (None, Some(name)) => match self
+                .contexts
+                .get_or_create(name, |_| EntranceNode::new(name))
+            {
+                Some((context, _)) => (context, self.top_node(resource, context)),
+                // Past the context cap the entry still counts and is checked
+                // on its resource, in the default context: a cap filled by
+                // context names never switches a resource's rules off.
+                None => (DEFAULT_CONTEXT_ID, self.default_node(resource)),
+            },
         };
         let context_stats = match context {
             DEFAULT_CONTEXT_ID => None,
@@ -981,6 +1003,8 @@ impl Sentinel {
         let version = current.version.wrapping_add(1).max(1);
         let mut parts = current.parts.clone();
         change(&mut parts);
+        // Before the set is visible: its rules find their nodes made.
+        self.reserve_names(&parts);
         let next = Arc::new(RuleSet::build(version, parts));
         self.rules.store(Arc::clone(&next));
         self.rules_version.store(version, Ordering::Release);
@@ -1047,18 +1071,6 @@ impl Sentinel {
                 node,
             })
             .collect()
-    }
-
-    /// How many entries ran unchecked and uncounted because their resource
-    /// was new past `max_resources`.
-    pub fn refused_resources(&self) -> u64 {
-        self.resources.refused()
-    }
-
-    /// How many entries ran unchecked and uncounted because their context
-    /// was new past `max_contexts`.
-    pub fn refused_contexts(&self) -> u64 {
-        self.contexts.refused()
     }
 
     // ---- the switch ----
@@ -1252,6 +1264,7 @@ pub struct SentinelBuilder {
     max_resources: Option<usize>,
     max_contexts: Option<usize>,
     max_origins: Option<usize>,
+    max_name_len: Option<usize>,
     stat: StatConfig,
     slots: Vec<Arc<dyn Slot>>,
     status: Option<Arc<dyn SystemStatus>>,
@@ -1266,27 +1279,46 @@ impl SentinelBuilder {
         self
     }
 
-    /// At most this many resources are counted and checked (default
-    /// [`DEFAULT_MAX_RESOURCES`]); entries of resources past it pass
-    /// unchecked, are counted in [`Sentinel::refused_resources`], and the
-    /// first is logged.
+    /// At most this many resources that no rule names are counted and
+    /// checked (default [`DEFAULT_MAX_RESOURCES`]); entries of new names
+    /// past it pass unchecked, are counted in
+    /// [`Sentinel::refused_resources`], and the first is logged. A resource
+    /// that a loaded rule names (every kind, a relate rule's `ref_resource`
+    /// included) has its node made when the rule is loaded, outside the
+    /// cap: a cap filled by other names never switches a rule off.
     pub fn max_resources(mut self, max: usize) -> Self {
         self.max_resources = Some(max);
         self
     }
 
-    /// At most this many named contexts (default [`DEFAULT_MAX_CONTEXTS`]),
-    /// with the same behaviour past it as for resources.
+    /// At most this many named contexts that no rule names (default
+    /// [`DEFAULT_MAX_CONTEXTS`]); an entry naming a new context past it is
+    /// counted and checked in the default context instead, and counted in
+    /// [`Sentinel::refused_contexts`]. Contexts of chain rules are made
+    /// when the rule is loaded, outside the cap.
     pub fn max_contexts(mut self, max: usize) -> Self {
         self.max_contexts = Some(max);
         self
     }
 
-    /// At most this many origins per resource (default
-    /// [`DEFAULT_MAX_ORIGINS`]); past it an entry still counts on its
-    /// resource but not on an origin node, and rules by origin do not see it.
+    /// At most this many origins per resource that no rule names (default
+    /// [`DEFAULT_MAX_ORIGINS`]); past it an entry counts on its resource and
+    /// on one origin node that every origin past the cap shares
+    /// ([`ResourceNode::origins_past_cap`]), so a `limit_app: other` flow
+    /// rule limits them together (counted in [`Sentinel::refused_origins`]).
+    /// Origins named by flow `limit_app` and authority lists are made when
+    /// the rule is loaded, outside the cap.
     pub fn max_origins(mut self, max: usize) -> Self {
         self.max_origins = Some(max);
+        self
+    }
+
+    /// The longest name, in bytes, of a resource, context or origin
+    /// (default [`DEFAULT_MAX_NAME_LEN`]). A rule naming a longer one is
+    /// refused when loaded; an entry with a longer name is treated as past
+    /// the cap (passes unchecked, counted as refused, never stored).
+    pub fn max_name_len(mut self, bytes: usize) -> Self {
+        self.max_name_len = Some(bytes);
         self
     }
 
@@ -1316,11 +1348,13 @@ impl SentinelBuilder {
             None => InstanceClock::System(SystemClock),
             Some(clock) => InstanceClock::Custom(MonotonicClock::new(clock)),
         };
+        let max_name_len = self.max_name_len.unwrap_or(DEFAULT_MAX_NAME_LEN);
         let contexts = Registry::new(
             self.max_contexts
                 .unwrap_or(DEFAULT_MAX_CONTEXTS)
                 .saturating_add(1),
-            "contexts",
+            max_name_len.max(DEFAULT_CONTEXT.len()),
+            Overflow::new("contexts"),
         );
         let default =
             contexts.get_or_create(DEFAULT_CONTEXT, |_| EntranceNode::new(DEFAULT_CONTEXT));
@@ -1329,7 +1363,8 @@ impl SentinelBuilder {
             clock,
             resources: Registry::new(
                 self.max_resources.unwrap_or(DEFAULT_MAX_RESOURCES),
-                "resources",
+                max_name_len,
+                Overflow::new("resources"),
             ),
             contexts,
             nodes: Arena::default(),
@@ -1337,7 +1372,12 @@ impl SentinelBuilder {
             inbound: StatisticNode::new(&self.stat),
             chain: SlotChain::new(self.slots),
             enabled: AtomicBool::new(true),
-            max_origins: self.max_origins.unwrap_or(DEFAULT_MAX_ORIGINS),
+            origin_cap: Arc::new(OriginCap::new(
+                self.max_origins.unwrap_or(DEFAULT_MAX_ORIGINS),
+                max_name_len,
+            )),
+            max_name_len,
+            named_by_rules: Mutex::new(Vec::new()),
             config: self.stat,
             rules: ArcSwap::from_pointee(RuleSet::default()),
             rules_version: AtomicU32::new(0),
@@ -1365,6 +1405,7 @@ impl fmt::Debug for SentinelBuilder {
             .field("max_resources", &self.max_resources)
             .field("max_contexts", &self.max_contexts)
             .field("max_origins", &self.max_origins)
+            .field("max_name_len", &self.max_name_len)
             .field("stat", &self.stat)
             .field("slots", &self.slots)
             .finish()

@@ -49,6 +49,13 @@ pub struct ResourceSnapshot {
     /// Its response-time percentiles over the last minute, when tracked
     /// ([`Sentinel::track_percentiles`]); `None` otherwise.
     pub percentiles: Option<RtPercentiles>,
+    /// Whether a loaded rule mentions it, so that its node exists outside
+    /// the resource cap ([`Sentinel::is_reserved`]).
+    pub named_by_rules: bool,
+    /// Entries refused an origin node on it: their origin was new past
+    /// `max_origins` (or over the name length limit). The instance's other
+    /// caps are read with [`Sentinel::caps`].
+    pub refused_origins: u64,
 }
 
 /// How many rules of each kind guard one resource. System rules guard
@@ -133,6 +140,8 @@ impl Sentinel {
                             .collect()
                     }),
                     percentiles: node.rt_percentiles_in(now, &mut tally),
+                    named_by_rules: node.is_named_by_rules(),
+                    refused_origins: node.refused_origins(),
                 }
             })
             .collect()

@@ -676,15 +676,18 @@ fn resources_past_the_cap_pass_uncounted() {
 }
 
 #[test]
-fn contexts_past_the_cap_pass_uncounted() {
+fn contexts_past_the_cap_run_in_the_default_context() {
     let clock = ManualClock::new(T0);
     let sentinel = Sentinel::builder()
         .clock(clock.clone())
         .max_contexts(1)
         .build();
     drop(sentinel.entry_builder("A").context("web").enter().unwrap());
+    // Issue 21: past the cap the entry still counts (and is checked) on its
+    // resource, in the default context, so a full context cap never
+    // switches a resource's rules off.
     let refused = sentinel.entry_builder("A").context("api").enter().unwrap();
-    assert!(!refused.is_counted());
+    assert!(refused.is_counted());
     drop(refused);
     drop(sentinel.entry_builder("B").context("api").enter().unwrap());
     assert_eq!(sentinel.refused_contexts(), 2);
@@ -695,22 +698,18 @@ fn contexts_past_the_cap_pass_uncounted() {
     assert_eq!(sentinel.refused_contexts(), 2);
 
     let r = res(&sentinel, "A");
-    assert_eq!(r.total_pass, 3);
+    assert_eq!(r.total_pass, 4);
     assert_eq!(ctx_node(&sentinel, "web", "A").total_pass, 2);
-    assert_eq!(ctx_node(&sentinel, DEFAULT_CONTEXT, "A").total_pass, 1);
+    assert_eq!(ctx_node(&sentinel, DEFAULT_CONTEXT, "A").total_pass, 2);
     assert!(sentinel.context_node("api", "A").is_none());
     let ctx_names: Vec<_> = sentinel.entrances().iter().map(|e| e.name()).collect();
     assert_eq!(ctx_names, [DEFAULT_CONTEXT, "web"]);
-    // B was only ever entered in the refused context.
-    assert!(
-        sentinel
-            .resource_node("B")
-            .is_none_or(|b| b.stats().total_pass(sentinel.now_ms()) == 0)
-    );
+    assert_eq!(res(&sentinel, "B").total_pass, 1);
+    assert_eq!(ctx_node(&sentinel, DEFAULT_CONTEXT, "B").total_pass, 1);
 }
 
 #[test]
-fn origins_past_the_cap_count_on_the_resource_only() {
+fn origins_past_the_cap_count_on_the_resource_and_a_shared_node() {
     let clock = ManualClock::new(T0);
     let sentinel = Sentinel::builder()
         .clock(clock.clone())
@@ -748,6 +747,16 @@ fn origins_past_the_cap_count_on_the_resource_only() {
     assert_eq!(res(&sentinel, "A").total_pass, 4);
     assert_eq!(res(&sentinel, "A").total_success, 4);
     assert_eq!(origin(&sentinel, "B", "second").total_pass, 1);
+    // Issue 21: the origins past the cap share one node.
+    let shared = a.origins_past_cap().expect("an origin came past the cap");
+    assert_eq!(shared.stats().total_pass(sentinel.now_ms()), 2);
+    assert!(
+        sentinel
+            .resource_node("B")
+            .unwrap()
+            .origins_past_cap()
+            .is_none()
+    );
 }
 
 #[test]

@@ -688,18 +688,24 @@ fn relate_limits_a_resource_by_the_qps_of_another() {
 }
 
 #[test]
-fn relate_to_a_resource_never_entered_does_not_apply() {
+fn relate_to_a_resource_never_entered_reads_its_empty_node() {
     let (_clock, sentinel) = setup();
     sentinel
         .flow_rules()
         .load(vec![FlowRule {
             strategy: FlowStrategy::Relate,
             ref_resource: Some("never".into()),
-            ..FlowRule::new("write", 0.0)
+            ..FlowRule::new("write", 1.0)
         }])
         .unwrap();
+    // Issue 21: the rule made the reference's node when loaded (so that no
+    // cap can leave it without one); nothing entered it, so "write" is
+    // limited by a quiet reference: 0 + 1 <= 1 each time.
     assert_eq!(admit(&sentinel, "write", 10), 10);
-    assert!(sentinel.resource_node("never").is_none());
+    let never = sentinel
+        .resource_node("never")
+        .expect("reserved by the rule");
+    assert_eq!(never.stats().total_pass(sentinel.now_ms()), 0);
 }
 
 // ---- 7. chain ----

@@ -495,6 +495,14 @@ mod prometheus {
                 continue;
             }
             assert!(!line.starts_with('#'), "{line}");
+            // An instance-wide sample has no labels: `name value`.
+            if let Some((name, value)) = line.split_once(' ').filter(|(n, _)| !n.contains('{')) {
+                assert_eq!(family.as_deref(), Some(name), "{name} outside its family");
+                let previous =
+                    samples.insert((name.to_owned(), Vec::new()), value.parse().unwrap());
+                assert!(previous.is_none(), "series repeated: {line}");
+                continue;
+            }
             let (name, rest) = line.split_once('{').expect("labels");
             assert_eq!(family.as_deref(), Some(name), "{name} outside its family");
             let mut labels = Vec::new();

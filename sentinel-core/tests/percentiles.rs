@@ -278,7 +278,7 @@ fn prometheus_shows_a_summary_for_tracked_resources_only() {
                 types.insert(name.to_owned(), kind.to_owned());
             } else if !line.starts_with("# HELP ") {
                 let (series, value) = line.rsplit_once(' ').unwrap();
-                let name = &series[..series.find('{').unwrap()];
+                let name = &series[..series.find('{').unwrap_or(series.len())];
                 let family = ["_sum", "_count"]
                     .iter()
                     .find_map(|s| name.strip_suffix(s).filter(|f| types.contains_key(*f)))

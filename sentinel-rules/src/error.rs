@@ -26,11 +26,22 @@ impl fmt::Display for RuleRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}[{}]", self.kind, self.index)?;
         match &self.resource {
+            Some(resource) if resource.len() > SHOWN_RESOURCE_BYTES => {
+                // A name over the length limit may be megabytes long.
+                let mut end = SHOWN_RESOURCE_BYTES;
+                while !resource.is_char_boundary(end) {
+                    end -= 1;
+                }
+                write!(f, " ({}... {} bytes)", &resource[..end], resource.len())
+            }
             Some(resource) if !resource.is_empty() => write!(f, " ({resource})"),
             _ => Ok(()),
         }
     }
 }
+
+/// The most of a resource name an error line shows.
+const SHOWN_RESOURCE_BYTES: usize = 128;
 
 /// One problem of a file. `Display` gives the whole line, without the file
 /// name: `14:12: flow[2] (GET:/orders): count must be a finite number >= 0, got -5`.

@@ -21,6 +21,7 @@ pub struct LoadOptions {
     max_size: usize,
     max_depth: usize,
     allow_empty: bool,
+    max_name_len: Option<usize>,
 }
 
 impl Default for LoadOptions {
@@ -29,6 +30,7 @@ impl Default for LoadOptions {
             max_size: DEFAULT_MAX_SIZE,
             max_depth: DEFAULT_MAX_DEPTH,
             allow_empty: false,
+            max_name_len: None,
         }
     }
 }
@@ -53,6 +55,35 @@ impl LoadOptions {
     pub fn allow_empty(mut self, allow: bool) -> Self {
         self.allow_empty = allow;
         self
+    }
+
+    /// Names (resources, `ref_resource`, `limit_app` origins,
+    /// `track_percentiles` entries) longer than `bytes` are refused at their
+    /// line and column. Unset, the limit is the instance's
+    /// ([`Sentinel::max_name_len`](sentinel_core::Sentinel::max_name_len))
+    /// for a [`RuleWatcher`](crate::RuleWatcher), and
+    /// [`DEFAULT_MAX_NAME_LEN`](sentinel_core::DEFAULT_MAX_NAME_LEN) for the
+    /// `parse_*` and `load_file` functions, which know no instance: set it
+    /// to the instance's when that differs, or [`apply`](crate::apply)
+    /// refuses the file without positions.
+    pub fn max_name_len(mut self, bytes: usize) -> Self {
+        self.max_name_len = Some(bytes);
+        self
+    }
+
+    /// The name length limit, bytes.
+    pub fn get_max_name_len(&self) -> usize {
+        self.max_name_len
+            .unwrap_or(sentinel_core::DEFAULT_MAX_NAME_LEN)
+    }
+
+    /// These options, with the name length limit of `sentinel` unless one
+    /// was set.
+    pub(crate) fn for_instance(&self, sentinel: &sentinel_core::Sentinel) -> Self {
+        LoadOptions {
+            max_name_len: Some(self.max_name_len.unwrap_or(sentinel.max_name_len())),
+            ..self.clone()
+        }
     }
 
     /// The size limit, bytes.

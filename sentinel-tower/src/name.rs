@@ -13,7 +13,9 @@ use sentinel_core::{Resource, Sentinel};
 /// The resource every request is entered as once the layer has seen
 /// [`max_resource_names`](crate::SentinelLayer::max_resource_names) distinct
 /// names: still counted and still checked (rules can name it), never a new
-/// resource per name.
+/// resource per name. A name that a loaded rule mentions
+/// ([`Sentinel::is_reserved`]) is never sent here: it keeps its own
+/// resource, past the cap, so its rules apply.
 pub const OVERFLOW_RESOURCE: &str = "sentinel-tower:overflow";
 
 /// The default cap on distinct resource names one layer makes.
@@ -157,15 +159,16 @@ impl NameCache {
     }
 
     /// The handle of `name`, made on first sight; the overflow resource
-    /// once `max` names are known.
+    /// once `max` names are known, unless a rule names it.
     #[inline]
     pub(crate) fn get(&self, name: &str) -> Arc<Resource<'static>> {
         let map = self.map.load();
         if let Some(resource) = map.get(name) {
             return Arc::clone(resource);
         }
-        if map.len() >= self.max {
-            // Full: no lock for names that can never be added.
+        if map.len() >= self.max && !self.sentinel.is_reserved(name) {
+            // Full: no lock for names that can never be added (asking the
+            // instance takes none either).
             return self.overflow(name);
         }
         drop(map);
@@ -184,7 +187,9 @@ impl NameCache {
         if let Some(resource) = current.get(name) {
             return Arc::clone(resource);
         }
-        if current.len() >= self.max {
+        // A name that rules mention is cached past the cap: their names
+        // are bounded by the rules, not by traffic.
+        if current.len() >= self.max && !self.sentinel.is_reserved(name) {
             return self.overflow(name);
         }
         let resource = Arc::new(self.sentinel.resource(name));

@@ -30,8 +30,9 @@ pub(crate) struct Active<'s> {
     pub(crate) context: u32,
     pub(crate) context_stats: Option<&'s StatisticNode>,
     pub(crate) origin: Option<&'s OriginNode>,
-    /// The origin's name when it has no node (past the origin cap), so the
-    /// exit and nested entries still see it. Allocated only then.
+    /// The origin's name when it has no node of its own (past the origin
+    /// cap it counts on the shared one), so the exit and nested entries
+    /// still see it. Allocated only then.
     origin_uncounted: Option<Arc<str>>,
     pub(crate) entry_type: EntryType,
     pub(crate) start_ms: u64,
@@ -66,6 +67,7 @@ impl<'s> Active<'s> {
     ) -> Self {
         let origin_uncounted = match origin {
             None if !origin_name.is_empty() => Some(origin_name.into()),
+            Some(node) if node.is_past_cap() => Some(origin_name.into()),
             _ => None,
         };
         Active {
@@ -93,9 +95,9 @@ impl<'s> Active<'s> {
 
     /// The caller's origin, or `""`.
     pub(crate) fn origin_name(&self) -> &str {
-        match (self.origin, &self.origin_uncounted) {
-            (Some(node), _) => node.name(),
-            (None, Some(name)) => name,
+        match (&self.origin_uncounted, self.origin) {
+            (Some(name), _) => name,
+            (None, Some(node)) => node.name(),
             (None, None) => "",
         }
     }

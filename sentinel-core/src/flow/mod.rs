@@ -73,6 +73,7 @@ pub type FlowListener = Listener<FlowRule>;
 pub(crate) static KIND: Kind<FlowRule> = Kind {
     name: "flow",
     problems: FlowRule::problems,
+    names: crate::rules::names::flow,
     rules: RuleSet::flow_rules,
     replace: |parts, rules| parts.flow = Arc::new(KindSet::compile(rules, &parts.flow)),
     listeners: |sentinel| &sentinel.listeners.flow,

@@ -1,11 +1,12 @@
 //! Nodes: where statistics are kept (per resource, per context, per origin,
 //! and the inbound total) and how they form the invocation tree.
 
+pub(crate) mod overflow;
 pub(crate) mod registry;
 mod resource;
 mod statistic;
 pub(crate) mod tree;
 
-pub use resource::{OriginNode, ResourceNode};
+pub use resource::{OriginNode, PAST_MAX_ORIGINS, ResourceNode};
 pub use statistic::{MetricSnapshot, NodeSnapshot, StatisticNode, Totals};
 pub use tree::{ContextNode, Entrance};

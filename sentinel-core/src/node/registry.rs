@@ -21,6 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use once_cell::race::OnceBox;
 use parking_lot::Mutex;
 
+use super::overflow::Overflow;
+
 /// The hasher for name lookups: fast on short strings and keyed per process,
 /// so names chosen by a caller (origins, contexts) cannot be crafted to
 /// collide.
@@ -85,31 +87,6 @@ impl<T> Arena<T> {
     }
 }
 
-/// What happens to names past a registry's cap: counted, and logged once.
-#[derive(Default)]
-pub(crate) struct Overflow {
-    refused: AtomicU64,
-    warned: AtomicBool,
-}
-
-impl Overflow {
-    #[cold]
-    pub(crate) fn record(&self, what: &str, cap: usize, name: &str) {
-        self.refused.fetch_add(1, Ordering::Relaxed);
-        if !self.warned.swap(true, Ordering::Relaxed) {
-            tracing::warn!(
-                cap,
-                name,
-                "sentinel: more than {cap} {what}; entries for new {what} pass unchecked and uncounted"
-            );
-        }
-    }
-
-    pub(crate) fn count(&self) -> u64 {
-        self.refused.load(Ordering::Relaxed)
-    }
-}
-
 /// A value a [`Registry`] finds by name.
 pub(crate) trait Named {
     /// The name it is registered under.
@@ -147,23 +124,36 @@ impl Table {
 
 const HIGH: u64 = 0xffff_ffff_0000_0000;
 
-/// Named values, each created exactly once, found by name without a lock,
-/// at most `cap` of them.
+/// Named values, each created exactly once, found by name without a lock.
+///
+/// Names come two ways. Entries make them on first sight, at most `cap` of
+/// them and none longer than `max_name_len` bytes: past either the entry is
+/// refused a node (counted, logged once). Rule loads *reserve* the names
+/// their rules mention, outside the cap, so that names made by traffic can
+/// never leave a rule without its node.
 pub(crate) struct Registry<T> {
     arena: Arena<T>,
     tables: [OnceBox<Table>; TABLES],
     /// The newest table.
     current: AtomicUsize,
     hasher: NameHasher,
-    create: Mutex<()>,
+    /// Serialises creation; holds how many names entries made (the ones the
+    /// cap bounds).
+    create: Mutex<usize>,
+    /// Entries made `cap` names: a new name is refused without the mutex,
+    /// so a flood of new names past the cap does not queue on it.
+    full: AtomicBool,
     cap: usize,
-    what: &'static str,
+    max_name_len: usize,
+    /// How many names reservations made (outside the cap).
+    reserved: AtomicUsize,
     overflow: Overflow,
 }
 
 impl<T: Named> Registry<T> {
-    /// An empty registry for at most `cap` names of `what` (for the log).
-    pub(crate) fn new(cap: usize, what: &'static str) -> Self {
+    /// An empty registry for at most `cap` names made by entries, none
+    /// longer than `max_name_len` bytes; refusals go to `overflow`.
+    pub(crate) fn new(cap: usize, max_name_len: usize, overflow: Overflow) -> Self {
         let tables: [OnceBox<Table>; TABLES] = std::array::from_fn(|_| OnceBox::new());
         let _ = tables[0].set(Box::new(Table::new(FIRST_TABLE)));
         Registry {
@@ -171,10 +161,12 @@ impl<T: Named> Registry<T> {
             tables,
             current: AtomicUsize::new(0),
             hasher: NameHasher::default(),
-            create: Mutex::new(()),
+            create: Mutex::new(0),
+            full: AtomicBool::new(cap == 0),
             cap,
-            what,
-            overflow: Overflow::default(),
+            max_name_len,
+            reserved: AtomicUsize::new(0),
+            overflow,
         }
     }
 
@@ -210,8 +202,8 @@ impl<T: Named> Registry<T> {
     }
 
     /// The value named `name`, made by `make(index)` if it is new. `None`
-    /// when the name is new and the registry is full: that is counted and
-    /// logged once.
+    /// when the name is new and the registry is full or the name too long:
+    /// that is counted and logged once.
     #[inline]
     pub(crate) fn get_or_create(
         &self,
@@ -234,19 +226,44 @@ impl<T: Named> Registry<T> {
     ) -> Option<(u32, &T)> {
         match self.find(name) {
             Some(index) => Some((index, self.arena.get(index)?)),
-            None => self.create(name, make),
+            None => self.create(name, make, false),
+        }
+    }
+
+    /// The value named `name`, made by `make(index)` if it is new, whatever
+    /// the cap and the name's length (rule loads check lengths first).
+    /// `None` only when the arena has no index left (2^32 names).
+    pub(crate) fn reserve(&self, name: &str, make: impl FnOnce(u32) -> T) -> Option<(u32, &T)> {
+        match self.find(name) {
+            Some(index) => Some((index, self.arena.get(index)?)),
+            None => self.create(name, make, true),
         }
     }
 
     #[cold]
-    fn create(&self, name: &str, make: impl FnOnce(u32) -> T) -> Option<(u32, &T)> {
-        let _guard = self.create.lock();
+    fn create(&self, name: &str, make: impl FnOnce(u32) -> T, reserve: bool) -> Option<(u32, &T)> {
+        // A name too long is never stored: it is refused as past the cap.
+        if !reserve && (name.len() > self.max_name_len || self.full.load(Ordering::Relaxed)) {
+            return None;
+        }
+        let mut made_by_entries = self.create.lock();
         // Another thread may have made it while this one waited.
         if let Some(index) = self.find(name) {
             return Some((index, self.arena.get(index)?));
         }
-        if self.arena.len() >= self.cap {
-            return None;
+        if reserve {
+            if self.arena.len() >= u32::MAX as usize {
+                return None;
+            }
+            self.reserved.fetch_add(1, Ordering::Relaxed);
+        } else {
+            if *made_by_entries >= self.cap {
+                return None;
+            }
+            *made_by_entries += 1;
+            if *made_by_entries >= self.cap {
+                self.full.store(true, Ordering::Relaxed);
+            }
         }
         let index = self.arena.push(make(self.arena.len() as u32));
         let mut level = self.current.load(Ordering::Relaxed);
@@ -268,7 +285,7 @@ impl<T: Named> Registry<T> {
 
     /// Records an entry refused for want of room (a handle made past the cap).
     pub(crate) fn refuse(&self, name: &str) {
-        self.overflow.record(self.what, self.cap, name);
+        self.overflow.record(self.cap, self.max_name_len, name);
     }
 
     /// How many new names were refused because the registry was full.
@@ -287,13 +304,23 @@ impl<T> Registry<T> {
     pub(crate) fn len(&self) -> usize {
         self.arena.len()
     }
+
+    /// How many names rule loads made, outside the cap.
+    pub(crate) fn reserved(&self) -> usize {
+        self.reserved.load(Ordering::Relaxed)
+    }
+
+    /// The cap on names made by entries.
+    pub(crate) fn cap(&self) -> usize {
+        self.cap
+    }
 }
 
 impl<T: Named> fmt::Debug for Registry<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Registry")
-            .field("what", &self.what)
             .field("len", &self.len())
+            .field("reserved", &self.reserved())
             .field("cap", &self.cap)
             .field("refused", &self.refused())
             .finish()
@@ -301,95 +328,5 @@ impl<T: Named> fmt::Debug for Registry<T> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn locate_covers_every_index_once() {
-        let mut expected = (0, 0);
-        for i in 0..10_000 {
-            assert_eq!(locate(i), expected, "index {i}");
-            expected.1 += 1;
-            if expected.1 == FIRST << expected.0 {
-                expected = (expected.0 + 1, 0);
-            }
-        }
-        assert!(locate(u32::MAX as usize).0 < CHUNKS);
-    }
-
-    #[test]
-    fn arena_keeps_addresses() {
-        let arena = Arena::default();
-        let first = arena.push(String::from("a"));
-        let address = arena.get(first).unwrap() as *const String;
-        for i in 0..1_000 {
-            arena.push(i.to_string());
-        }
-        assert_eq!(arena.get(first).unwrap() as *const String, address);
-        assert_eq!(arena.get(500).unwrap(), "499");
-        assert_eq!(arena.len(), 1_001);
-        assert!(arena.get(1_001).is_none());
-    }
-
-    /// A named test value.
-    #[derive(Debug, PartialEq)]
-    struct Item(String, usize);
-
-    impl Named for Item {
-        fn name(&self) -> &str {
-            &self.0
-        }
-    }
-
-    #[test]
-    fn registry_creates_each_name_once_under_threads() {
-        // 2 000 names grow the index through six tables while four threads
-        // look names up and create them.
-        let registry = Registry::<Item>::new(10_000, "names");
-        let made = AtomicUsize::new(0);
-        std::thread::scope(|s| {
-            for t in 0..4 {
-                let (registry, made) = (&registry, &made);
-                s.spawn(move || {
-                    for i in 0..2_000 {
-                        let i = (i * 7 + t * 500) % 2_000;
-                        let name = format!("n{i}");
-                        let (index, value) = registry
-                            .get_or_create(&name, |_| {
-                                made.fetch_add(1, Ordering::Relaxed);
-                                Item(name.clone(), i)
-                            })
-                            .unwrap();
-                        assert_eq!(value, &Item(name.clone(), i));
-                        assert_eq!(registry.find(&name), Some(index));
-                    }
-                });
-            }
-        });
-        assert_eq!(made.load(Ordering::Relaxed), 2_000);
-        assert_eq!(registry.len(), 2_000);
-        for i in 0..2_000 {
-            let index = registry.find(&format!("n{i}")).expect("every name found");
-            assert_eq!(registry.get(index).map(|v| v.1), Some(i));
-        }
-        assert_eq!(registry.find("n2000"), None);
-    }
-
-    #[test]
-    fn registry_refuses_past_its_cap_and_counts() {
-        let registry = Registry::<Item>::new(2, "things");
-        fn make(name: &'static str) -> impl FnOnce(u32) -> Item {
-            move |i| Item(name.to_owned(), i as usize)
-        }
-        assert!(registry.get_or_create("a", make("a")).is_some());
-        assert!(registry.get_or_create("b", make("b")).is_some());
-        assert!(registry.get_or_create("c", make("c")).is_none());
-        assert!(registry.get_or_create("d", make("d")).is_none());
-        // Existing names still resolve.
-        assert_eq!(
-            registry.get_or_create("a", make("a")).map(|(i, _)| i),
-            Some(0)
-        );
-        assert_eq!(registry.refused(), 2);
-    }
-}
+#[path = "registry_tests.rs"]
+mod tests;

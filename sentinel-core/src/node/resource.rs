@@ -4,12 +4,13 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use arc_swap::ArcSwapOption;
 use once_cell::race::OnceBox;
 use once_cell::sync::OnceCell;
 
+use super::overflow::OriginCap;
 use super::registry::{NameHasher, Registry};
 use super::statistic::StatisticNode;
 use crate::stat::{Percentiles, RtPercentiles, StatConfig, Tally};
@@ -32,8 +33,10 @@ pub struct ResourceNode {
     /// Its nodes in named contexts: context id -> tree node id.
     pub(crate) context_nodes: ArcSwapOption<HashMap<u32, u32, NameHasher>>,
     /// Per-origin statistics, made when the first caller names an origin.
-    origins: OnceBox<Registry<OriginNode>>,
-    max_origins: usize,
+    origins: OnceBox<Origins>,
+    origin_cap: Arc<OriginCap>,
+    /// A loaded rule mentions the resource (its node was reserved).
+    named_by_rules: AtomicBool,
     config: StatConfig,
     /// Where this resource's rules sit in the instance's rule set: the set's
     /// version (high half) and position + 1 (low half, 0: no rules).
@@ -43,13 +46,40 @@ pub struct ResourceNode {
     percentiles: OnceBox<Percentiles>,
 }
 
+/// The name of the node that the origins past `max_origins` of a resource
+/// share ([`ResourceNode::origins_past_cap`]).
+pub const PAST_MAX_ORIGINS: &str = "(past max_origins)";
+
+/// A resource's origin nodes: one per origin under the cap or named by a
+/// rule, and one that the origins past the cap share.
+struct Origins {
+    registry: Registry<OriginNode>,
+    past_cap: OnceBox<OriginNode>,
+}
+
 /// The statistics of one resource for one origin (the caller's name).
 pub struct OriginNode {
     name: Arc<str>,
     stats: StatisticNode,
+    /// The node that origins past the cap share.
+    past_cap: bool,
 }
 
 impl OriginNode {
+    fn new(name: &str, config: &StatConfig) -> Self {
+        OriginNode {
+            name: name.into(),
+            stats: StatisticNode::new(config),
+            past_cap: false,
+        }
+    }
+
+    /// Whether this is the node that the origins past `max_origins` of its
+    /// resource share (named [`PAST_MAX_ORIGINS`]).
+    pub fn is_past_cap(&self) -> bool {
+        self.past_cap
+    }
+
     /// The origin's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -74,7 +104,12 @@ impl fmt::Debug for OriginNode {
 }
 
 impl ResourceNode {
-    pub(crate) fn new(name: &str, id: u32, config: &StatConfig, max_origins: usize) -> Self {
+    pub(crate) fn new(
+        name: &str,
+        id: u32,
+        config: &StatConfig,
+        origin_cap: &Arc<OriginCap>,
+    ) -> Self {
         ResourceNode {
             name: name.into(),
             id,
@@ -83,7 +118,8 @@ impl ResourceNode {
             default_top: OnceCell::new(),
             context_nodes: ArcSwapOption::empty(),
             origins: OnceBox::new(),
-            max_origins,
+            origin_cap: Arc::clone(origin_cap),
+            named_by_rules: AtomicBool::new(false),
             config: *config,
             rules_hint: AtomicU64::new(0),
             percentiles: OnceBox::new(),
@@ -110,36 +146,97 @@ impl ResourceNode {
     }
 
     fn origin_registry(&self) -> &Registry<OriginNode> {
-        self.origins
-            .get_or_init(|| Box::new(Registry::new(self.max_origins, "origins of a resource")))
+        &self
+            .origins
+            .get_or_init(|| {
+                let cap = &self.origin_cap;
+                Box::new(Origins {
+                    registry: Registry::new(cap.max, cap.max_name_len, cap.overflow()),
+                    past_cap: OnceBox::new(),
+                })
+            })
+            .registry
     }
 
-    /// The node of `origin`, made on first use; `None` past the cap.
+    /// The node of `origin`, made on first use. Past the cap (or over the
+    /// name length limit) the node that every such origin of the resource
+    /// shares: a `limit_app: other` flow rule then limits them together,
+    /// more strictly than one by one, rather than not at all.
     pub(crate) fn origin_node(&self, origin: &str) -> Option<&OriginNode> {
         let config = &self.config;
-        self.origin_registry()
-            .get_or_create(origin, |_| OriginNode {
-                name: origin.into(),
-                stats: StatisticNode::new(config),
+        match self
+            .origin_registry()
+            .get_or_create(origin, |_| OriginNode::new(origin, config))
+        {
+            Some((_, node)) => Some(node),
+            None => self.past_cap_origin(),
+        }
+    }
+
+    #[cold]
+    fn past_cap_origin(&self) -> Option<&OriginNode> {
+        let origins = self.origins.get()?;
+        Some(origins.past_cap.get_or_init(|| {
+            Box::new(OriginNode {
+                past_cap: true,
+                ..OriginNode::new(PAST_MAX_ORIGINS, &self.config)
             })
-            .map(|(_, node)| node)
+        }))
+    }
+
+    /// The node that the origins past `max_origins` (or over the name
+    /// length limit) of this resource share, named [`PAST_MAX_ORIGINS`];
+    /// `None` until one came. It is not among [`origins`](Self::origins).
+    pub fn origins_past_cap(&self) -> Option<&OriginNode> {
+        self.origins.get()?.past_cap.get()
+    }
+
+    /// Makes the node of `origin`, which a rule names, outside the cap.
+    pub(crate) fn reserve_origin(&self, origin: &str) {
+        let config = &self.config;
+        self.origin_registry()
+            .reserve(origin, |_| OriginNode::new(origin, config));
+    }
+
+    /// Whether a loaded rule mentions this resource (see
+    /// [`Sentinel::is_reserved`](crate::Sentinel::is_reserved)).
+    pub fn is_named_by_rules(&self) -> bool {
+        self.named_by_rules.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_named_by_rules(&self, named: bool) {
+        self.named_by_rules.store(named, Ordering::Relaxed);
     }
 
     /// The node of `origin`, if a caller with that origin has entered.
     pub fn find_origin(&self, origin: &str) -> Option<&OriginNode> {
-        let registry = self.origins.get()?;
+        let registry = &self.origins.get()?.registry;
         registry.get(registry.find(origin)?)
     }
 
     /// Every origin that has entered, in order of first entry.
     pub fn origins(&self) -> impl Iterator<Item = &OriginNode> + '_ {
-        self.origins.get().into_iter().flat_map(Registry::iter)
+        self.origins
+            .get()
+            .into_iter()
+            .flat_map(|origins| origins.registry.iter())
     }
 
-    /// How many new origins were refused because the resource had
-    /// `max_origins` already.
+    /// How many entries were refused an origin node of their own because
+    /// the resource had `max_origins` already (or the origin's name was over
+    /// the length limit); they counted on
+    /// [`origins_past_cap`](Self::origins_past_cap). Origins that rules name
+    /// are made outside the cap.
     pub fn refused_origins(&self) -> u64 {
-        self.origins.get().map_or(0, Registry::refused)
+        self.origins.get().map_or(0, |o| o.registry.refused())
+    }
+
+    /// How many origins entries made, and how many rules reserved.
+    pub(crate) fn origin_counts(&self) -> (usize, usize) {
+        self.origins.get().map_or((0, 0), |o| {
+            let r = &o.registry;
+            (r.len() - r.reserved(), r.reserved())
+        })
     }
 
     /// The percentile recorder, if tracking was ever turned on.

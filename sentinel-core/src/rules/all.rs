@@ -8,6 +8,7 @@ use crate::hotspot::{self, ParamFlowRule};
 use crate::rule::{RuleError, RuleErrors};
 use crate::system::{self, SystemRule};
 
+use super::names::too_long;
 use super::{Kind, RuleSet};
 
 /// Every rule of an instance, by kind: what a rule file holds. Loaded with
@@ -43,23 +44,29 @@ pub struct RuleBook {
 
 impl RuleBook {
     /// Every problem of every rule, kind by kind, in order (all of a rule's
-    /// problems, not only its first).
+    /// problems, not only its first), names longer than
+    /// [`DEFAULT_MAX_NAME_LEN`](crate::DEFAULT_MAX_NAME_LEN) included.
     pub fn validate(&self) -> Result<(), RuleErrors> {
-        fn check<R>(
-            rules: &[R],
-            problems: fn(&R, usize) -> Vec<RuleError>,
-            errors: &mut Vec<RuleError>,
-        ) {
+        self.validate_within(crate::DEFAULT_MAX_NAME_LEN)
+    }
+
+    /// As [`validate`](Self::validate), with names limited to
+    /// `max_name_len` bytes (an instance's
+    /// [`max_name_len`](crate::SentinelBuilder::max_name_len)).
+    pub fn validate_within(&self, max_name_len: usize) -> Result<(), RuleErrors> {
+        fn check<R>(rules: &[R], kind: &Kind<R>, max: usize, errors: &mut Vec<RuleError>) {
             for (i, rule) in rules.iter().enumerate() {
-                errors.extend(problems(rule, i));
+                errors.extend((kind.problems)(rule, i));
+                errors.extend(too_long(kind.name, i, &(kind.names)(rule), max));
             }
         }
+        let max = max_name_len;
         let mut errors = Vec::new();
-        check(&self.flow, FlowRule::problems, &mut errors);
-        check(&self.degrade, DegradeRule::problems, &mut errors);
-        check(&self.system, SystemRule::problems, &mut errors);
-        check(&self.authority, AuthorityRule::problems, &mut errors);
-        check(&self.param_flow, ParamFlowRule::problems, &mut errors);
+        check(&self.flow, &flow::KIND, max, &mut errors);
+        check(&self.degrade, &degrade::KIND, max, &mut errors);
+        check(&self.system, &system::KIND, max, &mut errors);
+        check(&self.authority, &authority::KIND, max, &mut errors);
+        check(&self.param_flow, &hotspot::KIND, max, &mut errors);
         match errors.is_empty() {
             true => Ok(()),
             false => Err(RuleErrors(errors)),
@@ -93,9 +100,10 @@ impl Sentinel {
     /// sees one kind from the book and another from before. When any rule
     /// is invalid nothing changes and every problem is returned. Unchanged
     /// rules keep their state; statistics are never reset. Each kind's
-    /// listeners hear of the load.
+    /// listeners hear of the load. As [`RuleManager::load`](crate::RuleManager::load),
+    /// it makes the nodes of every name the rules mention, outside the caps.
     pub fn load_rule_book(&self, book: RuleBook) -> Result<(), RuleErrors> {
-        if let Err(errors) = book.validate() {
+        if let Err(errors) = book.validate_within(self.max_name_len()) {
             tracing::warn!(%errors, "sentinel: rule book refused");
             return Err(errors);
         }

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use parking_lot::Mutex;
 
+use super::names::{NamesOf, too_long};
 use super::{RuleSet, RuleSetParts};
 use crate::Sentinel;
 use crate::rule::{RuleError, RuleErrors};
@@ -19,6 +20,8 @@ pub(crate) struct Kind<R: 'static> {
     pub(crate) name: &'static str,
     /// Every problem of a rule at a position in the list being loaded.
     pub(crate) problems: fn(&R, usize) -> Vec<RuleError>,
+    /// The names a rule mentions, its resource first.
+    pub(crate) names: NamesOf<R>,
     /// The kind's rules in a set, as loaded.
     pub(crate) rules: fn(&RuleSet) -> &[R],
     /// Puts `rules`, compiled, into the parts of the next set (which hold
@@ -86,13 +89,27 @@ impl<'s, R: Clone + Send + Sync + 'static> RuleManager<'s, R> {
 
     /// Replaces every rule of this kind with `rules`, after checking all of
     /// them: when any is invalid nothing changes and every problem of every
-    /// rule is returned. Unchanged rules keep their state; statistics are never
-    /// reset.
+    /// rule is returned (a name longer than the instance's
+    /// [`max_name_len`](crate::SentinelBuilder::max_name_len) is one).
+    /// Unchanged rules keep their state; statistics are never reset. The
+    /// nodes of every resource, context and origin the rules name are made
+    /// now, outside the caps, so that the rules apply whatever names
+    /// traffic made before.
     pub fn load(&self, rules: Vec<R>) -> Result<(), RuleErrors> {
+        let max_name_len = self.sentinel.max_name_len();
         let errors: Vec<RuleError> = rules
             .iter()
             .enumerate()
-            .flat_map(|(i, rule)| (self.kind.problems)(rule, i))
+            .flat_map(|(i, rule)| {
+                let mut found = (self.kind.problems)(rule, i);
+                found.extend(too_long(
+                    self.kind.name,
+                    i,
+                    &(self.kind.names)(rule),
+                    max_name_len,
+                ));
+                found
+            })
             .collect();
         if !errors.is_empty() {
             let errors = RuleErrors(errors);

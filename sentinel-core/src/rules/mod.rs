@@ -8,6 +8,7 @@
 mod all;
 mod compiled;
 mod manager;
+pub(crate) mod names;
 
 use std::collections::HashMap;
 use std::sync::Arc;

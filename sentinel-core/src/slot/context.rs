@@ -46,7 +46,8 @@ impl<'a> EntryContext<'a> {
         self.origin_name
     }
 
-    /// The origin's node, when an origin was given (and under the cap).
+    /// The origin's node, when an origin was given (past the origin cap,
+    /// the node that origins past it share).
     pub fn origin_node(&self) -> Option<&'a OriginNode> {
         self.origin
     }
@@ -131,7 +132,8 @@ impl<'a> ExitContext<'a> {
         self.origin_name
     }
 
-    /// The origin's node, when an origin was given (and under the cap).
+    /// The origin's node, when an origin was given (past the origin cap,
+    /// the node that origins past it share).
     pub fn origin_node(&self) -> Option<&'a OriginNode> {
         self.origin
     }

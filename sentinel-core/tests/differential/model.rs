@@ -1306,17 +1306,21 @@ impl<'s> Checker<'s> {
     }
 
     /// A node the library may not have made: it must exist exactly when a
-    /// call counted on it.
-    fn exists(&mut self, node: Node, m: &NodeModel, found: bool) -> bool {
+    /// call counted on it or a loaded rule names it (issue 21: rules
+    /// reserve their names' nodes when loaded, with nothing counted).
+    fn exists(&mut self, node: Node, m: &NodeModel, found: bool, named: bool) -> bool {
         self.count(node.kind());
-        if found != (m.calls > 0) {
+        if found != (m.calls > 0 || named) {
             let label = node.label();
             self.fail(
                 &label,
-                format_args!("node exists: {found}, but {} calls counted on it", m.calls),
+                format_args!(
+                    "node exists: {found}, but {} calls counted on it, named by a rule: {named}",
+                    m.calls
+                ),
             );
         }
-        found && m.calls > 0
+        found && (m.calls > 0 || named)
     }
 
     /// Every reading at a quiescent instant.
@@ -1338,11 +1342,12 @@ impl<'s> Checker<'s> {
         }
         let empty = NodeModel::default();
         let snapshots = sentinel.resources();
+        let named = NamedByRules::of(&sentinel.rule_book());
         for (r, spec) in RESOURCES.iter().enumerate() {
             let node = Node::Resource(r);
             let m = models.get(&node).copied().unwrap_or(empty);
             let library = sentinel.resource_node(spec.name);
-            if !self.exists(node, &m, library.is_some()) {
+            if !self.exists(node, &m, library.is_some(), named.resource(spec.name)) {
                 continue;
             }
             let library = library.expect("checked");
@@ -1357,14 +1362,15 @@ impl<'s> Checker<'s> {
                 let node = Node::Origin(r, o);
                 let om = models.get(&node).copied().unwrap_or(empty);
                 let stats = library.find_origin(origin).map(|o| o.stats());
-                if self.exists(node, &om, stats.is_some()) {
+                let reserved = named.origin(spec.name, origin);
+                if self.exists(node, &om, stats.is_some(), reserved) {
                     self.node_stats(node, &om, stats.expect("checked"), now);
                 }
             }
             let named = Node::Context(r, 1);
             let cm = models.get(&named).copied().unwrap_or(empty);
             let context = sentinel.context_node(CONTEXT, spec.name);
-            if self.exists(named, &cm, context.is_some()) {
+            if self.exists(named, &cm, context.is_some(), false) {
                 let context = context.expect("checked");
                 match context.stats() {
                     Some(stats) => self.node_stats(named, &cm, stats, now),
@@ -1379,7 +1385,7 @@ impl<'s> Checker<'s> {
             let derived = Node::Context(r, 0);
             let dm = models.get(&derived).copied().unwrap_or(empty);
             let default = sentinel.context_node(DEFAULT_CONTEXT, spec.name);
-            if self.exists(derived, &dm, default.is_some()) {
+            if self.exists(derived, &dm, default.is_some(), false) {
                 let snapshot = default.expect("checked").snapshot(now);
                 // Read as a difference of two nodes' readings: an event
                 // of the named context late on one node and not on the
@@ -1451,9 +1457,15 @@ impl<'s> Checker<'s> {
         };
         let samples = parse_prometheus(&render(self.sentinel));
         let mut seen = 0;
+        let named = NamedByRules::of(&self.sentinel.rule_book());
+        let empty = NodeModel::default();
         for (r, spec) in RESOURCES.iter().enumerate() {
-            let Some(m) = models.get(&Node::Resource(r)) else {
-                continue;
+            let m = match models.get(&Node::Resource(r)) {
+                Some(m) => m,
+                // A rule's resource has its node, and its samples, from
+                // the load on.
+                None if named.resource(spec.name) => &empty,
+                None => continue,
             };
             let kind = spec.guard.label();
             let label = format!("resource {} (prometheus)", spec.name);
@@ -1523,10 +1535,27 @@ impl<'s> Checker<'s> {
                 }
             }
         }
-        // Nothing else is counted (breaker states aside).
+        // No cap is reached: nothing is refused.
+        for cap in ["resources", "contexts", "origins"] {
+            let name = format!("sentinel_refused_{cap}_total");
+            let v = samples.get(&(name.clone(), String::new(), None)).copied();
+            self.range(
+                "instance",
+                "prometheus",
+                &name,
+                0.0,
+                0.0,
+                v.unwrap_or(f64::NAN),
+            );
+        }
+        // Nothing else is counted (breaker states and caps aside).
         let counted = samples
             .keys()
-            .filter(|(name, _, _)| name != "sentinel_breaker_state")
+            .filter(|(name, _, _)| {
+                name != "sentinel_breaker_state"
+                    && !name.starts_with("sentinel_cap")
+                    && !name.starts_with("sentinel_refused_")
+            })
             .count();
         self.count("instance");
         if counted != seen {
@@ -1945,6 +1974,47 @@ fn kind_of(resource: &str) -> &'static str {
         .iter()
         .find(|s| s.name == resource)
         .map_or("instance", |s| s.guard.label())
+}
+
+/// The names the rules in force mention: their nodes exist from the load.
+struct NamedByRules {
+    resources: Vec<String>,
+    origins: Vec<(String, String)>,
+}
+
+impl NamedByRules {
+    fn of(book: &sentinel_core::RuleBook) -> Self {
+        let mut resources: Vec<String> = Vec::new();
+        let mut origins = Vec::new();
+        for rule in &book.flow {
+            resources.push(rule.resource.clone());
+            if rule.strategy == sentinel_core::flow::FlowStrategy::Relate {
+                resources.extend(rule.ref_resource.clone());
+            }
+            if rule.limit_app != "default" && rule.limit_app != "other" {
+                origins.push((rule.resource.clone(), rule.limit_app.clone()));
+            }
+        }
+        resources.extend(book.degrade.iter().map(|r| r.resource.clone()));
+        resources.extend(book.param_flow.iter().map(|r| r.resource.clone()));
+        for rule in &book.authority {
+            resources.push(rule.resource.clone());
+            for origin in &rule.limit_app {
+                origins.push((rule.resource.clone(), origin.clone()));
+            }
+        }
+        NamedByRules { resources, origins }
+    }
+
+    fn resource(&self, name: &str) -> bool {
+        self.resources.iter().any(|r| r == name)
+    }
+
+    fn origin(&self, resource: &str, origin: &str) -> bool {
+        self.origins
+            .iter()
+            .any(|(r, o)| r == resource && o == origin)
+    }
 }
 
 /// Samples of a Prometheus text by (name, resource, kind label).

@@ -1,19 +1,30 @@
 //! One function per rule kind: a rule's mapping to the core rule type, with
 //! the core's own checks reported at the fields' positions.
 
-use sentinel_core::ParamValue;
 use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_core::flow::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
 use sentinel_core::hotspot::{ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule};
 use sentinel_core::system::SystemRule;
+use sentinel_core::{ParamValue, RuleError};
 
 use super::fields::RuleFields;
 use super::scalar::{Scalar, resolve};
 use super::tree::{Node, Value};
 use crate::error::{Position, Problem};
 
-pub(crate) fn flow(index: usize, node: &Node, problems: &mut Vec<Problem>) -> Option<FlowRule> {
+/// A rule's own problems, then its names over the length limit.
+fn with_names(mut problems: Vec<RuleError>, names: Vec<RuleError>) -> Vec<RuleError> {
+    problems.extend(names);
+    problems
+}
+
+pub(crate) fn flow(
+    index: usize,
+    node: &Node,
+    max_name_len: usize,
+    problems: &mut Vec<Problem>,
+) -> Option<FlowRule> {
     const KNOWN: &[&str] = &[
         "id",
         "resource",
@@ -80,13 +91,21 @@ pub(crate) fn flow(index: usize, node: &Node, problems: &mut Vec<Problem>) -> Op
         stat_interval_ms: f.u64("stat_interval_ms").unwrap_or(d.stat_interval_ms),
         stat_sample_count: f.u32("stat_sample_count").unwrap_or(d.stat_sample_count),
     };
-    f.finish(rule.problems(index), |_| None, problems);
+    f.finish(
+        with_names(
+            rule.problems(index),
+            rule.name_problems(index, max_name_len),
+        ),
+        |_| None,
+        problems,
+    );
     Some(rule)
 }
 
 pub(crate) fn degrade(
     index: usize,
     node: &Node,
+    max_name_len: usize,
     problems: &mut Vec<Problem>,
 ) -> Option<DegradeRule> {
     const KNOWN: &[&str] = &[
@@ -127,11 +146,23 @@ pub(crate) fn degrade(
         stat_interval_ms: f.u64("stat_interval_ms").unwrap_or(d.stat_interval_ms),
         probe_num: f.u32("probe_num").unwrap_or(d.probe_num),
     };
-    f.finish(rule.problems(index), |_| None, problems);
+    f.finish(
+        with_names(
+            rule.problems(index),
+            rule.name_problems(index, max_name_len),
+        ),
+        |_| None,
+        problems,
+    );
     Some(rule)
 }
 
-pub(crate) fn system(index: usize, node: &Node, problems: &mut Vec<Problem>) -> Option<SystemRule> {
+pub(crate) fn system(
+    index: usize,
+    node: &Node,
+    _max_name_len: usize,
+    problems: &mut Vec<Problem>,
+) -> Option<SystemRule> {
     const KNOWN: &[&str] = &[
         "id",
         "highest_system_load",
@@ -156,6 +187,7 @@ pub(crate) fn system(index: usize, node: &Node, problems: &mut Vec<Problem>) -> 
 pub(crate) fn authority(
     index: usize,
     node: &Node,
+    max_name_len: usize,
     problems: &mut Vec<Problem>,
 ) -> Option<AuthorityRule> {
     const KNOWN: &[&str] = &["id", "resource", "strategy", "limit_app"];
@@ -180,7 +212,14 @@ pub(crate) fn authority(
         strategy,
         limit_app: origins.unwrap_or_default(),
     };
-    f.finish(rule.problems(index), |_| None, problems);
+    f.finish(
+        with_names(
+            rule.problems(index),
+            rule.name_problems(index, max_name_len),
+        ),
+        |_| None,
+        problems,
+    );
     Some(rule)
 }
 
@@ -211,6 +250,7 @@ fn origins(f: &mut RuleFields<'_>, node: &Node) -> Option<Vec<String>> {
 pub(crate) fn param_flow(
     index: usize,
     node: &Node,
+    max_name_len: usize,
     problems: &mut Vec<Problem>,
 ) -> Option<ParamFlowRule> {
     const KNOWN: &[&str] = &[
@@ -284,7 +324,14 @@ pub(crate) fn param_flow(
             *value
         })
     };
-    f.finish(rule.problems(index), locate, problems);
+    f.finish(
+        with_names(
+            rule.problems(index),
+            rule.name_problems(index, max_name_len),
+        ),
+        locate,
+        problems,
+    );
     Some(rule)
 }
 

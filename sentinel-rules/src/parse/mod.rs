@@ -69,7 +69,7 @@ pub(crate) fn parse(text: &str, file: &str, options: &LoadOptions) -> Result<Rul
         problems.push(Problem::new(None, message));
         return Err(FileError::new(file, problems));
     };
-    let rule_file = document(&root, &mut problems);
+    let rule_file = document(&root, options.get_max_name_len(), &mut problems);
     if problems.is_empty() {
         return Ok(rule_file);
     }
@@ -96,11 +96,15 @@ pub(crate) fn too_large(file: &str, options: &LoadOptions) -> FileError {
     )
 }
 
+/// Reads rule `index` of a kind from its node, names limited to
+/// `max_name_len` bytes.
+type Read<R> = fn(usize, &Node, usize, &mut Vec<Problem>) -> Option<R>;
+
 fn is_null(node: &Node) -> bool {
     matches!(&node.value, Value::Scalar { text, plain: true } if scalar::resolve(text, true) == scalar::Scalar::Null)
 }
 
-fn document(root: &Node, problems: &mut Vec<Problem>) -> RuleFile {
+fn document(root: &Node, max_name_len: usize, problems: &mut Vec<Problem>) -> RuleFile {
     let mut file = RuleFile::default();
     let Value::Map(entries) = &root.value else {
         problems.push(Problem::new(
@@ -152,11 +156,12 @@ fn document(root: &Node, problems: &mut Vec<Problem>) -> RuleFile {
         fn each<R>(
             nodes: &[Node],
             problems: &mut Vec<Problem>,
-            read: fn(usize, &Node, &mut Vec<Problem>) -> Option<R>,
+            max_name_len: usize,
+            read: Read<R>,
         ) -> Vec<R> {
             let mut out = Vec::new();
             for (i, node) in nodes.iter().enumerate() {
-                out.extend(read(i, node, problems));
+                out.extend(read(i, node, max_name_len, problems));
             }
             out
         }
@@ -172,14 +177,24 @@ fn document(root: &Node, problems: &mut Vec<Problem>) -> RuleFile {
                     ),
                 )),
             },
-            "flow" => file.book.flow = each(rules(problems), problems, kinds::flow),
-            "degrade" => file.book.degrade = each(rules(problems), problems, kinds::degrade),
-            "system" => file.book.system = each(rules(problems), problems, kinds::system),
-            "authority" => file.book.authority = each(rules(problems), problems, kinds::authority),
-            "param_flow" => {
-                file.book.param_flow = each(rules(problems), problems, kinds::param_flow)
+            "flow" => file.book.flow = each(rules(problems), problems, max_name_len, kinds::flow),
+            "degrade" => {
+                file.book.degrade = each(rules(problems), problems, max_name_len, kinds::degrade)
             }
-            "track_percentiles" => file.track_percentiles = percentiles::names(value, problems),
+            "system" => {
+                file.book.system = each(rules(problems), problems, max_name_len, kinds::system)
+            }
+            "authority" => {
+                file.book.authority =
+                    each(rules(problems), problems, max_name_len, kinds::authority)
+            }
+            "param_flow" => {
+                file.book.param_flow =
+                    each(rules(problems), problems, max_name_len, kinds::param_flow)
+            }
+            "track_percentiles" => {
+                file.track_percentiles = percentiles::names(value, max_name_len, problems)
+            }
             other => problems.push(Problem::new(
                 Some(key.pos),
                 format!(

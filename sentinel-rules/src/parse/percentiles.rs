@@ -6,8 +6,8 @@ use super::tree::{Node, Value};
 use crate::error::{Position, Problem};
 
 /// The resource names of a `track_percentiles` value: a list of non-empty
-/// strings, each once.
-pub(crate) fn names(value: &Node, problems: &mut Vec<Problem>) -> Vec<String> {
+/// strings of at most `max_name_len` bytes, each once.
+pub(crate) fn names(value: &Node, max_name_len: usize, problems: &mut Vec<Problem>) -> Vec<String> {
     let items = match &value.value {
         Value::Seq(items) => items,
         Value::Invalid => return Vec::new(),
@@ -50,6 +50,13 @@ pub(crate) fn names(value: &Node, problems: &mut Vec<Problem>) -> Vec<String> {
             )));
             continue;
         };
+        if name.len() > max_name_len {
+            problems.push(problem(format!(
+                "is {} bytes long, over the limit of {max_name_len} (max_name_len)",
+                name.len()
+            )));
+            continue;
+        }
         if let Some((_, first)) = names.iter().find(|(n, _)| n == name) {
             problems.push(problem(format!(
                 "lists {name:?} twice (first at {}:{})",

@@ -108,7 +108,7 @@ impl RuleFileStore {
         let _one = REPLACING.lock().unwrap_or_else(|e| e.into_inner());
         let mut known = self.known.lock();
         let bytes = read(&self.path, &self.options)?;
-        let file = parse_bytes(&bytes, &self.name(), &self.options)?;
+        let file = parse_bytes(&bytes, &self.name(), &self.options.for_instance(sentinel))?;
         *known = Some(bytes);
         apply(sentinel, file).map_err(|errors| {
             let problems = errors.errors().iter();
@@ -142,7 +142,9 @@ impl RuleFileStore {
         if known.as_deref() != Some(on_disk.as_slice()) {
             return Err(self.conflict("changed on disk"));
         }
-        let (bytes, file) = self.rewrite(&on_disk, &change)?;
+        // The instance's name length limit, as the watcher reads the file.
+        let options = self.options.for_instance(sentinel);
+        let (bytes, file) = self.rewrite(&on_disk, &change, &options)?;
         // The same rules again (a dashboard saving what it read) leave the
         // file alone: no new inode, no new modification time.
         if bytes != on_disk {
@@ -168,13 +170,14 @@ impl RuleFileStore {
         &self,
         on_disk: &[u8],
         change: &RuleChange,
+        options: &LoadOptions,
     ) -> Result<(Vec<u8>, RuleFile), StoreError> {
         let name = self.name();
         let invalid = |e: FileError| StoreError::Invalid(e.lines());
         let text = std::str::from_utf8(on_disk)
-            .map_err(|_| invalid(parse_bytes(on_disk, &name, &self.options).unwrap_err()))?;
-        let old = parse(text, &name, &self.options);
-        let Ok(layout) = Layout::of(text, self.options.get_max_depth()) else {
+            .map_err(|_| invalid(parse_bytes(on_disk, &name, options).unwrap_err()))?;
+        let old = parse(text, &name, options);
+        let Ok(layout) = Layout::of(text, options.get_max_depth()) else {
             // The file does not parse at all: its own errors say why.
             let error = old
                 .err()
@@ -197,7 +200,7 @@ impl RuleFileStore {
                 Spliced::new("", None, &text)
             }
         };
-        let new = parse(&spliced.text, &name, &self.options)
+        let new = parse(&spliced.text, &name, options)
             .map_err(|e| StoreError::Invalid(lines_in_old_file(&name, &e, &spliced)))?;
         let kept = old.as_ref().map_or(true, |old| {
             let mut expected = old.book.clone();

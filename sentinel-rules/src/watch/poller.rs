@@ -59,7 +59,7 @@ impl Poller {
         let known = self.known.clone();
         let mut known = known.lock();
         let bytes = self.read()?;
-        let file = parse_bytes(&bytes, &self.name, &self.options)?;
+        let file = parse_bytes(&bytes, &self.name, &self.options.for_instance(sentinel))?;
         *known = Some(bytes);
         let outcome = self.apply(sentinel, file);
         drop(known);
@@ -112,7 +112,7 @@ impl Poller {
         if known.as_deref() == Some(bytes.as_slice()) {
             return;
         }
-        let parsed = parse_bytes(&bytes, &self.name, &self.options);
+        let parsed = parse_bytes(&bytes, &self.name, &self.options.for_instance(sentinel));
         *known = Some(bytes);
         let outcome = match parsed {
             Ok(file) => self.apply(sentinel, file),
