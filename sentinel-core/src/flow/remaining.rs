@@ -1,0 +1,177 @@
+//! What a QPS rule has left in its current window: the figures of the
+//! IETF rate-limit headers (`RateLimit-Policy`, `RateLimit`). Read on
+//! demand, off the entry path.
+
+use super::{CompiledFlow, FlowGrade, FlowRule, Limit, Strategy};
+use crate::node::{ResourceNode, StatisticNode};
+use crate::stat::MetricEvent;
+use crate::{Resource, Sentinel};
+
+/// A QPS flow rule's quota in its current window, as
+/// [`Resource::flow_quota`] reads it.
+///
+/// - `limit`: the passes the rule admits per window, its `count` (per
+///   second) times the window's length in seconds, rounded down;
+/// - `remaining`: `limit` minus the passes counted in the window the rule
+///   checks (the resource's one-second window, or the rule's own
+///   `stat_interval_ms` window), at least 0;
+/// - `reset_ms`: the time until the window's oldest bucket leaves it (the
+///   next bucket edge), when the passes counted in that bucket stop
+///   counting.
+///
+/// A rule's warm-up or rate limiter may admit less than `remaining` (its
+/// limit during warm-up is below its count; a rate limiter spaces
+/// passes): the figure is what the count allows, as Sentinel's check reads
+/// it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FlowQuota {
+    /// Passes the rule admits per window.
+    pub limit: u64,
+    /// The window's length in milliseconds.
+    pub window_ms: u64,
+    /// Passes left in the current window.
+    pub remaining: u64,
+    /// Milliseconds until the window's oldest bucket leaves it.
+    pub reset_ms: u64,
+}
+
+impl Resource<'_> {
+    /// The quota left by a QPS flow rule of this resource: `rule` if given
+    /// (a rule as loaded, e.g. the one in a [`BlockError`](crate::BlockError)),
+    /// else the first QPS rule of the resource. `None` for a concurrency
+    /// rule, a rule that limits one origin or other origins, a relate or
+    /// chain rule (their counts are read from other nodes), a rule not
+    /// loaded for this resource, or a handle made past the resource cap.
+    ///
+    /// Costs a rule-set read and a window sum: call it when a response
+    /// needs it, not on every entry.
+    ///
+    /// ```
+    /// use sentinel_core::flow::FlowRule;
+    /// use sentinel_core::{ManualClock, Sentinel};
+    ///
+    /// let sentinel = Sentinel::builder().clock(ManualClock::new(10_200)).build();
+    /// sentinel.flow_rules().load(vec![FlowRule::new("r", 5.0)])?;
+    /// let resource = sentinel.resource("r");
+    /// drop(resource.entry());
+    /// let quota = resource.flow_quota(None).unwrap();
+    /// assert_eq!((quota.limit, quota.remaining, quota.window_ms), (5, 4, 1_000));
+    /// assert_eq!(quota.reset_ms, 300); // the 500 ms bucket of 10 000 leaves at 10 500
+    /// # Ok::<(), sentinel_core::RuleErrors>(())
+    /// ```
+    pub fn flow_quota(&self, rule: Option<&FlowRule>) -> Option<FlowQuota> {
+        self.sentinel().flow_quota(self.node()?, rule)
+    }
+}
+
+impl Sentinel {
+    pub(crate) fn flow_quota(
+        &self,
+        node: &ResourceNode,
+        rule: Option<&FlowRule>,
+    ) -> Option<FlowQuota> {
+        let rules = self.rule_set();
+        let flow = &rules.for_resource(node)?.flow;
+        let compiled = match rule {
+            Some(rule) => flow.iter().find(|c| *c.rule == *rule)?,
+            None => flow.iter().find(|c| c.rule.grade == FlowGrade::Qps)?,
+        };
+        quota_of(compiled, node.stats(), self.now_ms())
+    }
+}
+
+fn quota_of(compiled: &CompiledFlow, node: &StatisticNode, now: u64) -> Option<FlowQuota> {
+    let rule = &compiled.rule;
+    let own_node = matches!(
+        (&compiled.limit, &compiled.strategy),
+        (Limit::Default, Strategy::Direct)
+    );
+    if rule.grade != FlowGrade::Qps || !own_node {
+        return None;
+    }
+    let (window_ms, bucket_ms, passes) = match &compiled.window {
+        Some(window) => (
+            window.interval_ms(),
+            window.bucket_ms(),
+            window.sum(now, MetricEvent::Pass),
+        ),
+        None => {
+            let (interval, bucket) = node.second_window_ms();
+            (interval, bucket, node.sum(now, MetricEvent::Pass))
+        }
+    };
+    // Rounded down: a count of 2.5 a second admits 2 in a one-second window.
+    let limit = (rule.count * window_ms as f64 / 1_000.0) as u64;
+    Some(FlowQuota {
+        limit,
+        window_ms,
+        remaining: limit.saturating_sub(passes),
+        reset_ms: bucket_ms - now % bucket_ms.max(1),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ManualClock;
+    use crate::flow::LIMIT_APP_OTHER;
+
+    fn sentinel(rules: Vec<FlowRule>) -> (Sentinel, ManualClock) {
+        let clock = ManualClock::new(20_000);
+        let sentinel = Sentinel::builder().clock(clock.clone()).build();
+        sentinel.flow_rules().load(rules).unwrap();
+        (sentinel, clock)
+    }
+
+    #[test]
+    fn remaining_is_the_count_minus_the_passes_of_the_window() {
+        let (sentinel, clock) = sentinel(vec![FlowRule::new("r", 3.0)]);
+        let resource = sentinel.resource("r");
+        let quota = || {
+            let q = resource.flow_quota(None).unwrap();
+            (q.limit, q.remaining, q.reset_ms)
+        };
+        assert_eq!(quota().0, 3);
+        drop(resource.entry().unwrap());
+        clock.advance_ms(100);
+        drop(resource.entry().unwrap());
+        assert_eq!(quota().1, 1);
+        assert_eq!(quota().2, 400);
+        drop(resource.entry().unwrap());
+        assert!(resource.entry().is_err());
+        assert_eq!(quota().1, 0, "floored at 0, blocks not counted");
+        // The bucket of 20 000 leaves the window at 21 000.
+        clock.set(21_000);
+        assert_eq!(quota().1, 3);
+    }
+
+    #[test]
+    fn a_rule_with_its_own_window_reads_that_window() {
+        let mut rule = FlowRule::new("r", 2.0);
+        rule.stat_interval_ms = 4_000;
+        rule.stat_sample_count = 4;
+        let (sentinel, clock) = sentinel(vec![rule.clone()]);
+        let resource = sentinel.resource("r");
+        drop(resource.entry().unwrap());
+        clock.advance_ms(2_500);
+        let quota = resource.flow_quota(Some(&rule)).unwrap();
+        assert_eq!(
+            (quota.limit, quota.window_ms, quota.remaining),
+            (8, 4_000, 7)
+        );
+        assert_eq!(quota.reset_ms, 500);
+    }
+
+    #[test]
+    fn rules_on_other_nodes_and_concurrency_give_none() {
+        let mut other = FlowRule::new("r", 2.0);
+        other.limit_app = LIMIT_APP_OTHER.into();
+        let mut threads = FlowRule::new("t", 2.0);
+        threads.grade = FlowGrade::Concurrency;
+        let (sentinel, _) = sentinel(vec![other.clone(), threads]);
+        assert_eq!(sentinel.resource("r").flow_quota(Some(&other)), None);
+        assert_eq!(sentinel.resource("t").flow_quota(None), None);
+        assert_eq!(sentinel.resource("none").flow_quota(None), None);
+    }
+}
