@@ -118,13 +118,17 @@ fn request_group(c: &mut Criterion) {
         b.iter(|| call(&direct, "/orders"))
     });
 
-    let peer = ServiceBuilder::new().layer(governor!(false)).service(service_fn(ok));
+    let peer = ServiceBuilder::new()
+        .layer(governor!(false))
+        .service(service_fn(ok));
     assert_eq!(call(&peer, "/orders"), 200);
     group.bench_function("tower_governor, global key, pass", |b| {
         b.iter(|| call(&peer, "/orders"))
     });
 
-    let peer_blocking = ServiceBuilder::new().layer(governor!(true)).service(service_fn(ok));
+    let peer_blocking = ServiceBuilder::new()
+        .layer(governor!(true))
+        .service(service_fn(ok));
     call(&peer_blocking, "/orders");
     assert_eq!(call(&peer_blocking, "/orders"), 429);
     group.bench_function("tower_governor, global key, block (429)", |b| {

@@ -10,12 +10,12 @@ use http::{HeaderMap, Response, StatusCode};
 use sentinel_core::{BlockError, EntryType, Sentinel};
 use tower_layer::Layer;
 
-use crate::block::{BlockFn, default_is_error};
-use crate::name::{DEFAULT_MAX_RESOURCE_NAMES, NameCache, Namer};
+use crate::block::{BlockFn, ErrorCheck};
+use crate::headers::HeaderSettings;
+use crate::name::{DEFAULT_MAX_RESOURCE_NAMES, Head, NameCache, Namer};
 use crate::service::SentinelService;
 
 type OriginFn = Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>;
-type ErrorFn = Arc<dyn Fn(StatusCode, &HeaderMap) -> bool + Send + Sync>;
 
 /// Where a request's origin (Sentinel's caller name) comes from.
 #[derive(Clone)]
@@ -33,21 +33,35 @@ pub(crate) struct Config {
     pub(crate) origin: Origin,
     pub(crate) entry_type: EntryType,
     pub(crate) block: Option<BlockFn>,
-    pub(crate) is_error: ErrorFn,
+    pub(crate) is_error: ErrorCheck,
+    pub(crate) headers: HeaderSettings,
 }
 
 impl Config {
+    /// Whether a user function reads the request as `&Parts`, which costs
+    /// taking the request apart.
+    pub(crate) fn needs_parts(&self) -> bool {
+        self.namer.needs_parts() || matches!(self.origin, Origin::Custom(_))
+    }
+
     /// The origin of a request; borrowed from its headers when it comes
-    /// from one.
-    pub(crate) fn origin_of<'p>(&self, parts: &'p Parts) -> Option<Cow<'p, str>> {
+    /// from one. `parts` is `Some` when [`needs_parts`](Self::needs_parts).
+    #[inline]
+    pub(crate) fn origin_of<'p>(
+        &self,
+        head: &'p impl Head,
+        parts: Option<&Parts>,
+    ) -> Option<Cow<'p, str>> {
         match &self.origin {
             Origin::None => None,
-            Origin::Header(name) => parts
-                .headers
+            Origin::Header(name) => head
+                .headers()
                 .get(name)
                 .and_then(|value| value.to_str().ok())
                 .map(Cow::Borrowed),
-            Origin::Custom(origin) => origin(parts).map(Cow::Owned),
+            Origin::Custom(origin) => {
+                origin(parts.expect("a custom origin function is given the parts")).map(Cow::Owned)
+            }
         }
         .filter(|origin| !origin.is_empty())
     }
@@ -111,7 +125,8 @@ impl SentinelLayer {
                 origin: Origin::None,
                 entry_type: EntryType::Inbound,
                 block: None,
-                is_error: Arc::new(default_is_error),
+                is_error: ErrorCheck::Default,
+                headers: HeaderSettings::default(),
             },
         }
     }
@@ -193,7 +208,45 @@ impl SentinelLayer {
         mut self,
         is_error: impl Fn(StatusCode, &HeaderMap) -> bool + Send + Sync + 'static,
     ) -> Self {
-        self.config.is_error = Arc::new(is_error);
+        self.config.is_error = ErrorCheck::Custom(Arc::new(is_error));
+        self
+    }
+
+    /// Whether 429s blocked by a QPS flow rule carry the IETF rate-limit
+    /// fields `RateLimit-Policy` (`"default";q=<limit>;w=<window s>`) and
+    /// `RateLimit` (`"default";r=0;t=<reset s>`); on by default. See
+    /// [`rate_limit_headers_on_admitted`](Self::rate_limit_headers_on_admitted)
+    /// for what the figures are.
+    pub fn rate_limit_headers(mut self, on: bool) -> Self {
+        self.config.headers.ietf = on;
+        self
+    }
+
+    /// Whether the legacy `X-RateLimit-Limit`, `X-RateLimit-Remaining` and
+    /// `X-RateLimit-Reset` (seconds from now, not a date) are written
+    /// beside the IETF fields, for clients that read them; off by default.
+    pub fn legacy_rate_limit_headers(mut self, on: bool) -> Self {
+        self.config.headers.legacy = on;
+        self
+    }
+
+    /// Whether admitted responses carry the rate-limit headers too (off by
+    /// default: reading the quota costs a rule-set read and a window sum
+    /// per request). The figures are those of the resource's first QPS
+    /// flow rule that limits all callers on the resource's own
+    /// statistics (see [`FlowQuota`](sentinel_core::flow::FlowQuota)):
+    ///
+    /// - limit `q`: the rule's count times its window in seconds, rounded
+    ///   down; window `w`: the rule's window (`stat_interval_ms`, one
+    ///   second by default) in whole seconds, rounded up;
+    /// - remaining `r`: the limit minus the passes counted in the window
+    ///   the rule checks, this request's included, at least 0 (0 on a 429);
+    /// - reset `t`: the seconds, rounded up, until the window's oldest
+    ///   bucket leaves it (the next bucket edge).
+    ///
+    /// Responses of resources without such a rule get none.
+    pub fn rate_limit_headers_on_admitted(mut self, on: bool) -> Self {
+        self.config.headers.on_admitted = on;
         self
     }
 

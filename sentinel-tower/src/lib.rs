@@ -34,12 +34,15 @@
 
 mod block;
 mod body;
+mod future;
+mod headers;
 mod layer;
 mod name;
 mod service;
 
 pub use block::retry_after;
 pub use body::ResponseBody;
+pub use future::ResponseFuture;
 pub use layer::SentinelLayer;
 pub use name::{DEFAULT_MAX_RESOURCE_NAMES, OVERFLOW_RESOURCE, clean_path};
-pub use service::{ResponseFuture, SentinelService};
+pub use service::SentinelService;

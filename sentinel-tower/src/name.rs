@@ -88,21 +88,73 @@ impl Namer {
         Namer::Route(Arc::new(clean_path))
     }
 
-    /// Calls `f` with the resource name of `parts`; a name that fits a
-    /// stack buffer is built without allocating.
-    pub(crate) fn with_name<T>(&self, parts: &Parts, f: impl FnOnce(&str) -> T) -> T {
+    /// Whether this namer reads the request through `&Parts` (a user
+    /// function), which costs taking the request apart.
+    pub(crate) fn needs_parts(&self) -> bool {
+        matches!(self, Namer::Custom(_))
+    }
+
+    /// Calls `f` with the resource name of `head`; a name that fits a
+    /// stack buffer is built without allocating. `parts` is `Some` when
+    /// [`needs_parts`](Self::needs_parts).
+    #[inline]
+    pub(crate) fn with_name<T>(
+        &self,
+        head: &impl Head,
+        parts: Option<&Parts>,
+        f: impl FnOnce(&str) -> T,
+    ) -> T {
         match self {
-            Namer::Custom(name) => f(&name(parts)),
+            Namer::Custom(name) => f(&name(parts.expect("a custom namer is given the parts"))),
             Namer::Route(cleaner) => {
-                let method = parts.method.as_str();
+                let method = head.method().as_str();
                 #[cfg(feature = "axum")]
-                if let Some(matched) = parts.extensions.get::<axum::extract::MatchedPath>() {
+                if let Some(matched) = head.extensions().get::<axum::extract::MatchedPath>() {
                     return with_joined(method, matched.as_str(), f);
                 }
-                let path = cleaner(parts.uri.path());
+                let path = cleaner(head.uri().path());
                 with_joined(method, &path, f)
             }
         }
+    }
+}
+
+/// The head of a request, borrowed from a whole `Request` (no taking
+/// apart) or from its `Parts`.
+pub(crate) trait Head {
+    fn method(&self) -> &http::Method;
+    fn uri(&self) -> &http::Uri;
+    fn headers(&self) -> &http::HeaderMap;
+    fn extensions(&self) -> &http::Extensions;
+}
+
+impl<B> Head for http::Request<B> {
+    fn method(&self) -> &http::Method {
+        self.method()
+    }
+    fn uri(&self) -> &http::Uri {
+        self.uri()
+    }
+    fn headers(&self) -> &http::HeaderMap {
+        self.headers()
+    }
+    fn extensions(&self) -> &http::Extensions {
+        self.extensions()
+    }
+}
+
+impl Head for Parts {
+    fn method(&self) -> &http::Method {
+        &self.method
+    }
+    fn uri(&self) -> &http::Uri {
+        &self.uri
+    }
+    fn headers(&self) -> &http::HeaderMap {
+        &self.headers
+    }
+    fn extensions(&self) -> &http::Extensions {
+        &self.extensions
     }
 }
 
@@ -131,7 +183,7 @@ pub(crate) struct NameCache {
     sentinel: &'static Sentinel,
     map: ArcSwap<Map>,
     max: usize,
-    overflow: OnceLock<Arc<Resource<'static>>>,
+    overflow: OnceLock<Resource<'static>>,
     refused: AtomicU64,
     insert: Mutex<()>,
 }
@@ -156,20 +208,21 @@ impl NameCache {
         self.refused.load(Ordering::Relaxed)
     }
 
-    /// The handle of `name`, made on first sight; the overflow resource
-    /// once `max` names are known.
+    /// Calls `f` with the handle of `name`, made on first sight; the
+    /// overflow resource once `max` names are known. A known name costs a
+    /// lock-free map read and no reference count.
     #[inline]
-    pub(crate) fn get(&self, name: &str) -> Arc<Resource<'static>> {
+    pub(crate) fn with<T>(&self, name: &str, f: impl FnOnce(&Resource<'static>) -> T) -> T {
         let map = self.map.load();
         if let Some(resource) = map.get(name) {
-            return Arc::clone(resource);
+            return f(resource);
         }
         if map.len() >= self.max {
             // Full: no lock for names that can never be added.
-            return self.overflow(name);
+            return f(self.overflow(name));
         }
         drop(map);
-        self.insert(name)
+        f(&self.insert(name))
     }
 
     #[cold]
@@ -185,7 +238,7 @@ impl NameCache {
             return Arc::clone(resource);
         }
         if current.len() >= self.max {
-            return self.overflow(name);
+            return Arc::new(self.overflow(name).clone());
         }
         let resource = Arc::new(self.sentinel.resource(name));
         let mut next = Map::clone(&current);
@@ -196,7 +249,7 @@ impl NameCache {
 
     /// The overflow resource, for `name` refused by the cap.
     #[cold]
-    fn overflow(&self, name: &str) -> Arc<Resource<'static>> {
+    fn overflow(&self, name: &str) -> &Resource<'static> {
         if self.refused.fetch_add(1, Ordering::Relaxed) == 0 {
             tracing::warn!(
                 resource = name,
@@ -205,10 +258,8 @@ impl NameCache {
                 "sentinel-tower: resource name cap reached; further names enter the overflow resource"
             );
         }
-        let overflow = self
-            .overflow
-            .get_or_init(|| Arc::new(self.sentinel.resource(OVERFLOW_RESOURCE)));
-        Arc::clone(overflow)
+        self.overflow
+            .get_or_init(|| self.sentinel.resource(OVERFLOW_RESOURCE))
     }
 }
 
@@ -237,10 +288,11 @@ mod tests {
     fn names_past_the_cap_share_the_overflow_resource() {
         let sentinel: &'static Sentinel = Box::leak(Box::new(Sentinel::builder().build()));
         let cache = NameCache::new(sentinel, 2);
-        assert_eq!(cache.get("a").name(), "a");
-        assert_eq!(cache.get("b").name(), "b");
-        assert_eq!(cache.get("c").name(), OVERFLOW_RESOURCE);
-        assert_eq!(cache.get("a").name(), "a");
+        let name = |n: &str| cache.with(n, |resource| resource.name().to_owned());
+        assert_eq!(name("a"), "a");
+        assert_eq!(name("b"), "b");
+        assert_eq!(name("c"), OVERFLOW_RESOURCE);
+        assert_eq!(name("a"), "a");
         assert_eq!(cache.refused(), 1);
     }
 }

@@ -24,7 +24,6 @@ use crate::{Resource, Sentinel};
 /// passes): the figure is what the count allows, as Sentinel's check reads
 /// it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct FlowQuota {
     /// Passes the rule admits per window.
     pub limit: u64,
