@@ -164,20 +164,25 @@ fn router_group(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     let route = || axum::Router::new().route("/orders/{id}", get(|| async { "ok" }));
 
-    let bare = route();
+    // `with_state` makes the routes' services once, as `axum::serve`
+    // does; without it every call would make them (and apply the layers)
+    // anew.
+    let bare = route().with_state(());
     assert_eq!(call(&bare, "/orders/42"), 200);
     group.bench_function("baseline: Router, no layer", |b| {
         b.iter(|| call(&bare, "/orders/42"))
     });
 
-    let peer = route().route_layer(governor!(false));
+    let peer = route().route_layer(governor!(false)).with_state(());
     assert_eq!(call(&peer, "/orders/42"), 200);
     group.bench_function("tower_governor, global key, pass", |b| {
         b.iter(|| call(&peer, "/orders/42"))
     });
 
     let sentinel = instance(vec![passing("GET:/orders/{id}")]);
-    let ours = route().route_layer(SentinelLayer::with_sentinel(sentinel));
+    let ours = route()
+        .route_layer(SentinelLayer::with_sentinel(sentinel))
+        .with_state(());
     assert_eq!(call(&ours, "/orders/42"), 200);
     group.bench_function("sentinel, flow rule, pass, MatchedPath", |b| {
         b.iter(|| call(&ours, "/orders/42"))

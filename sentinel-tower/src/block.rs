@@ -129,7 +129,12 @@ fn http_response(block: &BlockError, json: bool, quota: Option<&FlowQuota>) -> R
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     if let Some(seconds) = retry {
-        headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
+        let value = match seconds {
+            // The common case without an allocation.
+            1 => HeaderValue::from_static("1"),
+            seconds => HeaderValue::from(seconds),
+        };
+        headers.insert(RETRY_AFTER, value);
     }
     response
 }
@@ -190,19 +195,18 @@ pub(crate) fn default_is_error(status: StatusCode, headers: &HeaderMap) -> bool 
 }
 
 /// Which responses count as errors of the entry: the default classifier
-/// costs no reference count per request; a user's does.
+/// (`None`) costs no reference count per request; a user's does.
 #[derive(Clone)]
-pub(crate) enum ErrorCheck {
-    Default,
-    Custom(ErrorFn),
-}
+pub(crate) struct ErrorCheck(pub(crate) Option<ErrorFn>);
 
 impl ErrorCheck {
+    /// `grpc`: the response is a gRPC one; the default classifier looks
+    /// for `grpc-status` only then.
     #[inline]
-    pub(crate) fn is_error(&self, status: StatusCode, headers: &HeaderMap) -> bool {
-        match self {
-            ErrorCheck::Default => default_is_error(status, headers),
-            ErrorCheck::Custom(is_error) => is_error(status, headers),
+    pub(crate) fn is_error(&self, status: StatusCode, headers: &HeaderMap, grpc: bool) -> bool {
+        match &self.0 {
+            None => status.is_server_error() || grpc && default_is_error(status, headers),
+            Some(is_error) => is_error(status, headers),
         }
     }
 }

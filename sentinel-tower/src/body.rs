@@ -97,7 +97,7 @@ where
                     Poll::Ready(Some(Ok(frame))) => {
                         if let (Some(check), Some(trailers), Some(entry)) =
                             (&*grpc, frame.trailers_ref(), &*entry)
-                            && check.is_error(StatusCode::OK, trailers)
+                            && check.is_error(StatusCode::OK, trailers, true)
                         {
                             entry.set_error("grpc-status in trailers");
                         }

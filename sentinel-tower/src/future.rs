@@ -5,6 +5,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
@@ -19,13 +20,25 @@ use crate::block::{ErrorCheck, is_grpc};
 use crate::body::ResponseBody;
 use crate::headers::{self, HeaderSettings};
 
-/// What the response of an admitted request needs from the layer.
-#[derive(Clone)]
+/// What the response of an admitted request needs from the layer. Small:
+/// it moves with the future.
 pub(crate) struct Outcome {
     pub(crate) is_error: ErrorCheck,
-    /// The quota for the rate-limit headers of an admitted response.
-    pub(crate) quota: Option<FlowQuota>,
-    pub(crate) headers: HeaderSettings,
+    /// The rate-limit headers of an admitted response, when asked for
+    /// (boxed: off by default, and the box keeps the future small).
+    pub(crate) headers: Option<Box<(FlowQuota, HeaderSettings)>>,
+}
+
+pin_project! {
+    /// A request a rate limiter queued: what its wait and its call need.
+    /// Boxed: it waits milliseconds, and the box keeps the future small.
+    struct Waiting<S, ReqB> {
+        #[pin]
+        sleep: tokio::time::Sleep,
+        queued: Option<Queued<'static>>,
+        call: Option<(S, Request<ReqB>)>,
+        outcome: Option<Outcome>,
+    }
 }
 
 pin_project! {
@@ -56,11 +69,7 @@ pin_project! {
             outcome: Option<Outcome>,
         },
         Queued {
-            // Boxed: a rare path, and `Sleep` is large and `!Unpin`.
-            sleep: Pin<Box<tokio::time::Sleep>>,
-            queued: Option<Queued<'static>>,
-            call: Option<(S, Request<ReqB>)>,
-            outcome: Option<Outcome>,
+            waiting: Pin<Box<Waiting<S, ReqB>>>,
         },
         Blocked {
             response: Option<Response<Bytes>>,
@@ -90,10 +99,12 @@ where
     ) -> Self {
         ResponseFuture {
             state: State::Queued {
-                sleep: Box::pin(tokio::time::sleep(queued.wait())),
-                queued: Some(queued),
-                call: Some((service, request)),
-                outcome: Some(outcome),
+                waiting: Box::pin(Waiting {
+                    sleep: tokio::time::sleep(queued.wait()),
+                    queued: Some(queued),
+                    call: Some((service, request)),
+                    outcome: Some(outcome),
+                }),
             },
         }
     }
@@ -127,16 +138,17 @@ where
                     let outcome = outcome.take().expect("polled after completion");
                     return Poll::Ready(finish(result, entry.take(), outcome));
                 }
-                StateProj::Queued {
-                    sleep,
-                    queued,
-                    call,
-                    outcome,
-                } => {
-                    ready!(sleep.as_mut().poll(cx));
-                    let entry = queued.take().expect("polled after completion").admit();
-                    let (mut service, request) = call.take().expect("polled after completion");
-                    let outcome = outcome.take().expect("polled after completion");
+                StateProj::Queued { waiting } => {
+                    let waiting = waiting.as_mut().project();
+                    ready!(waiting.sleep.poll(cx));
+                    let entry = waiting
+                        .queued
+                        .take()
+                        .expect("polled after completion")
+                        .admit();
+                    let (mut service, request) =
+                        waiting.call.take().expect("polled after completion");
+                    let outcome = waiting.outcome.take().expect("polled after completion");
                     let future = service.call(request);
                     state.set(State::Called {
                         future,
@@ -162,18 +174,20 @@ fn finish<ResB: Body, E>(
 ) -> Result<Response<ResponseBody<ResB>>, E> {
     match result {
         Ok(mut response) => {
+            let grpc = is_grpc(response.headers());
             if let Some(entry) = &entry
                 && outcome
                     .is_error
-                    .is_error(response.status(), response.headers())
+                    .is_error(response.status(), response.headers(), grpc)
             {
                 entry.set_error(&response.status());
             }
-            if let Some(quota) = &outcome.quota {
-                headers::write(response.headers_mut(), quota, false, outcome.headers);
+            if let Some(pair) = &outcome.headers {
+                let (quota, settings) = &**pair;
+                headers::write(response.headers_mut(), quota, false, *settings);
             }
             // A gRPC status may come in the trailers too.
-            let grpc = is_grpc(response.headers()).then_some(outcome.is_error);
+            let grpc = grpc.then_some(outcome.is_error);
             let body = response.body();
             let buffered =
                 grpc.is_none() && (body.is_end_stream() || body.size_hint().exact().is_some());

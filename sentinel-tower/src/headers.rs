@@ -6,9 +6,6 @@ use http::HeaderMap;
 use http::header::{HeaderName, HeaderValue};
 use sentinel_core::flow::FlowQuota;
 
-/// The policy name in the IETF fields.
-const POLICY: &str = "default";
-
 static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
 static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 static X_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
@@ -62,25 +59,74 @@ pub(crate) fn write(
     let window = seconds(quota.window_ms);
     let remaining = if blocked { 0 } else { quota.remaining };
     let reset = seconds(quota.reset_ms);
-    let mut put = |name: &HeaderName, value: String| {
-        if !headers.contains_key(name)
-            && let Ok(value) = HeaderValue::try_from(value)
-        {
-            headers.insert(name.clone(), value);
+    let mut put = |name: &HeaderName, parts: &[Part<'_>]| {
+        if !headers.contains_key(name) {
+            headers.insert(name.clone(), value(parts));
         }
     };
     if settings.ietf {
         put(
             &RATELIMIT_POLICY,
-            format!("\"{POLICY}\";q={};w={window}", quota.limit),
+            &[
+                Part::Text(POLICY_Q),
+                Part::Number(quota.limit),
+                Part::Text(";w="),
+                Part::Number(window),
+            ],
         );
-        put(&RATELIMIT, format!("\"{POLICY}\";r={remaining};t={reset}"));
+        put(
+            &RATELIMIT,
+            &[
+                Part::Text(POLICY_R),
+                Part::Number(remaining),
+                Part::Text(";t="),
+                Part::Number(reset),
+            ],
+        );
     }
     if settings.legacy {
-        put(&X_LIMIT, quota.limit.to_string());
-        put(&X_REMAINING, remaining.to_string());
-        put(&X_RESET, reset.to_string());
+        put(&X_LIMIT, &[Part::Number(quota.limit)]);
+        put(&X_REMAINING, &[Part::Number(remaining)]);
+        put(&X_RESET, &[Part::Number(reset)]);
     }
+}
+
+const POLICY_Q: &str = "\"default\";q=";
+const POLICY_R: &str = "\"default\";r=";
+
+/// A piece of a header value.
+enum Part<'a> {
+    Text(&'a str),
+    Number(u64),
+}
+
+/// A header value joined from `parts` (ASCII digits and the texts above,
+/// always valid), without the formatting machinery: a 429 is built on
+/// every refused request, and should cost little more than a pass.
+fn value(parts: &[Part<'_>]) -> HeaderValue {
+    let mut bytes = Vec::with_capacity(32);
+    for part in parts {
+        match part {
+            Part::Text(text) => bytes.extend_from_slice(text.as_bytes()),
+            Part::Number(n) => push_number(&mut bytes, *n),
+        }
+    }
+    HeaderValue::from_maybe_shared(bytes::Bytes::from(bytes))
+        .expect("digits and quoted ASCII make a valid header value")
+}
+
+fn push_number(bytes: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    bytes.extend_from_slice(&digits[at..]);
 }
 
 #[cfg(test)]
@@ -111,6 +157,10 @@ mod tests {
         );
         assert_eq!(blocked["ratelimit"], "\"default\";r=0;t=2");
         assert_eq!(blocked["x-ratelimit-reset"], "2");
+        let mut big = HeaderMap::new();
+        write(&mut big, &sentinel_quota(u64::MAX, 1_000, 0, 1), false, all);
+        assert_eq!(big["x-ratelimit-limit"], u64::MAX.to_string().as_str());
+        assert_eq!(big["ratelimit"], "\"default\";r=0;t=1");
     }
 
     fn sentinel_quota(limit: u64, window_ms: u64, remaining: u64, reset_ms: u64) -> FlowQuota {

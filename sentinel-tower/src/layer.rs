@@ -13,6 +13,7 @@ use tower_layer::Layer;
 use crate::block::{BlockFn, ErrorCheck};
 use crate::headers::HeaderSettings;
 use crate::name::{DEFAULT_MAX_RESOURCE_NAMES, Head, NameCache, Namer};
+use crate::route::RouteMemo;
 use crate::service::SentinelService;
 
 type OriginFn = Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>;
@@ -35,6 +36,8 @@ pub(crate) struct Config {
     pub(crate) block: Option<BlockFn>,
     pub(crate) is_error: ErrorCheck,
     pub(crate) headers: HeaderSettings,
+    /// The route this config's service has seen (a config per service).
+    pub(crate) route: RouteMemo,
 }
 
 impl Config {
@@ -125,8 +128,9 @@ impl SentinelLayer {
                 origin: Origin::None,
                 entry_type: EntryType::Inbound,
                 block: None,
-                is_error: ErrorCheck::Default,
+                is_error: ErrorCheck(None),
                 headers: HeaderSettings::default(),
+                route: RouteMemo::default(),
             },
         }
     }
@@ -208,7 +212,7 @@ impl SentinelLayer {
         mut self,
         is_error: impl Fn(StatusCode, &HeaderMap) -> bool + Send + Sync + 'static,
     ) -> Self {
-        self.config.is_error = ErrorCheck::Custom(Arc::new(is_error));
+        self.config.is_error = ErrorCheck(Some(Arc::new(is_error)));
         self
     }
 
@@ -267,7 +271,12 @@ impl<S> Layer<S> for SentinelLayer {
     type Service = SentinelService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        SentinelService::new(inner, Arc::new(self.config.clone()))
+        let config = Config {
+            // Each service remembers its own route.
+            route: RouteMemo::default(),
+            ..self.config.clone()
+        };
+        SentinelService::new(inner, Arc::new(config))
     }
 }
 

@@ -38,6 +38,7 @@ mod future;
 mod headers;
 mod layer;
 mod name;
+mod route;
 mod service;
 
 pub use block::retry_after;

@@ -10,7 +10,7 @@ use http::request::Parts;
 use http::{Request, Response};
 use http_body::Body;
 use sentinel_core::flow::{FlowGrade, FlowQuota, FlowRule};
-use sentinel_core::{BlockError, BlockKind, Entering};
+use sentinel_core::{BlockError, BlockKind, Entering, Resource};
 use tower_service::Service;
 
 use crate::block::{BlockReply, accepts_json, blocked_response, is_grpc};
@@ -51,33 +51,48 @@ impl Config {
     /// Names and enters the resource of a request.
     #[inline]
     fn admit(&self, head: &impl Head, parts: Option<&Parts>) -> Admission {
+        if let Some(resource) = self.route.get(head.method(), head.extensions()) {
+            return self.enter(resource, head, parts);
+        }
         self.namer.with_name(head, parts, |name| {
             self.names.with(name, |resource| {
-                let origin = self.origin_of(head, parts);
-                let mut builder = resource.builder().entry_type(self.entry_type);
-                if let Some(origin) = origin.as_deref() {
-                    builder = builder.origin(origin);
+                if !self.namer.needs_parts() {
+                    self.route
+                        .remember(head.method(), head.extensions(), resource);
                 }
-                let entering = builder.enter_or_queue();
-                let quota = match &entering {
-                    Ok(_) if self.headers.on_admitted && self.headers.any() => {
-                        resource.flow_quota(None)
-                    }
-                    Ok(_) => None,
-                    Err(block) => qps_rule(block)
-                        .filter(|_| self.headers.any())
-                        .and_then(|rule| resource.flow_quota(Some(rule))),
-                };
-                Admission { entering, quota }
+                self.enter(resource, head, parts)
             })
         })
+    }
+
+    /// Enters `resource` for a request.
+    #[inline]
+    fn enter(
+        &self,
+        resource: &Resource<'static>,
+        head: &impl Head,
+        parts: Option<&Parts>,
+    ) -> Admission {
+        let origin = self.origin_of(head, parts);
+        let mut builder = resource.builder().entry_type(self.entry_type);
+        if let Some(origin) = origin.as_deref() {
+            builder = builder.origin(origin);
+        }
+        let entering = builder.enter_or_queue();
+        let quota = match &entering {
+            Ok(_) if self.headers.on_admitted && self.headers.any() => resource.flow_quota(None),
+            Ok(_) => None,
+            Err(block) => qps_rule(block)
+                .filter(|_| self.headers.any())
+                .and_then(|rule| resource.flow_quota(Some(rule))),
+        };
+        Admission { entering, quota }
     }
 
     fn outcome(&self, quota: Option<FlowQuota>) -> Outcome {
         Outcome {
             is_error: self.is_error.clone(),
-            quota,
-            headers: self.headers,
+            headers: quota.map(|quota| Box::new((quota, self.headers))),
         }
     }
 

@@ -34,7 +34,11 @@ pub enum Entering<'s> {
 ///
 /// It owns a copy of the entry's origin and arguments, so it does not
 /// borrow the request it was made from.
-pub struct Queued<'s> {
+pub struct Queued<'s>(Box<Waiting<'s>>);
+
+/// Boxed: a queued entry waits milliseconds, so an allocation is nothing
+/// to it, and the boxed handle keeps `Entering` as small as an `Entry`.
+struct Waiting<'s> {
     unadmitted: Unadmitted<'static, 's>,
     wait: Duration,
     entry_type: crate::EntryType,
@@ -50,7 +54,7 @@ impl<'s> Queued<'s> {
     ) -> Self {
         let wait = Duration::from_nanos(checked.wait_ns);
         let origin: Box<str> = checked.origin_name.into();
-        Queued {
+        Queued(Box::new(Waiting {
             unadmitted: Unadmitted {
                 sentinel,
                 batch: request.batch,
@@ -60,31 +64,32 @@ impl<'s> Queued<'s> {
             entry_type: request.entry_type,
             origin,
             args: request.args.into(),
-        }
+        }))
     }
 
     /// How long to wait, from when the entry was checked, before
     /// [`admit`](Self::admit).
     pub fn wait(&self) -> Duration {
-        self.wait
+        self.0.wait
     }
 
     /// Counts the pass (at the clock's time, or the time the queue gave
     /// it, whichever is later) and hands out the entry.
-    pub fn admit(mut self) -> Entry<'s> {
-        let sentinel = self.unadmitted.sentinel;
-        let mut checked: Checked<'_, 's> = self
+    pub fn admit(self) -> Entry<'s> {
+        let mut waiting = self.0;
+        let sentinel = waiting.unadmitted.sentinel;
+        let mut checked: Checked<'_, 's> = waiting
             .unadmitted
             .checked
             .take()
             .expect("admitted once: admit consumes the queued entry");
-        checked.origin_name = &self.origin;
+        checked.origin_name = &waiting.origin;
         let mut request = Request::new(checked.resource.name());
         request.resource = Some(Some(checked.resource));
-        request.entry_type = self.entry_type;
-        request.batch = self.unadmitted.batch;
-        request.origin = &self.origin;
-        request.args = &self.args;
+        request.entry_type = waiting.entry_type;
+        request.batch = waiting.unadmitted.batch;
+        request.origin = &waiting.origin;
+        request.args = &waiting.args;
         let now = sentinel.clock.now_ms().max(checked.pass_ms);
         sentinel.admit(&request, &mut checked, now)
     }
@@ -93,8 +98,8 @@ impl<'s> Queued<'s> {
 impl fmt::Debug for Queued<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Queued")
-            .field("wait", &self.wait)
-            .field("origin", &self.origin)
+            .field("wait", &self.0.wait)
+            .field("origin", &self.0.origin)
             .finish_non_exhaustive()
     }
 }
