@@ -16,13 +16,15 @@ use sentinel_core::flow::FlowQuota;
 use sentinel_core::{Entry, Queued};
 use tower_service::Service;
 
-use crate::block::{ErrorCheck, is_grpc};
+use crate::block::ErrorCheck;
 use crate::body::ResponseBody;
 use crate::headers::{self, HeaderSettings};
 
 /// What the response of an admitted request needs from the layer. Small:
 /// it moves with the future.
 pub(crate) struct Outcome {
+    /// The request speaks gRPC, so its response does.
+    pub(crate) grpc: bool,
     pub(crate) is_error: ErrorCheck,
     /// The rate-limit headers of an admitted response, when asked for
     /// (boxed: off by default, and the box keeps the future small).
@@ -174,7 +176,7 @@ fn finish<ResB: Body, E>(
 ) -> Result<Response<ResponseBody<ResB>>, E> {
     match result {
         Ok(mut response) => {
-            let grpc = is_grpc(response.headers());
+            let grpc = outcome.grpc;
             if let Some(entry) = &entry
                 && outcome
                     .is_error

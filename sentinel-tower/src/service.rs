@@ -45,6 +45,8 @@ impl<S: fmt::Debug> fmt::Debug for SentinelService<S> {
 struct Admission {
     entering: Result<Entering<'static>, BlockError>,
     quota: Option<FlowQuota>,
+    /// The request speaks gRPC (so will its response).
+    grpc: bool,
 }
 
 impl Config {
@@ -86,11 +88,17 @@ impl Config {
                 .filter(|_| self.headers.any())
                 .and_then(|rule| resource.flow_quota(Some(rule))),
         };
-        Admission { entering, quota }
+        Admission {
+            entering,
+            quota,
+            // No lookup at all for a request without headers.
+            grpc: is_grpc(head.headers()),
+        }
     }
 
-    fn outcome(&self, quota: Option<FlowQuota>) -> Outcome {
+    fn outcome(&self, quota: Option<FlowQuota>, grpc: bool) -> Outcome {
         Outcome {
+            grpc,
             is_error: self.is_error.clone(),
             headers: quota.map(|quota| Box::new((quota, self.headers))),
         }
@@ -102,10 +110,11 @@ impl Config {
         block: &BlockError,
         head: &impl Head,
         quota: Option<FlowQuota>,
+        grpc: bool,
     ) -> Response<bytes::Bytes> {
         let headers = head.headers();
         let reply = BlockReply {
-            grpc: is_grpc(headers),
+            grpc,
             json: self.block.is_none() && accepts_json(headers),
             quota,
             headers: self.headers,
@@ -139,16 +148,17 @@ where
     }
 
     fn call(&mut self, request: Request<ReqB>) -> Self::Future {
-        let config = Arc::clone(&self.config);
+        // Borrowed apart: no reference count on the config per request.
+        let SentinelService { inner, config } = self;
         if config.needs_parts() {
             // A user function reads `&Parts`: take the request apart.
             let (parts, body) = request.into_parts();
             let admission = config.admit(&parts, Some(&parts));
             let request = Request::from_parts(parts, body);
-            return proceed(&mut self.inner, &config, admission, request);
+            return proceed(inner, config, admission, request);
         }
         let admission = config.admit(&request, None);
-        proceed(&mut self.inner, &config, admission, request)
+        proceed(inner, config, admission, request)
     }
 }
 
@@ -168,7 +178,11 @@ where
             // The inner service was made ready by `poll_ready`: call it
             // now, as a layer without a wait does.
             let future = inner.call(request);
-            ResponseFuture::called(future, entry, config.outcome(admission.quota))
+            ResponseFuture::called(
+                future,
+                entry,
+                config.outcome(admission.quota, admission.grpc),
+            )
         }
         Ok(Entering::Queued(queued)) => {
             // The ready service goes into the future, which calls it
@@ -176,8 +190,18 @@ where
             // (tower's usual swap).
             let clone = inner.clone();
             let ready = std::mem::replace(inner, clone);
-            ResponseFuture::queued(queued, ready, request, config.outcome(admission.quota))
+            ResponseFuture::queued(
+                queued,
+                ready,
+                request,
+                config.outcome(admission.quota, admission.grpc),
+            )
         }
-        Err(block) => ResponseFuture::blocked(config.blocked(&block, &request, admission.quota)),
+        Err(block) => ResponseFuture::blocked(config.blocked(
+            &block,
+            &request,
+            admission.quota,
+            admission.grpc,
+        )),
     }
 }

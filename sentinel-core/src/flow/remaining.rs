@@ -10,8 +10,11 @@ use crate::{Resource, Sentinel};
 /// A QPS flow rule's quota in its current window, as
 /// [`Resource::flow_quota`] reads it.
 ///
-/// - `limit`: the passes the rule admits per window, its `count` (per
-///   second) times the window's length in seconds, rounded down;
+/// - `limit`: the passes the rule's check admits in one window. As in
+///   Sentinel, the check passes an entry while the window's whole rate
+///   (passes per second) plus its permit is at most the whole `count`, so
+///   a window of `w` seconds admits `whole(count) × w` passes (rounded
+///   up): the whole count for the default one-second window;
 /// - `remaining`: `limit` minus the passes counted in the window the rule
 ///   checks (the resource's one-second window, or the rule's own
 ///   `stat_interval_ms` window), at least 0;
@@ -100,8 +103,11 @@ fn quota_of(compiled: &CompiledFlow, node: &StatisticNode, now: u64) -> Option<F
             (interval, bucket, node.sum(now, MetricEvent::Pass))
         }
     };
-    // Rounded down: a count of 2.5 a second admits 2 in a one-second window.
-    let limit = (rule.count * window_ms as f64 / 1_000.0) as u64;
+    // The check passes an entry while `whole(passes / w) + 1 <=
+    // whole(count)`, i.e. while `passes < whole(count) * w`.
+    let limit = (rule.count.max(0.0).floor() as u64)
+        .saturating_mul(window_ms)
+        .div_ceil(1_000);
     Some(FlowQuota {
         limit,
         window_ms,
@@ -155,11 +161,35 @@ mod tests {
         drop(resource.entry().unwrap());
         clock.advance_ms(2_500);
         let quota = resource.flow_quota(Some(&rule)).unwrap();
+        // 2 a second over 4 s.
         assert_eq!(
             (quota.limit, quota.window_ms, quota.remaining),
             (8, 4_000, 7)
         );
         assert_eq!(quota.reset_ms, 500);
+        // The figure is what the check admits.
+        let mut entries = Vec::new();
+        while let Ok(entry) = resource.entry() {
+            entries.push(entry);
+        }
+        assert_eq!(entries.len(), 7);
+        assert_eq!(resource.flow_quota(None).unwrap().remaining, 0);
+    }
+
+    #[test]
+    fn the_limit_of_the_default_window_is_the_count() {
+        for (count, limit) in [(3.0, 3), (2.5, 2), (1.0, 1), (0.5, 0)] {
+            let (sentinel, _) = sentinel(vec![FlowRule::new("r", count)]);
+            let resource = sentinel.resource("r");
+            assert_eq!(resource.flow_quota(None).unwrap().limit, limit);
+            let mut passed = 0;
+            while let Ok(entry) = resource.entry() {
+                passed += 1;
+                drop(entry);
+                assert!(passed <= limit, "the check admitted more than {limit}");
+            }
+            assert_eq!(passed, limit, "count {count}");
+        }
     }
 
     #[test]
