@@ -932,10 +932,19 @@ impl Sentinel {
         self.rules.load()
     }
 
+    /// The version of the rule set in force (0 before any load).
+    pub(crate) fn rules_version(&self) -> u32 {
+        self.rules_version.load(Ordering::Acquire)
+    }
+
     /// As [`with_rules`](Self::with_rules), with `None` while no rule was
     /// ever loaded (version 0), without touching the thread's cache.
     #[inline(always)]
-    fn with_rules_if_any<T>(&self, version: u32, f: impl FnOnce(Option<&RuleSet>) -> T) -> T {
+    pub(crate) fn with_rules_if_any<T>(
+        &self,
+        version: u32,
+        f: impl FnOnce(Option<&RuleSet>) -> T,
+    ) -> T {
         let mut f = Some(f);
         if version != 0 {
             return self.with_rules(

@@ -13,6 +13,11 @@
 //!
 //! Cases: `baseline`, `governor`, `pass`, `cleaned`, `block`,
 //! `router-baseline`, `router-governor`, `router-pass`.
+//!
+//! `$B time 15` instead times every case in turn, 15 rounds (each case's
+//! set-up included, under 1 % of a round), and prints medians: on a shared
+//! machine the interleaving gives every case the same slow spells, which
+//! criterion's one-case-after-another runs do not.
 
 // criterion is not used here: a plain main.
 #![allow(missing_docs)]
@@ -90,10 +95,63 @@ macro_rules! governor {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("time") {
+        let rounds = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(15);
+        return interleaved(rounds);
+    }
     // `cargo bench` passes `--bench`: nothing to do then.
     let (Some(case), Some(n)) = (args.get(1), args.get(2).and_then(|n| n.parse().ok())) else {
         return;
     };
+    one(case, n);
+}
+
+const CASES: [&str; 10] = [
+    "baseline",
+    "core",
+    "core-block",
+    "governor",
+    "pass",
+    "cleaned",
+    "block",
+    "router-baseline",
+    "router-governor",
+    "router-pass",
+];
+
+/// Each case in turn, `rounds` times, 200 000 requests a turn: on a
+/// shared machine, a slow spell then hits every case alike. Prints each
+/// case's median and the overheads over the baselines.
+fn interleaved(rounds: usize) {
+    const N: u64 = 200_000;
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); CASES.len()];
+    for _ in 0..rounds {
+        for (i, case) in CASES.iter().enumerate() {
+            let start = std::time::Instant::now();
+            one(case, N);
+            times[i].push(start.elapsed().as_nanos() as f64 / N as f64);
+        }
+    }
+    let median = |i: usize| {
+        let mut t = times[i].clone();
+        t.sort_by(f64::total_cmp);
+        t[t.len() / 2]
+    };
+    println!("{rounds} rounds of {N} requests per case; ns per request, median (min..max)");
+    for (i, case) in CASES.iter().enumerate() {
+        let (min, max) = times[i]
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(lo, hi), t| (lo.min(*t), hi.max(*t)));
+        let base = if case.starts_with("router") { 7 } else { 0 };
+        println!(
+            "{case:>16} {:7.1} ({min:.1}..{max:.1})  overhead {:+7.1}",
+            median(i),
+            median(i) - median(base)
+        );
+    }
+}
+
+fn one(case: &str, n: u64) {
     let route = || axum::Router::new().route("/orders/{id}", get(|| async { "ok" }));
     let passing = || {
         instance(vec![
@@ -101,8 +159,31 @@ fn main() {
             FlowRule::new("GET:/orders/{id}", 1e12),
         ])
     };
-    match case.as_str() {
+    match case {
         "baseline" => run(service_fn(ok), "/orders", n, 200),
+        // The floor: the core's entry and exit (inbound, one flow rule) in
+        // the handler, no layer.
+        "core" | "core-block" => {
+            let count = if case == "core" { 1e12 } else { 0.0 };
+            let sentinel = instance(vec![FlowRule::new("GET:/orders", count)]);
+            let resource = Arc::new(sentinel.resource("GET:/orders"));
+            let service = service_fn(move |request: Request<Body>| {
+                let entry = resource
+                    .builder()
+                    .entry_type(sentinel_core::EntryType::Inbound)
+                    .enter();
+                let blocked = entry.is_err();
+                drop((entry, request));
+                async move {
+                    Ok::<_, Infallible>(Response::new(Body::from(if blocked {
+                        "no"
+                    } else {
+                        "ok"
+                    })))
+                }
+            });
+            run(service, "/orders", n, 200)
+        }
         "governor" => run(
             ServiceBuilder::new()
                 .layer(governor!(false))

@@ -99,7 +99,8 @@ pub(crate) fn blocked_response(block: &BlockError, reply: BlockReply<'_>) -> Res
         None => http_response(block, reply.json, reply.quota.as_ref()),
     };
     if let Some(quota) = &reply.quota {
-        headers::write(response.headers_mut(), quota, true, reply.headers);
+        let keep = reply.custom.is_some();
+        headers::write(response.headers_mut(), quota, true, keep, reply.headers);
     }
     response
 }

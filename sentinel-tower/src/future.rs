@@ -83,6 +83,7 @@ impl<S, ReqB> ResponseFuture<S, ReqB>
 where
     S: Service<Request<ReqB>>,
 {
+    #[inline(always)]
     pub(crate) fn called(future: S::Future, entry: Entry<'static>, outcome: Outcome) -> Self {
         ResponseFuture {
             state: State::Called {
@@ -169,6 +170,7 @@ where
 
 /// Records the inner call's outcome; the entry exits now unless the body
 /// streams (then the body holds it to its end).
+#[inline(always)]
 fn finish<ResB: Body, E>(
     result: Result<Response<ResB>, E>,
     entry: Option<Entry<'static>>,
@@ -186,7 +188,8 @@ fn finish<ResB: Body, E>(
             }
             if let Some(pair) = &outcome.headers {
                 let (quota, settings) = &**pair;
-                headers::write(response.headers_mut(), quota, false, *settings);
+                // The inner service's own headers win.
+                headers::write(response.headers_mut(), quota, false, true, *settings);
             }
             // A gRPC status may come in the trailers too.
             let grpc = grpc.then_some(outcome.is_error);

@@ -47,20 +47,21 @@ fn seconds(ms: u64) -> u64 {
     ms.div_ceil(1_000).max(1)
 }
 
-/// Writes the headers of `quota` into `headers`, keeping any of them the
-/// response already has (a user's block response may set its own).
-/// `blocked`: the rule refused this request, so nothing remains now.
+/// Writes the headers of `quota` into `headers`; with `keep`, keeps any
+/// of them the response already has (a user's block response may set its
+/// own). `blocked`: the rule refused this request, so nothing remains now.
 pub(crate) fn write(
     headers: &mut HeaderMap,
     quota: &FlowQuota,
     blocked: bool,
+    keep: bool,
     settings: HeaderSettings,
 ) {
     let window = seconds(quota.window_ms);
     let remaining = if blocked { 0 } else { quota.remaining };
     let reset = seconds(quota.reset_ms);
     let mut put = |name: &HeaderName, parts: &[Part<'_>]| {
-        if !headers.contains_key(name) {
+        if !keep || !headers.contains_key(name) {
             headers.insert(name.clone(), value(parts));
         }
     };
@@ -104,6 +105,17 @@ enum Part<'a> {
 /// always valid), without the formatting machinery: a 429 is built on
 /// every refused request, and should cost little more than a pass.
 fn value(parts: &[Part<'_>]) -> HeaderValue {
+    // The usual `RateLimit` of a 429 (nothing left, the next second):
+    // without an allocation.
+    if let [
+        Part::Text(POLICY_R),
+        Part::Number(0),
+        Part::Text(";t="),
+        Part::Number(1),
+    ] = parts
+    {
+        return HeaderValue::from_static("\"default\";r=0;t=1");
+    }
     let mut bytes = Vec::with_capacity(32);
     for part in parts {
         match part {
@@ -142,7 +154,7 @@ mod tests {
             legacy: true,
             on_admitted: true,
         };
-        write(&mut headers, &quota, false, all);
+        write(&mut headers, &quota, false, false, all);
         assert_eq!(headers["ratelimit-policy"], "\"default\";q=200;w=1");
         assert_eq!(headers["ratelimit"], "\"default\";r=17;t=1");
         assert_eq!(headers["x-ratelimit-limit"], "200");
@@ -150,7 +162,13 @@ mod tests {
         assert_eq!(headers["x-ratelimit-reset"], "1");
         let mut blocked = HeaderMap::new();
         blocked.insert("ratelimit-policy", HeaderValue::from_static("mine"));
-        write(&mut blocked, &sentinel_quota(9, 3_000, 4, 1_001), true, all);
+        write(
+            &mut blocked,
+            &sentinel_quota(9, 3_000, 4, 1_001),
+            true,
+            true,
+            all,
+        );
         assert_eq!(
             blocked["ratelimit-policy"], "mine",
             "a header already set is kept"
@@ -158,7 +176,13 @@ mod tests {
         assert_eq!(blocked["ratelimit"], "\"default\";r=0;t=2");
         assert_eq!(blocked["x-ratelimit-reset"], "2");
         let mut big = HeaderMap::new();
-        write(&mut big, &sentinel_quota(u64::MAX, 1_000, 0, 1), false, all);
+        write(
+            &mut big,
+            &sentinel_quota(u64::MAX, 1_000, 0, 1),
+            false,
+            false,
+            all,
+        );
         assert_eq!(big["x-ratelimit-limit"], u64::MAX.to_string().as_str());
         assert_eq!(big["ratelimit"], "\"default\";r=0;t=1");
     }

@@ -73,13 +73,19 @@ impl Sentinel {
         node: &ResourceNode,
         rule: Option<&FlowRule>,
     ) -> Option<FlowQuota> {
-        let rules = self.rule_set();
-        let flow = &rules.for_resource(node)?.flow;
-        let compiled = match rule {
-            Some(rule) => flow.iter().find(|c| *c.rule == *rule)?,
-            None => flow.iter().find(|c| c.rule.grade == FlowGrade::Qps)?,
-        };
-        quota_of(compiled, node.stats(), self.now_ms())
+        let version = self.rules_version();
+        let now = self.now_ms();
+        self.with_rules_if_any(version, |rules| {
+            let flow = &rules?.for_resource(node)?.flow;
+            let compiled = match rule {
+                // The rule of a block is the loaded one: the same allocation.
+                Some(rule) => flow
+                    .iter()
+                    .find(|c| std::ptr::eq(&*c.rule, rule) || *c.rule == *rule)?,
+                None => flow.iter().find(|c| c.rule.grade == FlowGrade::Qps)?,
+            };
+            quota_of(compiled, node.stats(), now)
+        })
     }
 }
 
