@@ -16,14 +16,14 @@ use sentinel_core::flow::FlowQuota;
 use sentinel_core::{Entry, Queued};
 use tower_service::Service;
 
-use crate::block::ErrorCheck;
+use crate::block::{ErrorCheck, is_grpc};
 use crate::body::ResponseBody;
 use crate::headers::{self, HeaderSettings};
 
 /// What the response of an admitted request needs from the layer. Small:
 /// it moves with the future.
 pub(crate) struct Outcome {
-    /// The request speaks gRPC, so its response does.
+    /// The request speaks gRPC (so its response does).
     pub(crate) grpc: bool,
     pub(crate) is_error: ErrorCheck,
     /// The rate-limit headers of an admitted response, when asked for
@@ -178,7 +178,9 @@ fn finish<ResB: Body, E>(
 ) -> Result<Response<ResponseBody<ResB>>, E> {
     match result {
         Ok(mut response) => {
-            let grpc = outcome.grpc;
+            // gRPC by the request, or (a client that sent no content type)
+            // by the response.
+            let grpc = outcome.grpc || is_grpc(response.headers());
             if let Some(entry) = &entry
                 && outcome
                     .is_error
