@@ -23,8 +23,6 @@ use crate::headers::{self, HeaderSettings};
 /// What the response of an admitted request needs from the layer. Small:
 /// it moves with the future.
 pub(crate) struct Outcome {
-    /// The request speaks gRPC (so its response does).
-    pub(crate) grpc: bool,
     pub(crate) is_error: ErrorCheck,
     /// The rate-limit headers of an admitted response, when asked for
     /// (boxed: off by default, and the box keeps the future small).
@@ -178,9 +176,7 @@ fn finish<ResB: Body, E>(
 ) -> Result<Response<ResponseBody<ResB>>, E> {
     match result {
         Ok(mut response) => {
-            // gRPC by the request, or (a client that sent no content type)
-            // by the response.
-            let grpc = outcome.grpc || is_grpc(response.headers());
+            let grpc = is_grpc(response.headers());
             if let Some(entry) = &entry
                 && outcome
                     .is_error

@@ -45,8 +45,6 @@ impl<S: fmt::Debug> fmt::Debug for SentinelService<S> {
 struct Admission {
     entering: Result<Entering<'static>, BlockError>,
     quota: Option<FlowQuota>,
-    /// The request speaks gRPC (so will its response).
-    grpc: bool,
 }
 
 impl Config {
@@ -88,18 +86,12 @@ impl Config {
                 .filter(|_| self.headers.any())
                 .and_then(|rule| resource.flow_quota(Some(rule))),
         };
-        Admission {
-            entering,
-            quota,
-            // No lookup at all for a request without headers.
-            grpc: is_grpc(head.headers()),
-        }
+        Admission { entering, quota }
     }
 
     #[inline(always)]
-    fn outcome(&self, quota: Option<FlowQuota>, grpc: bool) -> Outcome {
+    fn outcome(&self, quota: Option<FlowQuota>) -> Outcome {
         Outcome {
-            grpc,
             is_error: self.is_error.clone(),
             headers: quota.map(|quota| Box::new((quota, self.headers))),
         }
@@ -111,11 +103,10 @@ impl Config {
         block: &BlockError,
         head: &impl Head,
         quota: Option<FlowQuota>,
-        grpc: bool,
     ) -> Response<bytes::Bytes> {
         let headers = head.headers();
         let reply = BlockReply {
-            grpc,
+            grpc: is_grpc(headers),
             json: self.block.is_none() && accepts_json(headers),
             quota,
             headers: self.headers,
@@ -181,11 +172,7 @@ where
             // The inner service was made ready by `poll_ready`: call it
             // now, as a layer without a wait does.
             let future = inner.call(request);
-            ResponseFuture::called(
-                future,
-                entry,
-                config.outcome(admission.quota, admission.grpc),
-            )
+            ResponseFuture::called(future, entry, config.outcome(admission.quota))
         }
         Ok(Entering::Queued(queued)) => {
             // The ready service goes into the future, which calls it
@@ -193,18 +180,8 @@ where
             // (tower's usual swap).
             let clone = inner.clone();
             let ready = std::mem::replace(inner, clone);
-            ResponseFuture::queued(
-                queued,
-                ready,
-                request,
-                config.outcome(admission.quota, admission.grpc),
-            )
+            ResponseFuture::queued(queued, ready, request, config.outcome(admission.quota))
         }
-        Err(block) => ResponseFuture::blocked(config.blocked(
-            &block,
-            &request,
-            admission.quota,
-            admission.grpc,
-        )),
+        Err(block) => ResponseFuture::blocked(config.blocked(&block, &request, admission.quota)),
     }
 }
