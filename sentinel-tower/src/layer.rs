@@ -89,7 +89,9 @@ impl Config {
 /// - no origin;
 /// - [`EntryType::Inbound`];
 /// - blocked HTTP requests get `429 Too Many Requests`, `blocked by <kind>`
-///   and a [`Retry-After`](crate::retry_after) header; blocked gRPC
+///   (JSON when the `Accept` header names JSON), a
+///   [`Retry-After`](crate::retry_after) header and, for a QPS flow rule,
+///   `RateLimit-Policy` and `RateLimit`; blocked gRPC
 ///   requests get `grpc-status` 8 (`RESOURCE_EXHAUSTED`), 14 (`UNAVAILABLE`)
 ///   for an open breaker;
 /// - an inner error, a 5xx status or a `grpc-status` header other than `0`
@@ -195,8 +197,10 @@ impl SentinelLayer {
     }
 
     /// Makes the HTTP response of a blocked request (gRPC requests keep the
-    /// gRPC response). See [`retry_after`](crate::retry_after) for the
-    /// default's header.
+    /// gRPC response) instead of the default (`blocked by <kind>`, or JSON
+    /// to a client that accepts it; see [`retry_after`](crate::retry_after)
+    /// for its `Retry-After`). The rate-limit headers the response does not
+    /// set itself are added.
     pub fn block_response(
         mut self,
         respond: impl Fn(&BlockError) -> Response<String> + Send + Sync + 'static,
