@@ -169,6 +169,9 @@ thread_local! {
     static JOINED: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
 }
 
+/// The largest buffer a thread keeps between names.
+const MAX_KEPT: usize = 1_024;
+
 /// `method:path`, in this thread's buffer (a new `String` when the buffer
 /// is in use up the stack, or when the thread is exiting).
 fn with_joined<T>(method: &str, path: &str, f: impl FnOnce(&str) -> T) -> T {
@@ -179,7 +182,12 @@ fn with_joined<T>(method: &str, path: &str, f: impl FnOnce(&str) -> T) -> T {
         buffer.push_str(method);
         buffer.push(':');
         buffer.push_str(path);
-        Some((f.take()?)(&buffer))
+        let result = (f.take()?)(&buffer);
+        if buffer.capacity() > MAX_KEPT {
+            // One odd long path does not keep its buffer for the thread's life.
+            *buffer = String::new();
+        }
+        Some(result)
     });
     match (joined, f) {
         (Ok(Some(result)), _) => result,
