@@ -151,7 +151,7 @@ impl SentinelLayer {
         mut self,
         cleaner: impl Fn(&str) -> Cow<'_, str> + Send + Sync + 'static,
     ) -> Self {
-        self.config.namer = Namer::Route(Arc::new(cleaner));
+        self.config.namer = Namer::Route(Some(Arc::new(cleaner)));
         self
     }
 

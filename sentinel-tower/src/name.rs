@@ -35,22 +35,32 @@ pub const DEFAULT_MAX_RESOURCE_NAMES: usize = 1_000;
 /// assert_eq!(clean_path("/health"), "/health");
 /// ```
 pub fn clean_path(path: &str) -> Cow<'_, str> {
-    // Split as bytes: cheaper than a `char` pattern on every request.
-    if !path.as_bytes().split(|b| *b == b'/').any(is_id) {
+    if !has_id(path) {
         return Cow::Borrowed(path);
     }
     let mut cleaned = String::with_capacity(path.len());
+    push_cleaned(&mut cleaned, path);
+    Cow::Owned(cleaned)
+}
+
+/// Whether a segment of `path` looks like an identifier. Split as bytes:
+/// cheaper than a `char` pattern on every request.
+fn has_id(path: &str) -> bool {
+    path.as_bytes().split(|b| *b == b'/').any(is_id)
+}
+
+/// Appends `path` to `out` with its identifier segments as `{id}`.
+fn push_cleaned(out: &mut String, path: &str) {
     for (i, segment) in path.split('/').enumerate() {
         if i > 0 {
-            cleaned.push('/');
+            out.push('/');
         }
-        cleaned.push_str(if looks_like_id(segment) {
+        out.push_str(if looks_like_id(segment) {
             "{id}"
         } else {
             segment
         });
     }
-    Cow::Owned(cleaned)
 }
 
 fn looks_like_id(segment: &str) -> bool {
@@ -81,15 +91,17 @@ pub(crate) type NameFn = Arc<dyn Fn(&Parts) -> String + Send + Sync>;
 /// How a request's resource name is made.
 #[derive(Clone)]
 pub(crate) enum Namer {
-    /// `METHOD:` + route template, else `METHOD:` + cleaned path.
-    Route(Cleaner),
+    /// `METHOD:` + route template, else `METHOD:` + cleaned path
+    /// ([`clean_path`] when `None`: written into the name's buffer, no
+    /// `String` per request).
+    Route(Option<Cleaner>),
     /// A user function.
     Custom(NameFn),
 }
 
 impl Namer {
     pub(crate) fn default_route() -> Self {
-        Namer::Route(Arc::new(clean_path))
+        Namer::Route(None)
     }
 
     /// Whether this namer reads the request through `&Parts` (a user
@@ -116,8 +128,22 @@ impl Namer {
                 if let Some(matched) = head.extensions().get::<axum::extract::MatchedPath>() {
                     return with_joined(method, matched.as_str(), f);
                 }
-                let path = cleaner(head.uri().path());
-                with_joined(method, &path, f)
+                let path = head.uri().path();
+                match cleaner {
+                    None => with_buffer(
+                        |name| {
+                            name.push_str(method);
+                            name.push(':');
+                            if has_id(path) {
+                                push_cleaned(name, path);
+                            } else {
+                                name.push_str(path);
+                            }
+                        },
+                        f,
+                    ),
+                    Some(cleaner) => with_joined(method, &cleaner(path), f),
+                }
             }
         }
     }
@@ -172,16 +198,27 @@ thread_local! {
 /// The largest buffer a thread keeps between names.
 const MAX_KEPT: usize = 1_024;
 
-/// `method:path`, in this thread's buffer (a new `String` when the buffer
-/// is in use up the stack, or when the thread is exiting).
+/// `method:path`, in this thread's buffer.
 fn with_joined<T>(method: &str, path: &str, f: impl FnOnce(&str) -> T) -> T {
+    with_buffer(
+        |name| {
+            name.push_str(method);
+            name.push(':');
+            name.push_str(path);
+        },
+        f,
+    )
+}
+
+/// Calls `f` with the name `fill` writes, in this thread's buffer (in a
+/// new `String` when the buffer is in use up the stack, or when the thread
+/// is exiting).
+fn with_buffer<T>(fill: impl Fn(&mut String), f: impl FnOnce(&str) -> T) -> T {
     let mut f = Some(f);
-    let joined = JOINED.try_with(|buffer| {
+    let named = JOINED.try_with(|buffer| {
         let mut buffer = buffer.try_borrow_mut().ok()?;
         buffer.clear();
-        buffer.push_str(method);
-        buffer.push(':');
-        buffer.push_str(path);
+        fill(&mut buffer);
         let result = (f.take()?)(&buffer);
         if buffer.capacity() > MAX_KEPT {
             // One odd long path does not keep its buffer for the thread's life.
@@ -189,9 +226,13 @@ fn with_joined<T>(method: &str, path: &str, f: impl FnOnce(&str) -> T) -> T {
         }
         Some(result)
     });
-    match (joined, f) {
+    match (named, f) {
         (Ok(Some(result)), _) => result,
-        (_, Some(f)) => f(&format!("{method}:{path}")),
+        (_, Some(f)) => {
+            let mut name = String::new();
+            fill(&mut name);
+            f(&name)
+        }
         (_, None) => unreachable!("the closure ran but gave no result"),
     }
 }
@@ -295,6 +336,23 @@ mod tests {
         assert_eq!(clean_path("/orders/42"), "/orders/{id}");
         assert_eq!(clean_path("/x/deadbeefdeadbeef/y"), "/x/{id}/y");
         assert_eq!(clean_path("/x/deadbeef"), "/x/deadbeef");
+    }
+
+    #[test]
+    fn the_default_namer_cleans_into_the_name_and_a_users_cleaner_is_used() {
+        let request = http::Request::post("/orders/42/items/deadbeefdeadbeef?x=1")
+            .body(())
+            .unwrap();
+        let name = |namer: &Namer| namer.with_name(&request, None, str::to_owned);
+        assert_eq!(
+            name(&Namer::default_route()),
+            "POST:/orders/{id}/items/{id}"
+        );
+        let upper = Namer::Route(Some(Arc::new(|path: &str| Cow::Owned(path.to_uppercase()))));
+        assert_eq!(name(&upper), "POST:/ORDERS/42/ITEMS/DEADBEEFDEADBEEF");
+        let plain = http::Request::get("/health").body(()).unwrap();
+        let name = Namer::default_route().with_name(&plain, None, str::to_owned);
+        assert_eq!(name, "GET:/health");
     }
 
     #[test]
