@@ -62,6 +62,8 @@ pub use sentinel::{
     CapUsage, Caps, DEFAULT_CONTEXT, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_NAME_LEN,
     DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES, Sentinel, SentinelBuilder, global,
 };
+#[cfg(feature = "tokio")]
+pub use sentinel::{Entering, Queued};
 
 /// Enters `resource` on the [`global`] instance with the default settings.
 ///

@@ -13,6 +13,12 @@ use arc_swap::{ArcSwap, Guard};
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
+#[cfg(feature = "tokio")]
+mod queued;
+
+#[cfg(feature = "tokio")]
+pub use queued::{Entering, Queued};
+
 use crate::authority::{self, AuthorityRule};
 use crate::degrade::{self, DegradeRule, StateChange};
 use crate::entry::{Active, Request};
@@ -948,10 +954,19 @@ impl Sentinel {
         self.rules.load()
     }
 
+    /// The version of the rule set in force (0 before any load).
+    pub(crate) fn rules_version(&self) -> u32 {
+        self.rules_version.load(Ordering::Acquire)
+    }
+
     /// As [`with_rules`](Self::with_rules), with `None` while no rule was
     /// ever loaded (version 0), without touching the thread's cache.
     #[inline(always)]
-    fn with_rules_if_any<T>(&self, version: u32, f: impl FnOnce(Option<&RuleSet>) -> T) -> T {
+    pub(crate) fn with_rules_if_any<T>(
+        &self,
+        version: u32,
+        f: impl FnOnce(Option<&RuleSet>) -> T,
+    ) -> T {
         let mut f = Some(f);
         if version != 0 {
             return self.with_rules(
@@ -1164,6 +1179,30 @@ struct Checked<'a, 's> {
     leased: bool,
     /// Hot-parameter counts and half-open probes the entry holds.
     holds: Holds,
+}
+
+#[cfg(feature = "tokio")]
+impl<'s> Checked<'_, 's> {
+    /// The same entry without its borrowed origin name (`""`), for a
+    /// queued entry that keeps its own copy of the name.
+    fn detached(self) -> Checked<'static, 's> {
+        Checked {
+            resource: self.resource,
+            node: self.node,
+            context: self.context,
+            context_stats: self.context_stats,
+            origin: self.origin,
+            origin_name: "",
+            start_ms: self.start_ms,
+            pass_ms: self.pass_ms,
+            wait_ns: self.wait_ns,
+            reserved: self.reserved,
+            windows: self.windows,
+            breakers: self.breakers,
+            leased: self.leased,
+            holds: self.holds,
+        }
+    }
 }
 
 /// Gives back what a checked entry holds if it is never admitted.

@@ -1,8 +1,16 @@
 //! The cost of one request through `SentinelLayer`, against the same
-//! service called directly (the baseline), in one run: each case polls a
-//! `oneshot` call once with a no-op waker (the services here are ready at
-//! once), so what differs between cases is the layer's work: naming,
-//! entering, recording, exiting, and the boxed response future.
+//! service called directly (the baseline) and through `tower_governor` (the
+//! peer users compare us with), in one criterion group per setting so every
+//! result reads as a ratio to its neighbours of the same run.
+//!
+//! Each case calls a ready service through `oneshot` and polls the future
+//! once with a no-op waker (the services here are ready at once); the
+//! response body is axum's `Body`. What differs between cases is the
+//! middleware's work: naming, entering, recording, exiting.
+//!
+//! - `request`: a bare `service_fn`, as `tower::ServiceBuilder` users have;
+//! - `router`: an axum `Router` with one route, the layers added with
+//!   `route_layer`, so the name comes from `MatchedPath`.
 //!
 //! Run: `cargo bench -p sentinel-tower --bench layer`.
 
@@ -12,23 +20,28 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
-use bytes::Bytes;
+use axum::body::Body;
+use axum::routing::get;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use http::{Request, Response, Uri};
-use http_body_util::Empty;
 use sentinel_core::flow::FlowRule;
 use sentinel_core::{ManualClock, Sentinel};
 use sentinel_tower::SentinelLayer;
 use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
+use tower_governor::GovernorLayer;
+use tower_governor::governor::GovernorConfigBuilder;
+use tower_governor::key_extractor::GlobalKeyExtractor;
 
-async fn ok(_: Request<Empty<Bytes>>) -> Result<Response<&'static str>, Infallible> {
-    Ok(Response::new("ok"))
+async fn ok(_: Request<Body>) -> Result<Response<Body>, Infallible> {
+    Ok(Response::new(Body::from("ok")))
 }
 
-fn request(uri: &'static str) -> Request<Empty<Bytes>> {
-    let mut request = Request::new(Empty::new());
+fn request(uri: &'static str) -> Request<Body> {
+    let mut request = Request::new(Body::empty());
     *request.uri_mut() = Uri::from_static(uri);
     request
 }
@@ -45,66 +58,137 @@ fn ready<F: Future>(future: F) -> F::Output {
     }
 }
 
-fn call<S>(service: &S, uri: &'static str)
+fn call<S>(service: &S, uri: &'static str) -> http::StatusCode
 where
-    S: Service<Request<Empty<Bytes>>> + Clone,
+    S: Service<Request<Body>> + Clone,
+    S::Response: HasStatus,
     S::Error: std::fmt::Debug,
 {
     let response = ready(service.clone().oneshot(request(uri))).unwrap();
+    let status = response.status();
     std::hint::black_box(response);
+    status
 }
 
-fn instance() -> &'static Sentinel {
-    Box::leak(Box::new(
+trait HasStatus {
+    fn status(&self) -> http::StatusCode;
+}
+
+impl<B> HasStatus for Response<B> {
+    fn status(&self) -> http::StatusCode {
+        Response::status(self)
+    }
+}
+
+fn instance(rules: Vec<FlowRule>) -> &'static Sentinel {
+    let sentinel = Box::leak(Box::new(
         Sentinel::builder().clock(ManualClock::new(1_000)).build(),
-    ))
+    ));
+    sentinel.flow_rules().load(rules).unwrap();
+    sentinel
 }
 
-fn layer(c: &mut Criterion) {
+/// A QPS rule that never blocks in a bench's time.
+fn passing(resource: &str) -> FlowRule {
+    FlowRule::new(resource, 1e12)
+}
+
+/// `tower_governor` with one global bucket: never empty (`blocking`: empty
+/// after one request, refilled after an hour). A macro: the layer's type
+/// names the `governor` crate, which `tower_governor` does not re-export.
+macro_rules! governor {
+    ($blocking:expr) => {{
+        let mut builder = GovernorConfigBuilder::default().key_extractor(GlobalKeyExtractor);
+        if $blocking {
+            builder.period(Duration::from_secs(3_600)).burst_size(1);
+        } else {
+            builder.per_nanosecond(1).burst_size(u32::MAX);
+        }
+        GovernorLayer::new(Arc::new(builder.finish().unwrap()))
+    }};
+}
+
+fn request_group(c: &mut Criterion) {
     let mut group = c.benchmark_group("request");
     group.throughput(Throughput::Elements(1));
 
     let direct = service_fn(ok);
+    assert_eq!(call(&direct, "/orders"), 200);
     group.bench_function("baseline: service_fn, no layer", |b| {
         b.iter(|| call(&direct, "/orders"))
     });
 
-    let sentinel = instance();
-    let layered = ServiceBuilder::new()
-        .layer(SentinelLayer::with_sentinel(sentinel))
+    let peer = ServiceBuilder::new()
+        .layer(governor!(false))
         .service(service_fn(ok));
-    group.bench_function("layer, no rules, /orders", |b| {
-        b.iter(|| call(&layered, "/orders"))
-    });
-    group.bench_function("layer, no rules, /orders/42 (cleaned: one String)", |b| {
-        b.iter(|| call(&layered, "/orders/42"))
+    assert_eq!(call(&peer, "/orders"), 200);
+    group.bench_function("tower_governor, global key, pass", |b| {
+        b.iter(|| call(&peer, "/orders"))
     });
 
-    let sentinel = instance();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("GET:/orders", 1e12)])
-        .unwrap();
-    let passing = ServiceBuilder::new()
-        .layer(SentinelLayer::with_sentinel(sentinel))
+    let peer_blocking = ServiceBuilder::new()
+        .layer(governor!(true))
         .service(service_fn(ok));
-    group.bench_function("layer, flow rule, pass", |b| {
-        b.iter(|| call(&passing, "/orders"))
+    call(&peer_blocking, "/orders");
+    assert_eq!(call(&peer_blocking, "/orders"), 429);
+    group.bench_function("tower_governor, global key, block (429)", |b| {
+        b.iter(|| call(&peer_blocking, "/orders"))
     });
 
-    let sentinel = instance();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("GET:/orders", 0.0)])
-        .unwrap();
+    let sentinel = instance(vec![passing("GET:/orders"), passing("GET:/orders/{id}")]);
+    let ours = ServiceBuilder::new()
+        .layer(SentinelLayer::with_sentinel(sentinel))
+        .service(service_fn(ok));
+    assert_eq!(call(&ours, "/orders"), 200);
+    group.bench_function("sentinel, flow rule, pass, /orders", |b| {
+        b.iter(|| call(&ours, "/orders"))
+    });
+    assert_eq!(call(&ours, "/orders/42"), 200);
+    group.bench_function("sentinel, flow rule, pass, /orders/42 cleaned", |b| {
+        b.iter(|| call(&ours, "/orders/42"))
+    });
+
+    let sentinel = instance(vec![FlowRule::new("GET:/orders", 0.0)]);
     let blocking = ServiceBuilder::new()
         .layer(SentinelLayer::with_sentinel(sentinel))
         .service(service_fn(ok));
-    group.bench_function("layer, flow rule, block (429 built)", |b| {
+    assert_eq!(call(&blocking, "/orders"), 429);
+    group.bench_function("sentinel, flow rule, block (429)", |b| {
         b.iter(|| call(&blocking, "/orders"))
     });
     group.finish();
 }
 
-criterion_group!(benches, layer);
+fn router_group(c: &mut Criterion) {
+    let mut group = c.benchmark_group("router");
+    group.throughput(Throughput::Elements(1));
+    let route = || axum::Router::new().route("/orders/{id}", get(|| async { "ok" }));
+
+    // `with_state` makes the routes' services once, as `axum::serve`
+    // does; without it every call would make them (and apply the layers)
+    // anew.
+    let bare = route().with_state(());
+    assert_eq!(call(&bare, "/orders/42"), 200);
+    group.bench_function("baseline: Router, no layer", |b| {
+        b.iter(|| call(&bare, "/orders/42"))
+    });
+
+    let peer = route().route_layer(governor!(false)).with_state(());
+    assert_eq!(call(&peer, "/orders/42"), 200);
+    group.bench_function("tower_governor, global key, pass", |b| {
+        b.iter(|| call(&peer, "/orders/42"))
+    });
+
+    let sentinel = instance(vec![passing("GET:/orders/{id}")]);
+    let ours = route()
+        .route_layer(SentinelLayer::with_sentinel(sentinel))
+        .with_state(());
+    assert_eq!(call(&ours, "/orders/42"), 200);
+    group.bench_function("sentinel, flow rule, pass, MatchedPath", |b| {
+        b.iter(|| call(&ours, "/orders/42"))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, request_group, router_group);
 criterion_main!(benches);

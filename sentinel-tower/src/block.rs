@@ -3,15 +3,21 @@
 
 use std::sync::Arc;
 
-use http::header::{CONTENT_TYPE, RETRY_AFTER};
+use bytes::Bytes;
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderName, RETRY_AFTER};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use sentinel_core::degrade::DegradeRule;
+use sentinel_core::flow::FlowQuota;
 use sentinel_core::flow::{FlowGrade, FlowRule};
 use sentinel_core::hotspot::{ParamFlowGrade, ParamFlowRule};
 use sentinel_core::{BlockError, BlockKind};
 
+use crate::headers::{self, HeaderSettings};
+
 /// A user function making the HTTP response of a blocked request.
 pub(crate) type BlockFn = Arc<dyn Fn(&BlockError) -> Response<String> + Send + Sync>;
+/// A user function deciding which responses are errors.
+pub(crate) type ErrorFn = Arc<dyn Fn(StatusCode, &HeaderMap) -> bool + Send + Sync>;
 
 /// gRPC status `RESOURCE_EXHAUSTED`.
 const GRPC_RESOURCE_EXHAUSTED: &str = "8";
@@ -71,69 +77,139 @@ pub(crate) fn is_grpc(headers: &HeaderMap) -> bool {
         .is_some_and(|value| value.as_bytes().starts_with(b"application/grpc"))
 }
 
-/// The response to a blocked request.
-pub(crate) fn blocked_response(
-    block: &BlockError,
-    grpc: bool,
-    custom: Option<&BlockFn>,
-) -> Response<String> {
-    if grpc {
-        return grpc_response(block);
-    }
-    if let Some(custom) = custom {
-        return custom(block);
-    }
-    http_response(block)
+/// What a blocked request's response is made from, besides the block.
+pub(crate) struct BlockReply<'a> {
+    /// The request speaks gRPC.
+    pub(crate) grpc: bool,
+    /// The request accepts JSON (and not a user's builder).
+    pub(crate) json: bool,
+    /// The quota of the QPS flow rule that blocked, for the headers.
+    pub(crate) quota: Option<FlowQuota>,
+    pub(crate) headers: HeaderSettings,
+    pub(crate) custom: Option<&'a BlockFn>,
 }
 
-/// `429 Too Many Requests`, `blocked by <kind>`, and `Retry-After` where
-/// [`retry_after`] gives one.
-fn http_response(block: &BlockError) -> Response<String> {
-    let mut response = Response::new(format!("blocked by {}", block.kind()));
-    *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
-    let headers = response.headers_mut();
-    headers.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    if let Some(seconds) = retry_after(block) {
-        headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
+/// The response to a blocked request.
+pub(crate) fn blocked_response(block: &BlockError, reply: BlockReply<'_>) -> Response<Bytes> {
+    if reply.grpc {
+        return grpc_response(block);
+    }
+    let mut response = match reply.custom {
+        Some(custom) => custom(block).map(Bytes::from),
+        None => http_response(block, reply.json, reply.quota.as_ref()),
+    };
+    if let Some(quota) = &reply.quota {
+        let keep = reply.custom.is_some();
+        headers::write(response.headers_mut(), quota, true, keep, reply.headers);
     }
     response
 }
 
+/// `429 Too Many Requests`, `blocked by <kind>` (or the JSON body), and
+/// `Retry-After` where [`retry_after`] gives one.
+fn http_response(block: &BlockError, json: bool, quota: Option<&FlowQuota>) -> Response<Bytes> {
+    let retry = retry_after(block);
+    let (body, content_type) = if json {
+        // The exact time to the window's next bucket edge when a QPS rule
+        // blocked, else Retry-After's seconds.
+        let retry_ms = quota.map(|q| q.reset_ms).or(retry.map(|s| s * 1_000));
+        let body = serde_json::json!({
+            "error": block.kind().as_str(),
+            "resource": block.resource(),
+            "retry_after_ms": retry_ms,
+        });
+        (Bytes::from(body.to_string()), "application/json")
+    } else {
+        (
+            Bytes::from_static(blocked_text(block.kind()).as_bytes()),
+            "text/plain; charset=utf-8",
+        )
+    };
+    let mut response = Response::new(body);
+    *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if let Some(seconds) = retry {
+        let value = match seconds {
+            // The common case without an allocation.
+            1 => HeaderValue::from_static("1"),
+            seconds => HeaderValue::from(seconds),
+        };
+        headers.insert(RETRY_AFTER, value);
+    }
+    response
+}
+
+/// `blocked by <kind>`, without formatting.
+fn blocked_text(kind: BlockKind) -> &'static str {
+    match kind {
+        BlockKind::Flow => "blocked by flow",
+        BlockKind::Degrade => "blocked by degrade",
+        BlockKind::System => "blocked by system",
+        BlockKind::Authority => "blocked by authority",
+        BlockKind::HotParam => "blocked by hot_param",
+        _ => "blocked by sentinel",
+    }
+}
+
+/// Whether a request's `Accept` header names JSON (`application/json` or
+/// a `+json` type): then a block is told in JSON.
+pub(crate) fn accepts_json(headers: &HeaderMap) -> bool {
+    headers.get_all(ACCEPT).iter().any(|value| {
+        value.to_str().is_ok_and(|value| {
+            value.split(',').any(|range| {
+                let media = range.split(';').next().unwrap_or("").trim();
+                media.eq_ignore_ascii_case("application/json")
+                    || media.len() > 5 && media[media.len() - 5..].eq_ignore_ascii_case("+json")
+            })
+        })
+    })
+}
+
 /// A trailers-only gRPC error: HTTP 200, `grpc-status` 8
 /// (`RESOURCE_EXHAUSTED`), or 14 (`UNAVAILABLE`) for an open breaker.
-fn grpc_response(block: &BlockError) -> Response<String> {
+fn grpc_response(block: &BlockError) -> Response<Bytes> {
     let status = match block.kind() {
         BlockKind::Degrade => GRPC_UNAVAILABLE,
         _ => GRPC_RESOURCE_EXHAUSTED,
     };
-    let mut response = Response::new(String::new());
+    let mut response = Response::new(Bytes::new());
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
     headers.insert("grpc-status", HeaderValue::from_static(status));
     headers.insert(
         "grpc-message",
-        HeaderValue::from_static(match block.kind() {
-            BlockKind::Flow => "blocked by flow",
-            BlockKind::Degrade => "blocked by degrade",
-            BlockKind::System => "blocked by system",
-            BlockKind::Authority => "blocked by authority",
-            BlockKind::HotParam => "blocked by hot_param",
-            _ => "blocked by sentinel",
-        }),
+        HeaderValue::from_static(blocked_text(block.kind())),
     );
     response
 }
+
+static GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
 
 /// The default error classifier: a 5xx status, or a `grpc-status` header
 /// other than `0` (a trailers-only gRPC error).
 pub(crate) fn default_is_error(status: StatusCode, headers: &HeaderMap) -> bool {
     status.is_server_error()
         || headers
-            .get("grpc-status")
+            .get(&GRPC_STATUS)
             .is_some_and(|value| value.as_bytes() != b"0")
+}
+
+/// Which responses count as errors of the entry: the default classifier
+/// (`None`) costs no reference count per request; a user's does.
+#[derive(Clone)]
+pub(crate) struct ErrorCheck(pub(crate) Option<ErrorFn>);
+
+impl ErrorCheck {
+    /// `grpc`: the response is a gRPC one; the default classifier looks
+    /// for `grpc-status` only then.
+    #[inline]
+    pub(crate) fn is_error(&self, status: StatusCode, headers: &HeaderMap, grpc: bool) -> bool {
+        match &self.0 {
+            None => status.is_server_error() || grpc && default_is_error(status, headers),
+            Some(is_error) => is_error(status, headers),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -167,10 +243,32 @@ mod tests {
     #[test]
     fn an_open_breaker_is_unavailable_to_grpc_clients() {
         let breaker = DegradeRule::new("r", DegradeGrade::ErrorCount, 1.0);
-        let response = blocked_response(&block(BlockKind::Degrade, breaker), true, None);
+        let reply = BlockReply {
+            grpc: true,
+            json: false,
+            quota: None,
+            headers: HeaderSettings::default(),
+            custom: None,
+        };
+        let response = blocked_response(&block(BlockKind::Degrade, breaker), reply);
         assert_eq!(response.headers()["grpc-status"], "14");
         assert_eq!(response.headers()["grpc-message"], "blocked by degrade");
         assert!(response.body().is_empty());
+    }
+
+    #[test]
+    fn json_is_told_by_the_accept_header() {
+        let accept = |value: &'static str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(ACCEPT, HeaderValue::from_static(value));
+            accepts_json(&headers)
+        };
+        assert!(accept("application/json"));
+        assert!(accept("text/html, Application/JSON;q=0.9"));
+        assert!(accept("application/problem+json"));
+        assert!(!accept("text/plain"));
+        assert!(!accept("*/*"));
+        assert!(!accepts_json(&HeaderMap::new()));
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! The response body: the inner service's, or the text of a block.
 
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -10,16 +9,18 @@ use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use sentinel_core::Entry;
 
-use crate::layer::Config;
+use crate::block::ErrorCheck;
 
 pin_project! {
     /// The body of a response through [`SentinelService`](crate::SentinelService):
     /// the inner service's body, or the short body of a blocked request.
     ///
-    /// The inner body holds the request's entry until it ends (or is
-    /// dropped, when the client goes away), so a streamed response counts
-    /// as inside the resource while it streams, and a gRPC status sent in
-    /// its trailers is recorded as the call's outcome.
+    /// A streamed inner body (one of unknown length, or any gRPC body)
+    /// holds the request's entry until it ends (or is dropped, when the
+    /// client goes away), so a streamed response counts as inside the
+    /// resource while it streams, and a gRPC status sent in its trailers is
+    /// recorded as the call's outcome. A body of known length (a buffered
+    /// response) lets the entry exit at the response head.
     pub struct ResponseBody<B> {
         #[pin]
         kind: Kind<B>,
@@ -35,7 +36,7 @@ pin_project! {
             // Exits when the body ends or is dropped.
             entry: Option<Entry<'static>>,
             // For a gRPC response: what classifies its trailers' status.
-            grpc: Option<Arc<Config>>,
+            grpc: Option<ErrorCheck>,
         },
         // Taken once.
         Blocked {
@@ -61,20 +62,18 @@ impl<B: std::fmt::Debug> std::fmt::Debug for ResponseBody<B> {
 }
 
 impl<B> ResponseBody<B> {
-    pub(crate) fn inner(body: B, entry: Entry<'static>, grpc: Option<Arc<Config>>) -> Self {
+    /// `entry`: `None` when it exited at the response head (a body of
+    /// known length), `Some` to exit when the body ends (a stream).
+    pub(crate) fn inner(body: B, entry: Option<Entry<'static>>, grpc: Option<ErrorCheck>) -> Self {
         ResponseBody {
-            kind: Kind::Inner {
-                body,
-                entry: Some(entry),
-                grpc,
-            },
+            kind: Kind::Inner { body, entry, grpc },
         }
     }
 
-    pub(crate) fn blocked(text: String) -> Self {
+    pub(crate) fn blocked(data: Bytes) -> Self {
         ResponseBody {
             kind: Kind::Blocked {
-                data: (!text.is_empty()).then(|| Bytes::from(text)),
+                data: (!data.is_empty()).then_some(data),
             },
         }
     }
@@ -96,9 +95,9 @@ where
                 let frame = body.poll_frame(cx);
                 match &frame {
                     Poll::Ready(Some(Ok(frame))) => {
-                        if let (Some(config), Some(trailers), Some(entry)) =
+                        if let (Some(check), Some(trailers), Some(entry)) =
                             (&*grpc, frame.trailers_ref(), &*entry)
-                            && (config.is_error)(StatusCode::OK, trailers)
+                            && check.is_error(StatusCode::OK, trailers, true)
                         {
                             entry.set_error("grpc-status in trailers");
                         }

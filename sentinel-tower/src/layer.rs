@@ -10,12 +10,13 @@ use http::{HeaderMap, Response, StatusCode};
 use sentinel_core::{BlockError, EntryType, Sentinel};
 use tower_layer::Layer;
 
-use crate::block::{BlockFn, default_is_error};
-use crate::name::{DEFAULT_MAX_RESOURCE_NAMES, NameCache, Namer};
+use crate::block::{BlockFn, ErrorCheck};
+use crate::headers::HeaderSettings;
+use crate::name::{DEFAULT_MAX_RESOURCE_NAMES, Head, NameCache, Namer};
+use crate::route::RouteMemo;
 use crate::service::SentinelService;
 
 type OriginFn = Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>;
-type ErrorFn = Arc<dyn Fn(StatusCode, &HeaderMap) -> bool + Send + Sync>;
 
 /// Where a request's origin (Sentinel's caller name) comes from.
 #[derive(Clone)]
@@ -33,21 +34,37 @@ pub(crate) struct Config {
     pub(crate) origin: Origin,
     pub(crate) entry_type: EntryType,
     pub(crate) block: Option<BlockFn>,
-    pub(crate) is_error: ErrorFn,
+    pub(crate) is_error: ErrorCheck,
+    pub(crate) headers: HeaderSettings,
+    /// The route this config's service has seen (a config per service).
+    pub(crate) route: RouteMemo,
 }
 
 impl Config {
+    /// Whether a user function reads the request as `&Parts`, which costs
+    /// taking the request apart.
+    pub(crate) fn needs_parts(&self) -> bool {
+        self.namer.needs_parts() || matches!(self.origin, Origin::Custom(_))
+    }
+
     /// The origin of a request; borrowed from its headers when it comes
-    /// from one.
-    pub(crate) fn origin_of<'p>(&self, parts: &'p Parts) -> Option<Cow<'p, str>> {
+    /// from one. `parts` is `Some` when [`needs_parts`](Self::needs_parts).
+    #[inline]
+    pub(crate) fn origin_of<'p>(
+        &self,
+        head: &'p impl Head,
+        parts: Option<&Parts>,
+    ) -> Option<Cow<'p, str>> {
         match &self.origin {
             Origin::None => None,
-            Origin::Header(name) => parts
-                .headers
+            Origin::Header(name) => head
+                .headers()
                 .get(name)
                 .and_then(|value| value.to_str().ok())
                 .map(Cow::Borrowed),
-            Origin::Custom(origin) => origin(parts).map(Cow::Owned),
+            Origin::Custom(origin) => {
+                origin(parts.expect("a custom origin function is given the parts")).map(Cow::Owned)
+            }
         }
         .filter(|origin| !origin.is_empty())
     }
@@ -72,7 +89,9 @@ impl Config {
 /// - no origin;
 /// - [`EntryType::Inbound`];
 /// - blocked HTTP requests get `429 Too Many Requests`, `blocked by <kind>`
-///   and a [`Retry-After`](crate::retry_after) header; blocked gRPC
+///   (JSON when the `Accept` header names JSON), a
+///   [`Retry-After`](crate::retry_after) header and, for a QPS flow rule,
+///   `RateLimit-Policy` and `RateLimit`; blocked gRPC
 ///   requests get `grpc-status` 8 (`RESOURCE_EXHAUSTED`), 14 (`UNAVAILABLE`)
 ///   for an open breaker;
 /// - an inner error, a 5xx status or a `grpc-status` header other than `0`
@@ -111,7 +130,9 @@ impl SentinelLayer {
                 origin: Origin::None,
                 entry_type: EntryType::Inbound,
                 block: None,
-                is_error: Arc::new(default_is_error),
+                is_error: ErrorCheck(None),
+                headers: HeaderSettings::default(),
+                route: RouteMemo::default(),
             },
         }
     }
@@ -130,7 +151,7 @@ impl SentinelLayer {
         mut self,
         cleaner: impl Fn(&str) -> Cow<'_, str> + Send + Sync + 'static,
     ) -> Self {
-        self.config.namer = Namer::Route(Arc::new(cleaner));
+        self.config.namer = Namer::Route(Some(Arc::new(cleaner)));
         self
     }
 
@@ -176,8 +197,10 @@ impl SentinelLayer {
     }
 
     /// Makes the HTTP response of a blocked request (gRPC requests keep the
-    /// gRPC response). See [`retry_after`](crate::retry_after) for the
-    /// default's header.
+    /// gRPC response) instead of the default (`blocked by <kind>`, or JSON
+    /// to a client that accepts it; see [`retry_after`](crate::retry_after)
+    /// for its `Retry-After`). The rate-limit headers the response does not
+    /// set itself are added.
     pub fn block_response(
         mut self,
         respond: impl Fn(&BlockError) -> Response<String> + Send + Sync + 'static,
@@ -193,7 +216,45 @@ impl SentinelLayer {
         mut self,
         is_error: impl Fn(StatusCode, &HeaderMap) -> bool + Send + Sync + 'static,
     ) -> Self {
-        self.config.is_error = Arc::new(is_error);
+        self.config.is_error = ErrorCheck(Some(Arc::new(is_error)));
+        self
+    }
+
+    /// Whether 429s blocked by a QPS flow rule carry the IETF rate-limit
+    /// fields `RateLimit-Policy` (`"default";q=<limit>;w=<window s>`) and
+    /// `RateLimit` (`"default";r=0;t=<reset s>`); on by default. See
+    /// [`rate_limit_headers_on_admitted`](Self::rate_limit_headers_on_admitted)
+    /// for what the figures are.
+    pub fn rate_limit_headers(mut self, on: bool) -> Self {
+        self.config.headers.ietf = on;
+        self
+    }
+
+    /// Whether the legacy `X-RateLimit-Limit`, `X-RateLimit-Remaining` and
+    /// `X-RateLimit-Reset` (seconds from now, not a date) are written
+    /// beside the IETF fields, for clients that read them; off by default.
+    pub fn legacy_rate_limit_headers(mut self, on: bool) -> Self {
+        self.config.headers.legacy = on;
+        self
+    }
+
+    /// Whether admitted responses carry the rate-limit headers too (off by
+    /// default: reading the quota costs a rule-set read and a window sum
+    /// per request). The figures are those of the resource's first QPS
+    /// flow rule that limits all callers on the resource's own
+    /// statistics (see [`FlowQuota`](sentinel_core::flow::FlowQuota)):
+    ///
+    /// - limit `q`: the rule's count times its window in seconds, rounded
+    ///   down; window `w`: the rule's window (`stat_interval_ms`, one
+    ///   second by default) in whole seconds, rounded up;
+    /// - remaining `r`: the limit minus the passes counted in the window
+    ///   the rule checks, this request's included, at least 0 (0 on a 429);
+    /// - reset `t`: the seconds, rounded up, until the window's oldest
+    ///   bucket leaves it (the next bucket edge).
+    ///
+    /// Responses of resources without such a rule get none.
+    pub fn rate_limit_headers_on_admitted(mut self, on: bool) -> Self {
+        self.config.headers.on_admitted = on;
         self
     }
 
@@ -214,7 +275,12 @@ impl<S> Layer<S> for SentinelLayer {
     type Service = SentinelService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        SentinelService::new(inner, Arc::new(self.config.clone()))
+        let config = Config {
+            // Each service remembers its own route.
+            route: RouteMemo::default(),
+            ..self.config.clone()
+        };
+        SentinelService::new(inner, Arc::new(config))
     }
 }
 

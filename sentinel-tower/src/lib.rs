@@ -22,24 +22,31 @@
 //!
 //! A blocked request never reaches the inner service: HTTP clients get
 //! `429 Too Many Requests` with `blocked by flow` (or `degrade`, `system`,
-//! `authority`, `hot_param`) and a `Retry-After` header where waiting helps
-//! (see [`retry_after`]); gRPC clients get `RESOURCE_EXHAUSTED`, or
-//! `UNAVAILABLE` for an open breaker.
+//! `authority`, `hot_param`; JSON to a client that accepts it), a
+//! `Retry-After` header where waiting helps (see [`retry_after`]) and, for
+//! a QPS flow rule, the IETF `RateLimit-Policy` / `RateLimit` headers
+//! (see [`SentinelLayer::rate_limit_headers_on_admitted`] for the figures);
+//! gRPC clients get `RESOURCE_EXHAUSTED`, or `UNAVAILABLE` for an open
+//! breaker.
 //!
-//! The entry exits when the inner service's response (its head) is ready,
-//! when it fails, or when the response future is dropped (the client went
-//! away): concurrency never leaks. A streaming body is not followed to its
-//! end, and a gRPC status sent in trailers is not seen; a trailers-only
-//! error (`grpc-status` in the head) is.
+//! The entry exits at the response head for a body of known length, at
+//! the end of a streamed body (whose gRPC trailers are read), when the
+//! inner service fails, or when the response future or body is dropped
+//! (the client went away): concurrency never leaks. An admitted request
+//! costs no allocation: [`ResponseFuture`] is a named future.
 
 mod block;
 mod body;
+mod future;
+mod headers;
 mod layer;
 mod name;
+mod route;
 mod service;
 
 pub use block::retry_after;
 pub use body::ResponseBody;
+pub use future::ResponseFuture;
 pub use layer::SentinelLayer;
 pub use name::{DEFAULT_MAX_RESOURCE_NAMES, OVERFLOW_RESOURCE, clean_path};
-pub use service::{ResponseFuture, SentinelService};
+pub use service::SentinelService;

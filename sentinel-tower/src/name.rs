@@ -37,25 +37,39 @@ pub const DEFAULT_MAX_RESOURCE_NAMES: usize = 1_000;
 /// assert_eq!(clean_path("/health"), "/health");
 /// ```
 pub fn clean_path(path: &str) -> Cow<'_, str> {
-    if !path.split('/').any(looks_like_id) {
+    if !has_id(path) {
         return Cow::Borrowed(path);
     }
     let mut cleaned = String::with_capacity(path.len());
+    push_cleaned(&mut cleaned, path);
+    Cow::Owned(cleaned)
+}
+
+/// Whether a segment of `path` looks like an identifier. Split as bytes:
+/// cheaper than a `char` pattern on every request.
+fn has_id(path: &str) -> bool {
+    path.as_bytes().split(|b| *b == b'/').any(is_id)
+}
+
+/// Appends `path` to `out` with its identifier segments as `{id}`.
+fn push_cleaned(out: &mut String, path: &str) {
     for (i, segment) in path.split('/').enumerate() {
         if i > 0 {
-            cleaned.push('/');
+            out.push('/');
         }
-        cleaned.push_str(if looks_like_id(segment) {
+        out.push_str(if looks_like_id(segment) {
             "{id}"
         } else {
             segment
         });
     }
-    Cow::Owned(cleaned)
 }
 
 fn looks_like_id(segment: &str) -> bool {
-    let bytes = segment.as_bytes();
+    is_id(segment.as_bytes())
+}
+
+fn is_id(bytes: &[u8]) -> bool {
     if bytes.is_empty() {
         return false;
     }
@@ -79,50 +93,149 @@ pub(crate) type NameFn = Arc<dyn Fn(&Parts) -> String + Send + Sync>;
 /// How a request's resource name is made.
 #[derive(Clone)]
 pub(crate) enum Namer {
-    /// `METHOD:` + route template, else `METHOD:` + cleaned path.
-    Route(Cleaner),
+    /// `METHOD:` + route template, else `METHOD:` + cleaned path
+    /// ([`clean_path`] when `None`: written into the name's buffer, no
+    /// `String` per request).
+    Route(Option<Cleaner>),
     /// A user function.
     Custom(NameFn),
 }
 
 impl Namer {
     pub(crate) fn default_route() -> Self {
-        Namer::Route(Arc::new(clean_path))
+        Namer::Route(None)
     }
 
-    /// Calls `f` with the resource name of `parts`; a name that fits a
-    /// stack buffer is built without allocating.
-    pub(crate) fn with_name<T>(&self, parts: &Parts, f: impl FnOnce(&str) -> T) -> T {
+    /// Whether this namer reads the request through `&Parts` (a user
+    /// function), which costs taking the request apart.
+    pub(crate) fn needs_parts(&self) -> bool {
+        matches!(self, Namer::Custom(_))
+    }
+
+    /// Calls `f` with the resource name of `head`; a name that fits a
+    /// stack buffer is built without allocating. `parts` is `Some` when
+    /// [`needs_parts`](Self::needs_parts).
+    #[inline]
+    pub(crate) fn with_name<T>(
+        &self,
+        head: &impl Head,
+        parts: Option<&Parts>,
+        f: impl FnOnce(&str) -> T,
+    ) -> T {
         match self {
-            Namer::Custom(name) => f(&name(parts)),
+            Namer::Custom(name) => f(&name(parts.expect("a custom namer is given the parts"))),
             Namer::Route(cleaner) => {
-                let method = parts.method.as_str();
+                let method = head.method().as_str();
                 #[cfg(feature = "axum")]
-                if let Some(matched) = parts.extensions.get::<axum::extract::MatchedPath>() {
+                if let Some(matched) = head.extensions().get::<axum::extract::MatchedPath>() {
                     return with_joined(method, matched.as_str(), f);
                 }
-                let path = cleaner(parts.uri.path());
-                with_joined(method, &path, f)
+                let path = head.uri().path();
+                match cleaner {
+                    None => with_buffer(
+                        |name| {
+                            name.push_str(method);
+                            name.push(':');
+                            if has_id(path) {
+                                push_cleaned(name, path);
+                            } else {
+                                name.push_str(path);
+                            }
+                        },
+                        f,
+                    ),
+                    Some(cleaner) => with_joined(method, &cleaner(path), f),
+                }
             }
         }
     }
 }
 
-/// `method:path`, on the stack when short enough.
-fn with_joined<T>(method: &str, path: &str, f: impl FnOnce(&str) -> T) -> T {
-    const CAP: usize = 256;
-    let len = method.len() + 1 + path.len();
-    if len > CAP {
-        return f(&format!("{method}:{path}"));
+/// The head of a request, borrowed from a whole `Request` (no taking
+/// apart) or from its `Parts`.
+pub(crate) trait Head {
+    fn method(&self) -> &http::Method;
+    fn uri(&self) -> &http::Uri;
+    fn headers(&self) -> &http::HeaderMap;
+    fn extensions(&self) -> &http::Extensions;
+}
+
+impl<B> Head for http::Request<B> {
+    fn method(&self) -> &http::Method {
+        self.method()
     }
-    let mut buf = [0u8; CAP];
-    buf[..method.len()].copy_from_slice(method.as_bytes());
-    buf[method.len()] = b':';
-    buf[method.len() + 1..len].copy_from_slice(path.as_bytes());
-    // Joined from two `str`s and an ASCII byte: always UTF-8.
-    match std::str::from_utf8(&buf[..len]) {
-        Ok(name) => f(name),
-        Err(_) => f(&format!("{method}:{path}")),
+    fn uri(&self) -> &http::Uri {
+        self.uri()
+    }
+    fn headers(&self) -> &http::HeaderMap {
+        self.headers()
+    }
+    fn extensions(&self) -> &http::Extensions {
+        self.extensions()
+    }
+}
+
+impl Head for Parts {
+    fn method(&self) -> &http::Method {
+        &self.method
+    }
+    fn uri(&self) -> &http::Uri {
+        &self.uri
+    }
+    fn headers(&self) -> &http::HeaderMap {
+        &self.headers
+    }
+    fn extensions(&self) -> &http::Extensions {
+        &self.extensions
+    }
+}
+
+thread_local! {
+    /// Where this thread joins names: its capacity stays, so joining a
+    /// known name allocates nothing, and pushing `str`s needs no UTF-8
+    /// check.
+    static JOINED: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// The largest buffer a thread keeps between names.
+const MAX_KEPT: usize = 1_024;
+
+/// `method:path`, in this thread's buffer.
+fn with_joined<T>(method: &str, path: &str, f: impl FnOnce(&str) -> T) -> T {
+    with_buffer(
+        |name| {
+            name.push_str(method);
+            name.push(':');
+            name.push_str(path);
+        },
+        f,
+    )
+}
+
+/// Calls `f` with the name `fill` writes, in this thread's buffer (in a
+/// new `String` when the buffer is in use up the stack, or when the thread
+/// is exiting).
+fn with_buffer<T>(fill: impl Fn(&mut String), f: impl FnOnce(&str) -> T) -> T {
+    let mut f = Some(f);
+    let named = JOINED.try_with(|buffer| {
+        let mut buffer = buffer.try_borrow_mut().ok()?;
+        buffer.clear();
+        fill(&mut buffer);
+        let result = (f.take()?)(&buffer);
+        if buffer.capacity() > MAX_KEPT {
+            // One odd long path does not keep its buffer for the thread's life.
+            *buffer = String::new();
+        }
+        Some(result)
+    });
+    match (named, f) {
+        (Ok(Some(result)), _) => result,
+        (_, Some(f)) => {
+            let mut name = String::new();
+            fill(&mut name);
+            f(&name)
+        }
+        (_, None) => unreachable!("the closure ran but gave no result"),
     }
 }
 
@@ -133,7 +246,7 @@ pub(crate) struct NameCache {
     sentinel: &'static Sentinel,
     map: ArcSwap<Map>,
     max: usize,
-    overflow: OnceLock<Arc<Resource<'static>>>,
+    overflow: OnceLock<Resource<'static>>,
     refused: AtomicU64,
     insert: Mutex<()>,
 }
@@ -158,21 +271,22 @@ impl NameCache {
         self.refused.load(Ordering::Relaxed)
     }
 
-    /// The handle of `name`, made on first sight; the overflow resource
-    /// once `max` names are known, unless a rule names it.
+    /// Calls `f` with the handle of `name`, made on first sight; the
+    /// overflow resource once `max` names are known, unless a rule names
+    /// it. A known name costs a lock-free map read and no reference count.
     #[inline]
-    pub(crate) fn get(&self, name: &str) -> Arc<Resource<'static>> {
+    pub(crate) fn with<T>(&self, name: &str, f: impl FnOnce(&Resource<'static>) -> T) -> T {
         let map = self.map.load();
         if let Some(resource) = map.get(name) {
-            return Arc::clone(resource);
+            return f(resource);
         }
         if map.len() >= self.max && !self.sentinel.is_reserved(name) {
             // Full: no lock for names that can never be added (asking the
             // instance takes none either).
-            return self.overflow(name);
+            return f(self.overflow(name));
         }
         drop(map);
-        self.insert(name)
+        f(&self.insert(name))
     }
 
     #[cold]
@@ -190,7 +304,7 @@ impl NameCache {
         // A name that rules mention is cached past the cap: their names
         // are bounded by the rules, not by traffic.
         if current.len() >= self.max && !self.sentinel.is_reserved(name) {
-            return self.overflow(name);
+            return Arc::new(self.overflow(name).clone());
         }
         let resource = Arc::new(self.sentinel.resource(name));
         let mut next = Map::clone(&current);
@@ -201,7 +315,7 @@ impl NameCache {
 
     /// The overflow resource, for `name` refused by the cap.
     #[cold]
-    fn overflow(&self, name: &str) -> Arc<Resource<'static>> {
+    fn overflow(&self, name: &str) -> &Resource<'static> {
         if self.refused.fetch_add(1, Ordering::Relaxed) == 0 {
             tracing::warn!(
                 resource = name,
@@ -210,10 +324,8 @@ impl NameCache {
                 "sentinel-tower: resource name cap reached; further names enter the overflow resource"
             );
         }
-        let overflow = self
-            .overflow
-            .get_or_init(|| Arc::new(self.sentinel.resource(OVERFLOW_RESOURCE)));
-        Arc::clone(overflow)
+        self.overflow
+            .get_or_init(|| self.sentinel.resource(OVERFLOW_RESOURCE))
     }
 }
 
@@ -232,20 +344,42 @@ mod tests {
     }
 
     #[test]
-    fn long_names_are_joined_on_the_heap() {
+    fn the_default_namer_cleans_into_the_name_and_a_users_cleaner_is_used() {
+        let request = http::Request::post("/orders/42/items/deadbeefdeadbeef?x=1")
+            .body(())
+            .unwrap();
+        let name = |namer: &Namer| namer.with_name(&request, None, str::to_owned);
+        assert_eq!(
+            name(&Namer::default_route()),
+            "POST:/orders/{id}/items/{id}"
+        );
+        let upper = Namer::Route(Some(Arc::new(|path: &str| Cow::Owned(path.to_uppercase()))));
+        assert_eq!(name(&upper), "POST:/ORDERS/42/ITEMS/DEADBEEFDEADBEEF");
+        let plain = http::Request::get("/health").body(()).unwrap();
+        let name = Namer::default_route().with_name(&plain, None, str::to_owned);
+        assert_eq!(name, "GET:/health");
+    }
+
+    #[test]
+    fn names_are_joined_also_when_the_buffer_is_in_use() {
         let path = format!("/{}", "a".repeat(300));
         with_joined("GET", &path, |name| assert_eq!(name, format!("GET:{path}")));
-        with_joined("GET", "/x", |name| assert_eq!(name, "GET:/x"));
+        with_joined("GET", "/x", |outer| {
+            // Nested: the thread's buffer is borrowed, a `String` is made.
+            with_joined("POST", "/y", |inner| assert_eq!(inner, "POST:/y"));
+            assert_eq!(outer, "GET:/x");
+        });
     }
 
     #[test]
     fn names_past_the_cap_share_the_overflow_resource() {
         let sentinel: &'static Sentinel = Box::leak(Box::new(Sentinel::builder().build()));
         let cache = NameCache::new(sentinel, 2);
-        assert_eq!(cache.get("a").name(), "a");
-        assert_eq!(cache.get("b").name(), "b");
-        assert_eq!(cache.get("c").name(), OVERFLOW_RESOURCE);
-        assert_eq!(cache.get("a").name(), "a");
+        let name = |n: &str| cache.with(n, |resource| resource.name().to_owned());
+        assert_eq!(name("a"), "a");
+        assert_eq!(name("b"), "b");
+        assert_eq!(name("c"), OVERFLOW_RESOURCE);
+        assert_eq!(name("a"), "a");
         assert_eq!(cache.refused(), 1);
     }
 }

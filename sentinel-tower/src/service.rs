@@ -1,18 +1,23 @@
-//! `SentinelService`: enters the resource, calls the inner service, records
-//! its outcome, exits.
+//! `SentinelService`: names the request's resource, enters it, and calls
+//! the inner service (or answers the block), all in `call`; the response
+//! future records the outcome.
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use http::request::Parts;
 use http::{Request, Response};
+use http_body::Body;
+use sentinel_core::flow::{FlowGrade, FlowQuota, FlowRule};
+use sentinel_core::{BlockError, BlockKind, Entering, Resource};
 use tower_service::Service;
 
-use crate::block::{blocked_response, is_grpc};
+use crate::block::{BlockReply, accepts_json, blocked_response, is_grpc};
 use crate::body::ResponseBody;
+use crate::future::{Outcome, ResponseFuture};
 use crate::layer::Config;
+use crate::name::Head;
 
 /// The service made by [`SentinelLayer`](crate::SentinelLayer).
 #[derive(Clone)]
@@ -35,102 +40,148 @@ impl<S: fmt::Debug> fmt::Debug for SentinelService<S> {
     }
 }
 
-type BoxedResult<B, E> = Pin<Box<dyn Future<Output = Result<Response<ResponseBody<B>>, E>> + Send>>;
-
-/// The response future of [`SentinelService`]: holds the entry until the
-/// inner response is ready (then its body holds it until it ends), so
-/// dropping either (a client gone) exits the entry.
-///
-/// One allocation per request: the core's `enter_async` future has no
-/// nameable type, so the entering and the inner call live in one box.
-pub struct ResponseFuture<B, E> {
-    inner: BoxedResult<B, E>,
+/// A request's admission: entered, queued, or blocked, and the quota for
+/// the rate-limit headers when they are wanted.
+struct Admission {
+    entering: Result<Entering<'static>, BlockError>,
+    quota: Option<FlowQuota>,
 }
 
-impl<B, E> Future for ResponseFuture<B, E> {
-    type Output = Result<Response<ResponseBody<B>>, E>;
+impl Config {
+    /// Names and enters the resource of a request.
+    #[inline]
+    fn admit(&self, head: &impl Head, parts: Option<&Parts>) -> Admission {
+        if let Some(resource) = self.route.get(head.method(), head.extensions()) {
+            return self.enter(resource, head, parts);
+        }
+        self.namer.with_name(head, parts, |name| {
+            self.names.with(name, |resource| {
+                if !self.namer.needs_parts() {
+                    self.route
+                        .remember(head.method(), head.extensions(), resource);
+                }
+                self.enter(resource, head, parts)
+            })
+        })
+    }
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.inner.as_mut().poll(cx)
+    /// Enters `resource` for a request.
+    #[inline]
+    fn enter(
+        &self,
+        resource: &Resource<'static>,
+        head: &impl Head,
+        parts: Option<&Parts>,
+    ) -> Admission {
+        let origin = self.origin_of(head, parts);
+        let mut builder = resource.builder().entry_type(self.entry_type);
+        if let Some(origin) = origin.as_deref() {
+            builder = builder.origin(origin);
+        }
+        let entering = builder.enter_or_queue();
+        let quota = match &entering {
+            Ok(_) if self.headers.on_admitted && self.headers.any() => resource.flow_quota(None),
+            Ok(_) => None,
+            Err(block) => qps_rule(block)
+                .filter(|_| self.headers.any())
+                .and_then(|rule| resource.flow_quota(Some(rule))),
+        };
+        Admission { entering, quota }
+    }
+
+    #[inline(always)]
+    fn outcome(&self, quota: Option<FlowQuota>) -> Outcome {
+        Outcome {
+            is_error: self.is_error.clone(),
+            headers: quota.map(|quota| Box::new((quota, self.headers))),
+        }
+    }
+
+    #[cold]
+    fn blocked(
+        &self,
+        block: &BlockError,
+        head: &impl Head,
+        quota: Option<FlowQuota>,
+    ) -> Response<bytes::Bytes> {
+        let headers = head.headers();
+        let reply = BlockReply {
+            grpc: is_grpc(headers),
+            json: self.block.is_none() && accepts_json(headers),
+            quota,
+            headers: self.headers,
+            custom: self.block.as_ref(),
+        };
+        blocked_response(block, reply)
     }
 }
 
-impl<B, E> fmt::Debug for ResponseFuture<B, E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+/// The QPS flow rule of a block, if a QPS flow rule blocked.
+fn qps_rule(block: &BlockError) -> Option<&FlowRule> {
+    if block.kind() != BlockKind::Flow {
+        return None;
     }
+    block
+        .rule_as::<FlowRule>()
+        .filter(|rule| rule.grade == FlowGrade::Qps)
 }
 
 impl<S, ReqB, ResB> Service<Request<ReqB>> for SentinelService<S>
 where
-    S: Service<Request<ReqB>, Response = Response<ResB>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: 'static,
-    ReqB: Send + 'static,
-    ResB: 'static,
+    S: Service<Request<ReqB>, Response = Response<ResB>> + Clone,
+    ResB: Body,
 {
     type Response = Response<ResponseBody<ResB>>;
     type Error = S::Error;
-    type Future = ResponseFuture<ResB, S::Error>;
+    type Future = ResponseFuture<S, ReqB>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, request: Request<ReqB>) -> Self::Future {
-        // The ready service goes into the future; its clone stays for the
-        // next poll_ready (tower's usual swap).
-        let clone = self.inner.clone();
-        let inner = std::mem::replace(&mut self.inner, clone);
-        ResponseFuture {
-            inner: Box::pin(run(Arc::clone(&self.config), inner, request)),
+        // Borrowed apart: no reference count on the config per request.
+        let SentinelService { inner, config } = self;
+        if config.needs_parts() {
+            // A user function reads `&Parts`: take the request apart.
+            let (parts, body) = request.into_parts();
+            let admission = config.admit(&parts, Some(&parts));
+            let request = Request::from_parts(parts, body);
+            return proceed(inner, config, admission, request);
         }
+        let admission = config.admit(&request, None);
+        proceed(inner, config, admission, request)
     }
 }
 
-async fn run<S, ReqB, ResB>(
-    config: Arc<Config>,
-    mut inner: S,
+/// Calls the inner service, or queues or answers the request.
+// Inlined into `call`: the request and the inner future are then built in
+// place, not copied through a frame (hundreds of bytes each).
+#[inline(always)]
+fn proceed<S, ReqB>(
+    inner: &mut S,
+    config: &Config,
+    admission: Admission,
     request: Request<ReqB>,
-) -> Result<Response<ResponseBody<ResB>>, S::Error>
+) -> ResponseFuture<S, ReqB>
 where
-    S: Service<Request<ReqB>, Response = Response<ResB>>,
+    S: Service<Request<ReqB>> + Clone,
 {
-    let (parts, body) = request.into_parts();
-    let resource = config
-        .namer
-        .with_name(&parts, |name| config.names.get(name));
-    let entered = {
-        let origin = config.origin_of(&parts);
-        let mut builder = resource.builder().entry_type(config.entry_type);
-        if let Some(origin) = origin.as_deref() {
-            builder = builder.origin(origin);
+    match admission.entering {
+        Ok(Entering::Entered(entry)) => {
+            // The inner service was made ready by `poll_ready`: call it
+            // now, as a layer without a wait does.
+            let future = inner.call(request);
+            ResponseFuture::called(future, entry, config.outcome(admission.quota))
         }
-        builder.enter_async().await
-    };
-    let entry = match entered {
-        Ok(entry) => entry,
-        Err(block) => {
-            let grpc = is_grpc(&parts.headers);
-            let response = blocked_response(&block, grpc, config.block.as_ref());
-            return Ok(response.map(ResponseBody::blocked));
+        Ok(Entering::Queued(queued)) => {
+            // The ready service goes into the future, which calls it
+            // after the wait; its clone stays for the next poll_ready
+            // (tower's usual swap).
+            let clone = inner.clone();
+            let ready = std::mem::replace(inner, clone);
+            ResponseFuture::queued(queued, ready, request, config.outcome(admission.quota))
         }
-    };
-    // Dropped with this future (a client gone before the response), or
-    // moved into the body, which exits it when it ends or is dropped.
-    let result = inner.call(Request::from_parts(parts, body)).await;
-    match result {
-        Ok(response) => {
-            if (config.is_error)(response.status(), response.headers()) {
-                entry.set_error(&response.status());
-            }
-            // A gRPC status may come in the trailers too.
-            let grpc = is_grpc(response.headers()).then_some(config);
-            Ok(response.map(|body| ResponseBody::inner(body, entry, grpc)))
-        }
-        Err(error) => {
-            entry.set_error(&error);
-            Err(error)
-        }
+        Err(block) => ResponseFuture::blocked(config.blocked(&block, &request, admission.quota)),
     }
 }

@@ -148,6 +148,15 @@ impl<'a, 's> EntryBuilder<'a, 's> {
     pub async fn enter_async(self) -> Result<Entry<'s>, BlockError> {
         self.sentinel.enter_async(self.request).await
     }
+    /// As [`enter`](Self::enter), but never waits: an entry a rate
+    /// limiter queues comes back as [`Entering::Queued`](crate::Entering),
+    /// for the caller to wait on with its own timer and then admit. For
+    /// middleware whose future type must be named (no `async fn` inside).
+    #[cfg(feature = "tokio")]
+    #[inline]
+    pub fn enter_or_queue(self) -> Result<crate::Entering<'s>, BlockError> {
+        self.sentinel.enter_or_queue(self.request)
+    }
 }
 
 impl std::fmt::Debug for EntryBuilder<'_, '_> {

@@ -70,6 +70,10 @@ impl<'s> Resource<'s> {
             .is_some_and(|node| node.track_percentiles_by(crate::stat::BY_CODE, on))
     }
 
+    pub(crate) fn sentinel(&self) -> &'s Sentinel {
+        self.sentinel
+    }
+
     /// The resource's name.
     pub fn name(&self) -> &str {
         &self.name

@@ -31,6 +31,7 @@
 
 mod controller;
 mod quota;
+mod remaining;
 
 use quota::Acquired;
 mod rule;
@@ -38,6 +39,7 @@ mod rule;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+pub use remaining::FlowQuota;
 pub use rule::{
     ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
 };

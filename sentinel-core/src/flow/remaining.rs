@@ -1,0 +1,212 @@
+//! What a QPS rule has left in its current window: the figures of the
+//! IETF rate-limit headers (`RateLimit-Policy`, `RateLimit`). Read on
+//! demand, off the entry path.
+
+use super::{CompiledFlow, FlowGrade, FlowRule, Limit, Strategy};
+use crate::node::{ResourceNode, StatisticNode};
+use crate::stat::MetricEvent;
+use crate::{Resource, Sentinel};
+
+/// A QPS flow rule's quota in its current window, as
+/// [`Resource::flow_quota`] reads it.
+///
+/// - `limit`: the passes the rule's check admits in one window. As in
+///   Sentinel, the check passes an entry while the window's whole rate
+///   (passes per second) plus its permit is at most the whole `count`, so
+///   a window of `w` seconds admits `whole(count) × w` passes (rounded
+///   up): the whole count for the default one-second window;
+/// - `remaining`: `limit` minus the passes counted in the window the rule
+///   checks (the resource's one-second window, or the rule's own
+///   `stat_interval_ms` window), at least 0;
+/// - `reset_ms`: the time until the window's oldest bucket leaves it (the
+///   next bucket edge), when the passes counted in that bucket stop
+///   counting.
+///
+/// A rule's warm-up or rate limiter may admit less than `remaining` (its
+/// limit during warm-up is below its count; a rate limiter spaces
+/// passes): the figure is what the count allows, as Sentinel's check reads
+/// it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowQuota {
+    /// Passes the rule admits per window.
+    pub limit: u64,
+    /// The window's length in milliseconds.
+    pub window_ms: u64,
+    /// Passes left in the current window.
+    pub remaining: u64,
+    /// Milliseconds until the window's oldest bucket leaves it.
+    pub reset_ms: u64,
+}
+
+impl Resource<'_> {
+    /// The quota left by a QPS flow rule of this resource: `rule` if given
+    /// (a rule as loaded, e.g. the one in a [`BlockError`](crate::BlockError)),
+    /// else the first QPS rule of the resource. `None` for a concurrency
+    /// rule, a rule that limits one origin or other origins, a relate or
+    /// chain rule (their counts are read from other nodes), a rule not
+    /// loaded for this resource, or a handle made past the resource cap.
+    ///
+    /// Costs a rule-set read and a window sum: call it when a response
+    /// needs it, not on every entry.
+    ///
+    /// ```
+    /// use sentinel_core::flow::FlowRule;
+    /// use sentinel_core::{ManualClock, Sentinel};
+    ///
+    /// let sentinel = Sentinel::builder().clock(ManualClock::new(10_200)).build();
+    /// sentinel.flow_rules().load(vec![FlowRule::new("r", 5.0)])?;
+    /// let resource = sentinel.resource("r");
+    /// drop(resource.entry());
+    /// let quota = resource.flow_quota(None).unwrap();
+    /// assert_eq!((quota.limit, quota.remaining, quota.window_ms), (5, 4, 1_000));
+    /// assert_eq!(quota.reset_ms, 300); // the 500 ms bucket of 10 000 leaves at 10 500
+    /// # Ok::<(), sentinel_core::RuleErrors>(())
+    /// ```
+    pub fn flow_quota(&self, rule: Option<&FlowRule>) -> Option<FlowQuota> {
+        self.sentinel().flow_quota(self.node()?, rule)
+    }
+}
+
+impl Sentinel {
+    pub(crate) fn flow_quota(
+        &self,
+        node: &ResourceNode,
+        rule: Option<&FlowRule>,
+    ) -> Option<FlowQuota> {
+        let version = self.rules_version();
+        let now = self.now_ms();
+        self.with_rules_if_any(version, |rules| {
+            let flow = &rules?.for_resource(node)?.flow;
+            let compiled = match rule {
+                // The rule of a block is the loaded one: the same allocation.
+                Some(rule) => flow
+                    .iter()
+                    .find(|c| std::ptr::eq(&*c.rule, rule) || *c.rule == *rule)?,
+                None => flow.iter().find(|c| c.rule.grade == FlowGrade::Qps)?,
+            };
+            quota_of(compiled, node.stats(), now)
+        })
+    }
+}
+
+fn quota_of(compiled: &CompiledFlow, node: &StatisticNode, now: u64) -> Option<FlowQuota> {
+    let rule = &compiled.rule;
+    let own_node = matches!(
+        (&compiled.limit, &compiled.strategy),
+        (Limit::Default, Strategy::Direct)
+    );
+    if rule.grade != FlowGrade::Qps || !own_node {
+        return None;
+    }
+    let (window_ms, bucket_ms, passes) = match &compiled.window {
+        Some(window) => (
+            window.interval_ms(),
+            window.bucket_ms(),
+            window.sum(now, MetricEvent::Pass),
+        ),
+        None => {
+            let (interval, bucket) = node.second_window_ms();
+            (interval, bucket, node.sum(now, MetricEvent::Pass))
+        }
+    };
+    // The check passes an entry while `whole(passes / w) + 1 <=
+    // whole(count)`, i.e. while `passes < whole(count) * w`.
+    let limit = (rule.count.max(0.0).floor() as u64)
+        .saturating_mul(window_ms)
+        .div_ceil(1_000);
+    Some(FlowQuota {
+        limit,
+        window_ms,
+        remaining: limit.saturating_sub(passes),
+        reset_ms: bucket_ms - now % bucket_ms.max(1),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ManualClock;
+    use crate::flow::LIMIT_APP_OTHER;
+
+    fn sentinel(rules: Vec<FlowRule>) -> (Sentinel, ManualClock) {
+        let clock = ManualClock::new(20_000);
+        let sentinel = Sentinel::builder().clock(clock.clone()).build();
+        sentinel.flow_rules().load(rules).unwrap();
+        (sentinel, clock)
+    }
+
+    #[test]
+    fn remaining_is_the_count_minus_the_passes_of_the_window() {
+        let (sentinel, clock) = sentinel(vec![FlowRule::new("r", 3.0)]);
+        let resource = sentinel.resource("r");
+        let quota = || {
+            let q = resource.flow_quota(None).unwrap();
+            (q.limit, q.remaining, q.reset_ms)
+        };
+        assert_eq!(quota().0, 3);
+        drop(resource.entry().unwrap());
+        clock.advance_ms(100);
+        drop(resource.entry().unwrap());
+        assert_eq!(quota().1, 1);
+        assert_eq!(quota().2, 400);
+        drop(resource.entry().unwrap());
+        assert!(resource.entry().is_err());
+        assert_eq!(quota().1, 0, "floored at 0, blocks not counted");
+        // The bucket of 20 000 leaves the window at 21 000.
+        clock.set(21_000);
+        assert_eq!(quota().1, 3);
+    }
+
+    #[test]
+    fn a_rule_with_its_own_window_reads_that_window() {
+        let mut rule = FlowRule::new("r", 2.0);
+        rule.stat_interval_ms = 4_000;
+        rule.stat_sample_count = 4;
+        let (sentinel, clock) = sentinel(vec![rule.clone()]);
+        let resource = sentinel.resource("r");
+        drop(resource.entry().unwrap());
+        clock.advance_ms(2_500);
+        let quota = resource.flow_quota(Some(&rule)).unwrap();
+        // 2 a second over 4 s.
+        assert_eq!(
+            (quota.limit, quota.window_ms, quota.remaining),
+            (8, 4_000, 7)
+        );
+        assert_eq!(quota.reset_ms, 500);
+        // The figure is what the check admits.
+        let mut entries = Vec::new();
+        while let Ok(entry) = resource.entry() {
+            entries.push(entry);
+        }
+        assert_eq!(entries.len(), 7);
+        assert_eq!(resource.flow_quota(None).unwrap().remaining, 0);
+    }
+
+    #[test]
+    fn the_limit_of_the_default_window_is_the_count() {
+        for (count, limit) in [(3.0, 3), (2.5, 2), (1.0, 1), (0.5, 0)] {
+            let (sentinel, _) = sentinel(vec![FlowRule::new("r", count)]);
+            let resource = sentinel.resource("r");
+            assert_eq!(resource.flow_quota(None).unwrap().limit, limit);
+            let mut passed = 0;
+            while let Ok(entry) = resource.entry() {
+                passed += 1;
+                drop(entry);
+                assert!(passed <= limit, "the check admitted more than {limit}");
+            }
+            assert_eq!(passed, limit, "count {count}");
+        }
+    }
+
+    #[test]
+    fn rules_on_other_nodes_and_concurrency_give_none() {
+        let mut other = FlowRule::new("r", 2.0);
+        other.limit_app = LIMIT_APP_OTHER.into();
+        let mut threads = FlowRule::new("t", 2.0);
+        threads.grade = FlowGrade::Concurrency;
+        let (sentinel, _) = sentinel(vec![other.clone(), threads]);
+        assert_eq!(sentinel.resource("r").flow_quota(Some(&other)), None);
+        assert_eq!(sentinel.resource("t").flow_quota(None), None);
+        assert_eq!(sentinel.resource("none").flow_quota(None), None);
+    }
+}

@@ -1,0 +1,240 @@
+//! Instructions per request of each case of `layer.rs`, for valgrind's
+//! callgrind (repeatable where the machine's timings are not): runs one
+//! case `N` times. The cost of one request is the difference between two
+//! runs of different `N`, divided by the difference of `N`, which cancels
+//! the set-up:
+//!
+//! ```sh
+//! cargo bench -p sentinel-tower --bench instructions --no-run
+//! B=$(ls -t target/release/deps/instructions-* | grep -v '\.d$' | head -1)
+//! for n in 10000 20000; do valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+//!     $B governor $n 2>&1 | grep 'refs'; done
+//! ```
+//!
+//! Cases: `baseline`, `governor`, `pass`, `cleaned`, `block`,
+//! `router-baseline`, `router-governor`, `router-pass`.
+//!
+//! `$B time 15` instead times every case in turn, 15 rounds (each case's
+//! set-up included, under 1 % of a round), and prints medians: on a shared
+//! machine the interleaving gives every case the same slow spells, which
+//! criterion's one-case-after-another runs do not.
+
+// criterion is not used here: a plain main.
+#![allow(missing_docs)]
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::routing::get;
+use http::{Request, Response, Uri};
+use sentinel_core::flow::FlowRule;
+use sentinel_core::{ManualClock, Sentinel};
+use sentinel_tower::SentinelLayer;
+use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
+use tower_governor::GovernorLayer;
+use tower_governor::governor::GovernorConfigBuilder;
+use tower_governor::key_extractor::GlobalKeyExtractor;
+
+async fn ok(_: Request<Body>) -> Result<Response<Body>, Infallible> {
+    Ok(Response::new(Body::from("ok")))
+}
+
+fn request(uri: &'static str) -> Request<Body> {
+    let mut request = Request::new(Body::empty());
+    *request.uri_mut() = Uri::from_static(uri);
+    request
+}
+
+fn ready<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("not ready at once"),
+    }
+}
+
+fn run<S, B>(service: S, uri: &'static str, n: u64, expect: u16)
+where
+    S: Service<Request<Body>, Response = Response<B>> + Clone,
+    S::Error: std::fmt::Debug,
+{
+    for _ in 0..n {
+        let response = ready(service.clone().oneshot(request(uri))).unwrap();
+        assert_eq!(response.status(), expect);
+        std::hint::black_box(response);
+    }
+}
+
+fn instance(rules: Vec<FlowRule>) -> &'static Sentinel {
+    let sentinel = Box::leak(Box::new(
+        Sentinel::builder().clock(ManualClock::new(1_000)).build(),
+    ));
+    sentinel.flow_rules().load(rules).unwrap();
+    sentinel
+}
+
+macro_rules! governor {
+    ($blocking:expr) => {{
+        let mut builder = GovernorConfigBuilder::default().key_extractor(GlobalKeyExtractor);
+        if $blocking {
+            builder.period(Duration::from_secs(3_600)).burst_size(1);
+        } else {
+            builder.per_nanosecond(1).burst_size(u32::MAX);
+        }
+        GovernorLayer::new(Arc::new(builder.finish().unwrap()))
+    }};
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("time") {
+        let rounds = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(15);
+        return interleaved(rounds);
+    }
+    // `cargo bench` passes `--bench`: nothing to do then.
+    let (Some(case), Some(n)) = (args.get(1), args.get(2).and_then(|n| n.parse().ok())) else {
+        return;
+    };
+    one(case, n);
+}
+
+const CASES: [&str; 10] = [
+    "baseline",
+    "core",
+    "core-block",
+    "governor",
+    "pass",
+    "cleaned",
+    "block",
+    "router-baseline",
+    "router-governor",
+    "router-pass",
+];
+
+/// Each case in turn, `rounds` times, 200 000 requests a turn: on a
+/// shared machine, a slow spell then hits every case alike. Prints each
+/// case's median and the overheads over the baselines.
+fn interleaved(rounds: usize) {
+    const N: u64 = 200_000;
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); CASES.len()];
+    for _ in 0..rounds {
+        for (i, case) in CASES.iter().enumerate() {
+            let start = std::time::Instant::now();
+            one(case, N);
+            times[i].push(start.elapsed().as_nanos() as f64 / N as f64);
+        }
+    }
+    let median = |i: usize| {
+        let mut t = times[i].clone();
+        t.sort_by(f64::total_cmp);
+        t[t.len() / 2]
+    };
+    println!("{rounds} rounds of {N} requests per case; ns per request, median (min..max)");
+    for (i, case) in CASES.iter().enumerate() {
+        let (min, max) = times[i]
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(lo, hi), t| (lo.min(*t), hi.max(*t)));
+        let base = if case.starts_with("router") { 7 } else { 0 };
+        println!(
+            "{case:>16} {:7.1} ({min:.1}..{max:.1})  overhead {:+7.1}",
+            median(i),
+            median(i) - median(base)
+        );
+    }
+}
+
+fn one(case: &str, n: u64) {
+    let route = || axum::Router::new().route("/orders/{id}", get(|| async { "ok" }));
+    let passing = || {
+        instance(vec![
+            FlowRule::new("GET:/orders", 1e12),
+            FlowRule::new("GET:/orders/{id}", 1e12),
+        ])
+    };
+    match case {
+        "baseline" => run(service_fn(ok), "/orders", n, 200),
+        // The floor: the core's entry and exit (inbound, one flow rule) in
+        // the handler, no layer.
+        "core" | "core-block" => {
+            let count = if case == "core" { 1e12 } else { 0.0 };
+            let sentinel = instance(vec![FlowRule::new("GET:/orders", count)]);
+            let resource = Arc::new(sentinel.resource("GET:/orders"));
+            let service = service_fn(move |request: Request<Body>| {
+                let entry = resource
+                    .builder()
+                    .entry_type(sentinel_core::EntryType::Inbound)
+                    .enter();
+                let blocked = entry.is_err();
+                drop((entry, request));
+                async move {
+                    Ok::<_, Infallible>(Response::new(Body::from(if blocked {
+                        "no"
+                    } else {
+                        "ok"
+                    })))
+                }
+            });
+            run(service, "/orders", n, 200)
+        }
+        "governor" => run(
+            ServiceBuilder::new()
+                .layer(governor!(false))
+                .service(service_fn(ok)),
+            "/orders",
+            n,
+            200,
+        ),
+        "pass" => run(
+            ServiceBuilder::new()
+                .layer(SentinelLayer::with_sentinel(passing()))
+                .service(service_fn(ok)),
+            "/orders",
+            n,
+            200,
+        ),
+        "cleaned" => run(
+            ServiceBuilder::new()
+                .layer(SentinelLayer::with_sentinel(passing()))
+                .service(service_fn(ok)),
+            "/orders/42",
+            n,
+            200,
+        ),
+        "block" => {
+            let sentinel = instance(vec![FlowRule::new("GET:/orders", 0.0)]);
+            run(
+                ServiceBuilder::new()
+                    .layer(SentinelLayer::with_sentinel(sentinel))
+                    .service(service_fn(ok)),
+                "/orders",
+                n,
+                429,
+            )
+        }
+        // `with_state` makes the routes' services once, as `axum::serve` does.
+        "router-baseline" => run(route().with_state(()), "/orders/42", n, 200),
+        "router-governor" => run(
+            route().route_layer(governor!(false)).with_state(()),
+            "/orders/42",
+            n,
+            200,
+        ),
+        "router-pass" => run(
+            route()
+                .route_layer(SentinelLayer::with_sentinel(passing()))
+                .with_state(()),
+            "/orders/42",
+            n,
+            200,
+        ),
+        other => panic!("unknown case {other}"),
+    }
+}

@@ -1,0 +1,225 @@
+//! `ResponseFuture`: the inner call's future with the request's entry, or
+//! a rate limiter's wait before the call, or a block's response. A named
+//! type: no allocation per request.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+use std::task::{Context, Poll, ready};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body::Body;
+use pin_project_lite::pin_project;
+use sentinel_core::flow::FlowQuota;
+use sentinel_core::{Entry, Queued};
+use tower_service::Service;
+
+use crate::block::{ErrorCheck, is_grpc};
+use crate::body::ResponseBody;
+use crate::headers::{self, HeaderSettings};
+
+/// What the response of an admitted request needs from the layer. Small:
+/// it moves with the future.
+pub(crate) struct Outcome {
+    pub(crate) is_error: ErrorCheck,
+    /// The rate-limit headers of an admitted response, when asked for
+    /// (boxed: off by default, and the box keeps the future small).
+    pub(crate) headers: Option<Box<(FlowQuota, HeaderSettings)>>,
+}
+
+pin_project! {
+    /// A request a rate limiter queued: what its wait and its call need.
+    /// Boxed: it waits milliseconds, and the box keeps the future small.
+    struct Waiting<S, ReqB> {
+        #[pin]
+        sleep: tokio::time::Sleep,
+        queued: Option<Queued<'static>>,
+        call: Option<(S, Request<ReqB>)>,
+        outcome: Option<Outcome>,
+    }
+}
+
+pin_project! {
+    /// The response future of [`SentinelService`](crate::SentinelService):
+    /// holds the entry until the inner response is ready (then its body
+    /// holds it while it streams), so dropping either (a client gone)
+    /// exits the entry. A request a rate limiter queued waits here, on a
+    /// tokio timer, before the inner service is called.
+    pub struct ResponseFuture<S, ReqB>
+    where
+        S: Service<Request<ReqB>>,
+    {
+        #[pin]
+        state: State<S, ReqB>,
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<S, ReqB>
+    where
+        S: Service<Request<ReqB>>,
+    {
+        Called {
+            #[pin]
+            future: S::Future,
+            entry: Option<Entry<'static>>,
+            outcome: Option<Outcome>,
+        },
+        Queued {
+            waiting: Pin<Box<Waiting<S, ReqB>>>,
+        },
+        Blocked {
+            response: Option<Response<Bytes>>,
+        },
+    }
+}
+
+impl<S, ReqB> ResponseFuture<S, ReqB>
+where
+    S: Service<Request<ReqB>>,
+{
+    #[inline(always)]
+    pub(crate) fn called(future: S::Future, entry: Entry<'static>, outcome: Outcome) -> Self {
+        ResponseFuture {
+            state: State::Called {
+                future,
+                entry: Some(entry),
+                outcome: Some(outcome),
+            },
+        }
+    }
+
+    pub(crate) fn queued(
+        queued: Queued<'static>,
+        service: S,
+        request: Request<ReqB>,
+        outcome: Outcome,
+    ) -> Self {
+        ResponseFuture {
+            state: State::Queued {
+                waiting: Box::pin(Waiting {
+                    sleep: tokio::time::sleep(queued.wait()),
+                    queued: Some(queued),
+                    call: Some((service, request)),
+                    outcome: Some(outcome),
+                }),
+            },
+        }
+    }
+
+    pub(crate) fn blocked(response: Response<Bytes>) -> Self {
+        ResponseFuture {
+            state: State::Blocked {
+                response: Some(response),
+            },
+        }
+    }
+}
+
+impl<S, ReqB, ResB> Future for ResponseFuture<S, ReqB>
+where
+    S: Service<Request<ReqB>, Response = Response<ResB>>,
+    ResB: Body,
+{
+    type Output = Result<Response<ResponseBody<ResB>>, S::Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut state = self.project().state;
+        loop {
+            match state.as_mut().project() {
+                StateProj::Called {
+                    future,
+                    entry,
+                    outcome,
+                } => {
+                    let result = ready!(future.poll(cx));
+                    let outcome = outcome.take().expect("polled after completion");
+                    return Poll::Ready(finish(result, entry.take(), outcome));
+                }
+                StateProj::Queued { waiting } => {
+                    let waiting = waiting.as_mut().project();
+                    ready!(waiting.sleep.poll(cx));
+                    let entry = waiting
+                        .queued
+                        .take()
+                        .expect("polled after completion")
+                        .admit();
+                    let (mut service, request) =
+                        waiting.call.take().expect("polled after completion");
+                    let outcome = waiting.outcome.take().expect("polled after completion");
+                    let future = service.call(request);
+                    state.set(State::Called {
+                        future,
+                        entry: Some(entry),
+                        outcome: Some(outcome),
+                    });
+                }
+                StateProj::Blocked { response } => {
+                    let response = response.take().expect("polled after completion");
+                    return Poll::Ready(Ok(response.map(ResponseBody::blocked)));
+                }
+            }
+        }
+    }
+}
+
+/// Records the inner call's outcome; the entry exits now unless the body
+/// streams (then the body holds it to its end).
+#[inline(always)]
+fn finish<ResB: Body, E>(
+    result: Result<Response<ResB>, E>,
+    entry: Option<Entry<'static>>,
+    outcome: Outcome,
+) -> Result<Response<ResponseBody<ResB>>, E> {
+    match result {
+        Ok(mut response) => {
+            let grpc = is_grpc(response.headers());
+            if let Some(entry) = &entry
+                && outcome
+                    .is_error
+                    .is_error(response.status(), response.headers(), grpc)
+            {
+                entry.set_error(&response.status());
+            }
+            if let Some(pair) = &outcome.headers {
+                let (quota, settings) = &**pair;
+                // The inner service's own headers win.
+                headers::write(response.headers_mut(), quota, false, true, *settings);
+            }
+            // A gRPC status may come in the trailers too.
+            let grpc = grpc.then_some(outcome.is_error);
+            let body = response.body();
+            let buffered =
+                grpc.is_none() && (body.is_end_stream() || body.size_hint().exact().is_some());
+            // A body of known length is complete at the head: exit now,
+            // as Sentinel's servlet filter does when the handler returns.
+            let entry = if buffered { None } else { entry };
+            Ok(response.map(|body| ResponseBody::inner(body, entry, grpc)))
+        }
+        Err(error) => {
+            if let Some(entry) = entry {
+                entry.set_error(&error);
+            }
+            Err(error)
+        }
+    }
+}
+
+impl<S, ReqB> fmt::Debug for ResponseFuture<S, ReqB>
+where
+    S: Service<Request<ReqB>>,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            State::Called { .. } => "called",
+            State::Queued { .. } => "queued",
+            State::Blocked { .. } => "blocked",
+        };
+        f.debug_struct("ResponseFuture")
+            .field("state", &state)
+            .finish_non_exhaustive()
+    }
+}
