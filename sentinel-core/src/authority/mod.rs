@@ -39,6 +39,7 @@ use crate::rules::{CompiledRule, Kind, KindSet, RuleSet};
 pub(crate) static KIND: Kind<AuthorityRule> = Kind {
     name: "authority",
     problems: AuthorityRule::problems,
+    across: None,
     rules: RuleSet::authority_rules,
     replace: |parts, rules| parts.authority = Arc::new(KindSet::compile(rules, &parts.authority)),
     listeners: |sentinel| &sentinel.listeners.authority,

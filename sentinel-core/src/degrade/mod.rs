@@ -71,6 +71,7 @@ use crate::slot::Holds;
 pub(crate) static KIND: Kind<DegradeRule> = Kind {
     name: "degrade",
     problems: DegradeRule::problems,
+    across: None,
     rules: RuleSet::degrade_rules,
     replace: |parts, rules| parts.degrade = Arc::new(KindSet::compile(rules, &parts.degrade)),
     listeners: |sentinel| &sentinel.listeners.degrade,

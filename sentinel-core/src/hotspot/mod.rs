@@ -56,6 +56,7 @@ use crate::slot::{EntryContext, Holds};
 pub(crate) static KIND: Kind<ParamFlowRule> = Kind {
     name: "param_flow",
     problems: ParamFlowRule::problems,
+    across: None,
     rules: RuleSet::param_rules,
     replace: |parts, rules| parts.param = Arc::new(KindSet::compile(rules, &parts.param)),
     listeners: |sentinel| &sentinel.listeners.param,

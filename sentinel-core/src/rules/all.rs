@@ -56,6 +56,7 @@ impl RuleBook {
         }
         let mut errors = Vec::new();
         check(&self.flow, FlowRule::problems, &mut errors);
+        errors.extend(crate::flow::cluster_problems(&self.flow));
         check(&self.degrade, DegradeRule::problems, &mut errors);
         check(&self.system, SystemRule::problems, &mut errors);
         check(&self.authority, AuthorityRule::problems, &mut errors);

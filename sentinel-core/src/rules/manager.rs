@@ -19,6 +19,9 @@ pub(crate) struct Kind<R: 'static> {
     pub(crate) name: &'static str,
     /// Every problem of a rule at a position in the list being loaded.
     pub(crate) problems: fn(&R, usize) -> Vec<RuleError>,
+    /// Problems between the rules of one list (flow ids shared by cluster
+    /// rules with different thresholds), after each rule's own.
+    pub(crate) across: Option<fn(&[R]) -> Vec<RuleError>>,
     /// The kind's rules in a set, as loaded.
     pub(crate) rules: fn(&RuleSet) -> &[R],
     /// Puts `rules`, compiled, into the parts of the next set (which hold
@@ -89,11 +92,14 @@ impl<'s, R: Clone + Send + Sync + 'static> RuleManager<'s, R> {
     /// rule is returned. Unchanged rules keep their state; statistics are never
     /// reset.
     pub fn load(&self, rules: Vec<R>) -> Result<(), RuleErrors> {
-        let errors: Vec<RuleError> = rules
+        let mut errors: Vec<RuleError> = rules
             .iter()
             .enumerate()
             .flat_map(|(i, rule)| (self.kind.problems)(rule, i))
             .collect();
+        if let Some(across) = self.kind.across {
+            errors.extend(across(&rules));
+        }
         if !errors.is_empty() {
             let errors = RuleErrors(errors);
             tracing::warn!(kind = self.kind.name, %errors, "sentinel: rules refused");

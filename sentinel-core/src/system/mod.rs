@@ -54,6 +54,7 @@ use rule::SystemField;
 pub(crate) static KIND: Kind<SystemRule> = Kind {
     name: "system",
     problems: SystemRule::problems,
+    across: None,
     rules: RuleSet::system_rules,
     replace: |parts, rules| parts.system = Arc::new(SystemLimits::compile(rules)),
     listeners: |sentinel| &sentinel.listeners.system,
