@@ -92,7 +92,11 @@ fn granted_permits_pass_past_the_local_count() {
     assert_eq!(tokens.calls.load(Ordering::SeqCst), 10);
     assert_eq!(tokens.last_flow.load(Ordering::SeqCst), 7);
     let node = sentinel.resource_node("pay").unwrap();
-    assert_eq!(node.stats().total_pass(T0), 10, "statistics as for local rules");
+    assert_eq!(
+        node.stats().total_pass(T0),
+        10,
+        "statistics as for local rules"
+    );
 }
 
 #[test]
@@ -210,7 +214,7 @@ fn cluster_fields_are_checked() {
                 "cluster_config.flow_id",
                 "is required when cluster_mode is on"
             ),
-            (1, "grade", "cluster_mode needs grade qps"),
+            (1, "grade", "must be qps when cluster_mode is on"),
             (
                 2,
                 "cluster_config.sample_count",
@@ -251,8 +255,16 @@ fn one_flow_id_needs_one_threshold() {
         at,
         [(1, "cluster_config.flow_id"), (3, "cluster_config.flow_id")]
     );
-    assert!(errors.errors()[0].message.contains("flow id 7 is also rule 0's (on a)"));
-    assert_eq!(sentinel.flow_rules().rules(), same, "the rules in force stay");
+    assert!(
+        errors.errors()[0]
+            .message
+            .contains("flow id 7 is also rule 0's (on a)")
+    );
+    assert_eq!(
+        sentinel.flow_rules().rules(),
+        same,
+        "the rules in force stay"
+    );
     let book = RuleBook {
         flow: differ,
         ..RuleBook::default()

@@ -174,10 +174,13 @@ pub(crate) fn problems(rule: &FlowRule, problems: &mut crate::rule::Problems<'_>
     }
     let c = &rule.cluster_config;
     if c.flow_id.is_none() {
-        problems.add("cluster_config.flow_id", "is required when cluster_mode is on");
+        problems.add(
+            "cluster_config.flow_id",
+            "is required when cluster_mode is on",
+        );
     }
     if rule.grade != super::FlowGrade::Qps {
-        problems.add("grade", "cluster_mode needs grade qps");
+        problems.add("grade", "must be qps when cluster_mode is on");
     }
     if c.window_interval_ms == 0 {
         problems.add("cluster_config.window_interval_ms", "must be > 0");

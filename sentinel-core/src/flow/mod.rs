@@ -39,11 +39,11 @@ mod rule;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+pub(crate) use cluster::ClusterHook;
 pub use cluster::{
     ClusterFlow, ClusterFlowConfig, ClusterThresholdType, ClusterTokens, TokenAnswer,
     cluster_problems,
 };
-pub(crate) use cluster::ClusterHook;
 pub use rule::{
     ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
 };

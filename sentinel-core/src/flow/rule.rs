@@ -237,7 +237,11 @@ impl fmt::Display for FlowRule {
             write!(f, ", {:?} {reference}", self.strategy)?;
         }
         if let (true, Some(id)) = (self.cluster_mode, self.cluster_config.flow_id) {
-            write!(f, ", cluster flow {id} {:?}", self.cluster_config.threshold_type)?;
+            write!(
+                f,
+                ", cluster flow {id} {:?}",
+                self.cluster_config.threshold_type
+            )?;
         }
         write!(f, ")")
     }

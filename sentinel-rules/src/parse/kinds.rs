@@ -28,12 +28,15 @@ pub(crate) fn flow(index: usize, node: &Node, problems: &mut Vec<Problem>) -> Op
         "max_queueing_time_ms",
         "stat_interval_ms",
         "stat_sample_count",
+        "cluster_mode",
+        "cluster_config",
     ];
     let mut f = RuleFields::new("flow", index, node, KNOWN, problems)?;
     let d = FlowRule::default();
     let resource = f.resource();
     let count = f.number("count");
     let count = f.required("count", count);
+    let cluster = super::cluster::config(&mut f);
     let rule = FlowRule {
         id: f.u64("id"),
         resource: resource.unwrap_or_default(),
@@ -79,8 +82,12 @@ pub(crate) fn flow(index: usize, node: &Node, problems: &mut Vec<Problem>) -> Op
             .unwrap_or(d.max_queueing_time_ms),
         stat_interval_ms: f.u64("stat_interval_ms").unwrap_or(d.stat_interval_ms),
         stat_sample_count: f.u32("stat_sample_count").unwrap_or(d.stat_sample_count),
+        cluster_mode: f.boolean("cluster_mode").unwrap_or(d.cluster_mode),
+        cluster_config: cluster.config.clone(),
     };
-    f.finish(rule.problems(index), |_| None, problems);
+    let mut errors = rule.problems(index);
+    errors.retain(|e| !cluster.reported(e));
+    f.finish(errors, |e| cluster.position_of(e), problems);
     Some(rule)
 }
 

@@ -2,6 +2,7 @@
 //! scalars mean (`scalar`), one rule's fields (`fields`) and each kind
 //! (`kinds`).
 
+mod cluster;
 mod fields;
 mod kinds;
 mod percentiles;
@@ -172,7 +173,7 @@ fn document(root: &Node, problems: &mut Vec<Problem>) -> RuleFile {
                     ),
                 )),
             },
-            "flow" => file.book.flow = each(rules(problems), problems, kinds::flow),
+            "flow" => file.book.flow = cluster::flow_rules(rules(problems), problems),
             "degrade" => file.book.degrade = each(rules(problems), problems, kinds::degrade),
             "system" => file.book.system = each(rules(problems), problems, kinds::system),
             "authority" => file.book.authority = each(rules(problems), problems, kinds::authority),
