@@ -80,8 +80,9 @@ pub struct ClusterFlow {
 }
 
 impl ClusterFlow {
-    /// For a rule in cluster mode with a flow id.
-    pub(crate) fn new(rule: &FlowRule) -> Option<Self> {
+    /// The cluster flow of a rule in cluster mode with a flow id (`None`
+    /// for any other rule).
+    pub fn of_rule(rule: &FlowRule) -> Option<Self> {
         let flow_id = rule.cluster_config.flow_id.filter(|_| rule.cluster_mode)?;
         Some(ClusterFlow {
             flow_id,

@@ -150,7 +150,7 @@ impl CompiledRule for CompiledFlow {
             .then(|| WindowShape::new(rule.stat_interval_ms, rule.stat_sample_count).ok())
             .flatten()
             .map(LeapArray::with_shape);
-        let cluster = cluster::ClusterFlow::new(rule);
+        let cluster = cluster::ClusterFlow::of_rule(rule);
         let quota = (cluster.is_none()
             && rule.grade == FlowGrade::Qps
             && rule.control_behavior == ControlBehavior::Reject
