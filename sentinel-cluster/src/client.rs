@@ -41,7 +41,9 @@ impl RedisCluster {
         let worker = std::thread::Builder::new()
             .name("sentinel-cluster".into())
             .spawn(move || worker::run(for_worker, client))
-            .map_err(|error| ConfigError(vec![format!("cannot start the worker thread: {error}")]))?;
+            .map_err(|error| {
+                ConfigError(vec![format!("cannot start the worker thread: {error}")])
+            })?;
         tracing::info!(instance = %shared.instance, "sentinel-cluster: started, connecting in the background");
         Ok(RedisCluster {
             shared,
@@ -114,5 +116,9 @@ fn default_instance_id() -> String {
         .unwrap_or_else(|| "host".to_owned());
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u32(std::process::id());
-    format!("{host}-{}-{:08x}", std::process::id(), hasher.finish() as u32)
+    format!(
+        "{host}-{}-{:08x}",
+        std::process::id(),
+        hasher.finish() as u32
+    )
 }

@@ -180,20 +180,35 @@ impl ClusterConfig {
         };
         check(
             self.url.starts_with("redis://") || self.url.starts_with("rediss://"),
-            format!("url must start with redis:// or rediss://, got {:?}", self.url.split('@').next_back().unwrap_or("")),
+            format!(
+                "url must start with redis:// or rediss://, got {:?}",
+                self.url.split('@').next_back().unwrap_or("")
+            ),
         );
         check(!self.budget.is_zero(), "budget must be > 0".into());
         check(
             !self.key_prefix.is_empty() && !self.key_prefix.contains(['{', '}']),
-            format!("key_prefix must be non-empty and without braces, got {:?}", self.key_prefix),
+            format!(
+                "key_prefix must be non-empty and without braces, got {:?}",
+                self.key_prefix
+            ),
         );
         check(self.lease_divisor > 0, "lease_divisor must be > 0".into());
         check(
             (1..=MAX_LEASE_LIMIT).contains(&self.max_lease),
-            format!("max_lease must be in 1..={MAX_LEASE_LIMIT}, got {}", self.max_lease),
+            format!(
+                "max_lease must be in 1..={MAX_LEASE_LIMIT}, got {}",
+                self.max_lease
+            ),
         );
-        check(!self.response_timeout.is_zero(), "response_timeout must be > 0".into());
-        check(!self.connect_timeout.is_zero(), "connect_timeout must be > 0".into());
+        check(
+            !self.response_timeout.is_zero(),
+            "response_timeout must be > 0".into(),
+        );
+        check(
+            !self.connect_timeout.is_zero(),
+            "connect_timeout must be > 0".into(),
+        );
         check(
             !self.backoff_min.is_zero() && self.backoff_min <= self.backoff_max,
             format!(

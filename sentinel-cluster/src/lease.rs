@@ -100,7 +100,10 @@ impl Lease {
         loop {
             let (old_expiry, left) = (word >> PERMIT_BITS, word & PERMITS);
             let (new, replaced) = if old_expiry == expiry {
-                ((expiry << PERMIT_BITS) | (left + granted).min(PERMITS), None)
+                (
+                    (expiry << PERMIT_BITS) | (left + granted).min(PERMITS),
+                    None,
+                )
             } else {
                 (
                     (expiry << PERMIT_BITS) | granted,

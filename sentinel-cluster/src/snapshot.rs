@@ -138,10 +138,30 @@ impl ClusterSnapshot {
             self.errors,
         );
         let per_flow: [(&str, &str, &str, fn(&FlowSnapshot) -> u64); 4] = [
-            ("sentinel_cluster_round_trips_total", "counter", "acquire script calls", |f| f.round_trips),
-            ("sentinel_cluster_granted_total", "counter", "permits granted by redis", |f| f.granted),
-            ("sentinel_cluster_lease_permits", "gauge", "permits held in the lease", |f| f.lease_permits),
-            ("sentinel_cluster_instances", "gauge", "live instances of the flow id", |f| f.instances),
+            (
+                "sentinel_cluster_round_trips_total",
+                "counter",
+                "acquire script calls",
+                |f| f.round_trips,
+            ),
+            (
+                "sentinel_cluster_granted_total",
+                "counter",
+                "permits granted by redis",
+                |f| f.granted,
+            ),
+            (
+                "sentinel_cluster_lease_permits",
+                "gauge",
+                "permits held in the lease",
+                |f| f.lease_permits,
+            ),
+            (
+                "sentinel_cluster_instances",
+                "gauge",
+                "live instances of the flow id",
+                |f| f.instances,
+            ),
         ];
         for (name, kind, help, value) in per_flow {
             let _ = writeln!(out, "# HELP {name} {help}");

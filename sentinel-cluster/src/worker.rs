@@ -110,7 +110,8 @@ impl Worker {
             &self.scripts.refund,
             &self.scripts.register,
         ] {
-            match tokio::time::timeout(response, script.prepare_invoke().load_async(&mut conn)).await
+            match tokio::time::timeout(response, script.prepare_invoke().load_async(&mut conn))
+                .await
             {
                 Ok(Ok(_)) => {}
                 Ok(Err(error)) => return Err(format!("cannot load a script: {error}")),
@@ -123,7 +124,12 @@ impl Worker {
     /// Starts a call for each flow an entry asked for.
     fn serve(&self, conn: &ConnectionManager) {
         for flow in self.shared.flows.load().values() {
-            if flow.lease.wanted.load(Acquire) && flow.in_flight.compare_exchange(false, true, AcqRel, Relaxed).is_ok() {
+            if flow.lease.wanted.load(Acquire)
+                && flow
+                    .in_flight
+                    .compare_exchange(false, true, AcqRel, Relaxed)
+                    .is_ok()
+            {
                 let task = Refill {
                     shared: self.shared.clone(),
                     scripts: self.scripts.clone(),
@@ -215,7 +221,8 @@ impl Refill {
             Ok(Some(grant)) => grant,
             Ok(None) => {
                 self.finish();
-                self.shared.fail("the acquire script answered an unexpected reply");
+                self.shared
+                    .fail("the acquire script answered an unexpected reply");
                 return;
             }
             Err(why) => {
@@ -232,7 +239,10 @@ impl Refill {
             last.round_trips += 1;
             last.granted += grant.granted;
             last.grant = Some(grant);
-            last.remember(expiry, grant.bucket_start_ms(params.window_ms, params.samples));
+            last.remember(
+                expiry,
+                grant.bucket_start_ms(params.window_ms, params.samples),
+            );
             flow.instances.store(grant.instances, Relaxed);
             if grant.granted > 0 {
                 refunds.extend(flow.lease.fill(grant.granted, expiry));
