@@ -122,3 +122,93 @@ pub fn free_port() -> u16 {
         .map(|a| a.port())
         .expect("a free port")
 }
+
+/// What an offered load got.
+#[derive(Debug, Default)]
+pub struct Load {
+    /// Unix ms of each admitted entry.
+    pub admitted: Vec<u64>,
+    /// Unix ms and decision time of every entry.
+    pub decisions: Vec<(u64, Duration)>,
+}
+
+impl Load {
+    /// The longest decision.
+    pub fn max_decision(&self) -> Duration {
+        self.decisions
+            .iter()
+            .map(|(_, d)| *d)
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// The longest decision of the entries in `from..to` (unix ms).
+    pub fn max_decision_in(&self, from: u64, to: u64) -> Duration {
+        self.decisions
+            .iter()
+            .filter(|(at, _)| (from..to).contains(at))
+            .map(|(_, d)| *d)
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// Admitted entries in `from..to` (unix ms).
+    pub fn admitted_in(&self, from: u64, to: u64) -> usize {
+        self.admitted
+            .iter()
+            .filter(|at| (from..to).contains(*at))
+            .count()
+    }
+}
+
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// Offers `qps` entries a second of `resource` to `sentinel` for
+/// `duration`, evenly spaced (a late entry does not push the later ones),
+/// each held for no time.
+pub fn offer(
+    sentinel: &sentinel_core::Sentinel,
+    resource: &str,
+    qps: u32,
+    duration: Duration,
+) -> Load {
+    let mut load = Load::default();
+    let start = Instant::now();
+    let period = Duration::from_secs(1) / qps;
+    let mut i: u32 = 0;
+    loop {
+        let due = start + period * i;
+        if due >= start + duration {
+            return load;
+        }
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        let at = unix_ms();
+        let before = Instant::now();
+        let entry = sentinel.entry(resource);
+        let took = before.elapsed();
+        load.decisions.push((at, took));
+        if entry.is_ok() {
+            load.admitted.push(at);
+        }
+        drop(entry);
+        i += 1;
+    }
+}
+
+/// Admitted entries per whole unix second, over all loads.
+pub fn per_second(
+    admitted: impl IntoIterator<Item = u64>,
+) -> std::collections::BTreeMap<u64, usize> {
+    let mut seconds = std::collections::BTreeMap::new();
+    for at in admitted {
+        *seconds.entry(at / 1_000).or_insert(0) += 1;
+    }
+    seconds
+}
