@@ -45,6 +45,8 @@ pub(crate) struct Shared {
     /// A call failed: the worker drops the connection and reconnects.
     pub(crate) broken: AtomicBool,
     pub(crate) stopping: AtomicBool,
+    /// The first failure to reach Redis was logged (or Redis was reached).
+    start_logged: AtomicBool,
     /// Wakes the worker: a lease wants refilling, or it should stop.
     pub(crate) wake: tokio::sync::Notify,
     pub(crate) counters: Counters,
@@ -62,6 +64,7 @@ impl Shared {
             up: AtomicBool::new(false),
             broken: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
+            start_logged: AtomicBool::new(false),
             wake: tokio::sync::Notify::new(),
             counters: Counters::default(),
             last_error: Mutex::new(None),
@@ -76,15 +79,21 @@ impl Shared {
     /// counted, and wakes every waiting entry (so none waits for an answer
     /// that will not come).
     pub(crate) fn set_up(&self, up: bool, why: &str) {
+        if !up {
+            *self.last_error.lock() = Some(why.to_owned());
+        }
         if self.up.swap(up, AcqRel) == up {
+            if !up && !self.start_logged.swap(true, AcqRel) {
+                tracing::warn!(instance = %self.instance, reason = why, "sentinel-cluster: redis not reached yet, cluster rules fall back");
+            }
             return;
         }
+        self.start_logged.store(true, Release);
         self.counters.switches.fetch_add(1, Relaxed);
         if up {
             *self.last_error.lock() = None;
             tracing::info!(instance = %self.instance, "sentinel-cluster: redis reachable, cluster limits back on");
         } else {
-            *self.last_error.lock() = Some(why.to_owned());
             tracing::warn!(instance = %self.instance, reason = why, "sentinel-cluster: redis unavailable, cluster rules fall back");
             for flow in self.flows.load().values() {
                 flow.answer();
