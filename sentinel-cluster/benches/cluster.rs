@@ -26,7 +26,10 @@ fn entry_exit(c: &mut Criterion) {
     group.bench_function("no_rule", |b| b.iter(|| drop(handle.entry())));
 
     let local = Sentinel::builder().build();
-    local.flow_rules().load(vec![FlowRule::new("r", COUNT)]).unwrap();
+    local
+        .flow_rules()
+        .load(vec![FlowRule::new("r", COUNT)])
+        .unwrap();
     let handle = local.resource("r");
     group.bench_function("local_rule", |b| b.iter(|| drop(handle.entry())));
 
@@ -53,7 +56,9 @@ fn entry_exit(c: &mut Criterion) {
     for _ in 0..1_000 {
         drop(handle.entry());
     }
-    group.bench_function("cluster_rule_lease_full", |b| b.iter(|| drop(handle.entry())));
+    group.bench_function("cluster_rule_lease_full", |b| {
+        b.iter(|| drop(handle.entry()))
+    });
     group.finish();
     let snapshot = cluster.snapshot();
     println!(

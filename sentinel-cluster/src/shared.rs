@@ -194,16 +194,46 @@ impl ClusterTokens for Tokens {
             let flow = shared.flow(rule);
             return shared.miss(&flow, rule, permits, now_ms);
         };
+        shared.decide(flow, rule, permits, now_ms)
+    }
+
+    fn bind(&self, rule: &ClusterFlow) -> Option<Arc<dyn ClusterTokens>> {
+        let flow = self.0.flow(rule);
+        Some(Arc::new(FlowTokens {
+            shared: self.0.clone(),
+            flow,
+        }))
+    }
+}
+
+/// The service bound to one rule: its flow found once, not per entry.
+#[derive(Debug)]
+struct FlowTokens {
+    shared: Arc<Shared>,
+    flow: Arc<Flow>,
+}
+
+impl ClusterTokens for FlowTokens {
+    #[inline]
+    fn acquire(&self, rule: &ClusterFlow, permits: u32, now_ms: u64) -> TokenAnswer {
+        self.shared.decide(&self.flow, rule, permits, now_ms)
+    }
+}
+
+impl Shared {
+    /// The hit path: the lease, or a miss.
+    #[inline]
+    fn decide(&self, flow: &Flow, rule: &ClusterFlow, permits: u32, now_ms: u64) -> TokenAnswer {
         match flow.lease.take(permits, now_ms) {
             Take::Taken { refill: false } => TokenAnswer::Granted,
             Take::Taken { refill: true } => {
-                if shared.is_up() {
-                    shared.ask(flow, now_ms, 1);
+                if self.is_up() {
+                    self.ask(flow, now_ms, 1);
                 }
                 TokenAnswer::Granted
             }
             Take::Full => TokenAnswer::Refused,
-            Take::Empty => shared.miss(flow, rule, permits, now_ms),
+            Take::Empty => self.miss(flow, rule, permits, now_ms),
         }
     }
 }

@@ -55,7 +55,12 @@ fn run(rate: u64, count: f64, seconds: u64) -> (f64, f64, u64) {
 #[test]
 #[ignore = "real-time measurement for the README; run with --ignored --nocapture"]
 fn round_trips_per_second() {
-    for (rate, count) in [(1_000, 2_000.0), (1_000, 1_000.0), (100_000, 200_000.0), (100_000, 100_000.0)] {
+    for (rate, count) in [
+        (1_000, 2_000.0),
+        (1_000, 1_000.0),
+        (100_000, 200_000.0),
+        (100_000, 100_000.0),
+    ] {
         let (trips, admitted, fallbacks) = run(rate, count, 3);
         println!(
             "offered {rate}/s, count {count}: {trips:.1} acquire calls/s, {admitted:.0} admitted/s, {fallbacks} fallbacks"

@@ -271,3 +271,48 @@ fn one_flow_id_needs_one_threshold() {
     };
     assert_eq!(book.validate().unwrap_err().errors().len(), 2);
 }
+
+/// Binds each rule to a per-rule service that answers `answer`.
+#[derive(Debug)]
+struct Binding {
+    binds: AtomicU64,
+    answer: TokenAnswer,
+    bound: Arc<Scripted>,
+}
+
+impl ClusterTokens for Binding {
+    fn acquire(&self, _: &ClusterFlow, _: u32, _: u64) -> TokenAnswer {
+        panic!("a bound rule asks its binding")
+    }
+
+    fn bind(&self, _: &ClusterFlow) -> Option<Arc<dyn ClusterTokens>> {
+        self.binds.fetch_add(1, Ordering::SeqCst);
+        Some(self.bound.clone())
+    }
+}
+
+#[test]
+fn a_bound_rule_asks_its_binding_until_the_service_changes() {
+    let sentinel = setup();
+    let bound = Scripted::new(TokenAnswer::Granted);
+    let binding = Arc::new(Binding {
+        binds: AtomicU64::new(0),
+        answer: TokenAnswer::Granted,
+        bound: bound.clone(),
+    });
+    assert_eq!(binding.answer, TokenAnswer::Granted);
+    sentinel.set_cluster_tokens(Some(binding.clone()));
+    sentinel
+        .flow_rules()
+        .load(vec![cluster_rule("pay", 1.0, 7, true)])
+        .unwrap();
+    assert_eq!(passes(&sentinel, "pay", 5), 5);
+    assert_eq!(binding.binds.load(Ordering::SeqCst), 1, "bound once");
+    assert_eq!(bound.calls.load(Ordering::SeqCst), 5);
+    // Another service: the old binding is no longer asked.
+    let other = Scripted::new(TokenAnswer::Refused);
+    sentinel.set_cluster_tokens(Some(other.clone()));
+    assert!(sentinel.entry("pay").is_err());
+    assert_eq!(other.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(bound.calls.load(Ordering::SeqCst), 5);
+}

@@ -9,7 +9,8 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
 
@@ -77,7 +78,12 @@ pub struct ClusterFlow {
     flow_id: u64,
     count: f64,
     config: ClusterFlowConfig,
+    /// What [`ClusterTokens::bind`] gave for this rule, with the hook's
+    /// generation it was given under.
+    binding: OnceLock<Binding>,
 }
+
+type Binding = (u64, Option<Arc<dyn ClusterTokens>>);
 
 impl ClusterFlow {
     /// The cluster flow of a rule in cluster mode with a flow id (`None`
@@ -88,6 +94,7 @@ impl ClusterFlow {
             flow_id,
             count: rule.count,
             config: rule.cluster_config.clone(),
+            binding: OnceLock::new(),
         })
     }
 
@@ -128,29 +135,82 @@ impl ClusterFlow {
 pub trait ClusterTokens: Send + Sync + fmt::Debug + 'static {
     /// `permits` of `flow` for an entry at `now_ms` (the instance's clock).
     fn acquire(&self, flow: &ClusterFlow, permits: u32, now_ms: u64) -> TokenAnswer;
+
+    /// A service for `flow` alone, which the compiled rule keeps and asks
+    /// from then on instead of this one (sparing a lookup per entry), until
+    /// the instance is given another service. `None` (the default): ask
+    /// this one.
+    fn bind(&self, flow: &ClusterFlow) -> Option<Arc<dyn ClusterTokens>> {
+        let _ = flow;
+        None
+    }
 }
 
 /// The instance's service, if any (in an `Arc` of its own: `arc_swap`
-/// holds sized types).
+/// holds sized types), and how many times it was set: a rule's binding of
+/// another generation is not used.
 #[derive(Default)]
-pub(crate) struct ClusterHook(ArcSwapOption<Arc<dyn ClusterTokens>>);
+pub(crate) struct ClusterHook {
+    tokens: ArcSwapOption<Arc<dyn ClusterTokens>>,
+    generation: AtomicU64,
+}
 
 impl fmt::Debug for ClusterHook {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("ClusterHook")
-            .field(&self.0.load().as_deref())
+        f.debug_struct("ClusterHook")
+            .field("tokens", &self.tokens.load().as_deref())
+            .field("generation", &self.generation.load(Ordering::Relaxed))
             .finish()
     }
 }
 
 impl ClusterHook {
-    /// Asks the service, `Unavailable` when there is none.
+    /// Asks the rule's bound service, or the instance's; `Unavailable`
+    /// when there is none. Bound: two atomic loads and a call.
     #[inline]
     pub(crate) fn acquire(&self, flow: &ClusterFlow, permits: u32, now_ms: u64) -> TokenAnswer {
-        match &*self.0.load() {
-            Some(tokens) => tokens.acquire(flow, permits, now_ms),
-            None => TokenAnswer::Unavailable,
+        let generation = self.generation.load(Ordering::Acquire);
+        if let Some((bound_in, Some(bound))) = flow.binding.get()
+            && *bound_in == generation
+        {
+            return bound.acquire(flow, permits, now_ms);
         }
+        self.acquire_unbound(flow, generation, permits, now_ms)
+    }
+
+    #[cold]
+    fn acquire_unbound(
+        &self,
+        flow: &ClusterFlow,
+        generation: u64,
+        permits: u32,
+        now_ms: u64,
+    ) -> TokenAnswer {
+        let tokens = self.tokens.load();
+        let Some(tokens) = &*tokens else {
+            return TokenAnswer::Unavailable;
+        };
+        let bound = match flow.binding.get() {
+            Some((bound_in, bound)) if *bound_in == generation => bound.clone(),
+            // Bound to a service the instance no longer has: asked through
+            // the instance's (a lookup per entry, no binding per entry)
+            // until the rule is compiled again (a changed rule on reload).
+            Some(_) => None,
+            None => {
+                let bound = tokens.bind(flow);
+                let _ = flow.binding.set((generation, bound.clone()));
+                bound
+            }
+        };
+        match bound {
+            Some(bound) => bound.acquire(flow, permits, now_ms),
+            None => tokens.acquire(flow, permits, now_ms),
+        }
+    }
+
+    fn set(&self, tokens: Option<Arc<dyn ClusterTokens>>) {
+        self.tokens.store(tokens.map(Arc::new));
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -159,12 +219,12 @@ impl Sentinel {
     /// (`None` takes it away: every cluster rule then falls back). Rules
     /// in cluster mode without a service are decided by their fallback.
     pub fn set_cluster_tokens(&self, tokens: Option<Arc<dyn ClusterTokens>>) {
-        self.cluster.0.store(tokens.map(Arc::new));
+        self.cluster.set(tokens);
     }
 
     /// Whether the instance has a cluster service.
     pub fn has_cluster_tokens(&self) -> bool {
-        self.cluster.0.load().is_some()
+        self.cluster.tokens.load().is_some()
     }
 }
 
