@@ -3,6 +3,8 @@
 //! result is a ratio). Starts its own `redis-server` on a free loopback
 //! port. Run: `cargo bench -p sentinel-cluster --bench cluster`.
 
+#![allow(missing_docs)] // criterion_group! makes an undocumented function.
+
 #[path = "../tests/support/mod.rs"]
 mod support;
 

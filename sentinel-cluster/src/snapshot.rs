@@ -137,7 +137,7 @@ impl ClusterSnapshot {
             "failed redis calls",
             self.errors,
         );
-        let per_flow: [(&str, &str, &str, fn(&FlowSnapshot) -> u64); 4] = [
+        let per_flow: [(&str, &str, &str, FlowFigure); 4] = [
             (
                 "sentinel_cluster_round_trips_total",
                 "counter",
@@ -178,6 +178,9 @@ impl ClusterSnapshot {
         out
     }
 }
+
+/// One figure of a flow's snapshot.
+type FlowFigure = fn(&FlowSnapshot) -> u64;
 
 /// A label value with `\`, `"` and newlines escaped.
 fn escape(value: &str) -> String {

@@ -13,6 +13,9 @@ use crate::rule::{RuleError, RuleErrors};
 /// A listener of one kind's rules: called with the rules now in force.
 pub type Listener<R> = Arc<dyn Fn(&[R]) + Send + Sync>;
 
+/// The problems between the rules of one list.
+pub(crate) type Across<R> = fn(&[R]) -> Vec<RuleError>;
+
 /// What a manager needs to know of its kind.
 pub(crate) struct Kind<R: 'static> {
     /// The kind's name in logs and errors: `flow`, `degrade`, ...
@@ -21,7 +24,7 @@ pub(crate) struct Kind<R: 'static> {
     pub(crate) problems: fn(&R, usize) -> Vec<RuleError>,
     /// Problems between the rules of one list (flow ids shared by cluster
     /// rules with different thresholds), after each rule's own.
-    pub(crate) across: Option<fn(&[R]) -> Vec<RuleError>>,
+    pub(crate) across: Option<Across<R>>,
     /// The kind's rules in a set, as loaded.
     pub(crate) rules: fn(&RuleSet) -> &[R],
     /// Puts `rules`, compiled, into the parts of the next set (which hold
