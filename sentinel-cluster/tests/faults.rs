@@ -173,9 +173,18 @@ fn killed_then_restarted_redis() {
     loads.iter().for_each(assert_within_budget);
     let seconds = per_second(loads.iter().flat_map(|l| l.admitted.iter().copied()));
     let at = |second: u64| seconds.get(&second).copied().unwrap_or(0);
+    // An entry that waited the whole budget is decided by the local count
+    // (50 per instance), which has room while the cluster gives each
+    // instance about 25: on a loaded machine a few such entries pass over
+    // the cluster's 50. Each is counted; the excess must be no more.
+    let over_budget = a.1.snapshot().over_budget + b.1.snapshot().over_budget;
+    let cluster_limited = |n: usize| (47..=53 + over_budget as usize).contains(&n);
     // Whole seconds before the kill: the cluster's 50.
     for second in t0 / 1_000 + 1..killed_at / 1_000 {
-        assert!((47..=53).contains(&at(second)), "before: {seconds:?}");
+        assert!(
+            cluster_limited(at(second)),
+            "before: {seconds:?}, {over_budget} over budget"
+        );
     }
     // Whole seconds of the outage: each instance its own 50.
     for second in killed_at / 1_000 + 1..back_at / 1_000 {
@@ -187,8 +196,8 @@ fn killed_then_restarted_redis() {
     assert!(!after.is_empty(), "{seconds:?}");
     for second in after {
         assert!(
-            (47..=53).contains(&at(second)),
-            "after: {seconds:?} {:?} {:?}",
+            cluster_limited(at(second)),
+            "after: {seconds:?}, {over_budget} over budget {:?} {:?}",
             a.1.snapshot(),
             b.1.snapshot()
         );
