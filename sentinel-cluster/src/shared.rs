@@ -32,6 +32,8 @@ pub(crate) struct Counters {
     pub(crate) in_flight: AtomicU64,
     /// Connections made.
     pub(crate) connects: AtomicU64,
+    /// Connection attempts, made or not (spaced by the backoff).
+    pub(crate) attempts: AtomicU64,
 }
 
 #[derive(Debug)]

@@ -30,6 +30,8 @@ pub struct ClusterSnapshot {
     pub errors: u64,
     /// Connections made since start (1 plus reconnections).
     pub connects: u64,
+    /// Connection attempts since start, spaced by the backoff.
+    pub connect_attempts: u64,
     /// Redis calls in flight now.
     pub in_flight: u64,
     /// Each flow id seen, by id.
@@ -91,6 +93,7 @@ impl ClusterSnapshot {
             over_budget: c.over_budget.load(Relaxed),
             errors: c.errors.load(Relaxed),
             connects: c.connects.load(Relaxed),
+            connect_attempts: c.attempts.load(Relaxed),
             in_flight: c.in_flight.load(Relaxed),
             flows,
         }

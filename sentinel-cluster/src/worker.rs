@@ -56,6 +56,7 @@ impl Worker {
                 connection = None;
             }
             let Some(conn) = &connection else {
+                self.shared.counters.attempts.fetch_add(1, Relaxed);
                 match self.connect().await {
                     Ok(conn) => {
                         self.backoff = self.shared.config.backoff_range().0;
