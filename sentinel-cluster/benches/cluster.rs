@@ -61,12 +61,37 @@ fn entry_exit(c: &mut Criterion) {
     group.bench_function("cluster_rule_lease_full", |b| {
         b.iter(|| drop(handle.entry()))
     });
+    // Two threads on one resource: the local rule's per-thread leases
+    // against the cluster's one lease word per flow id.
+    let local_handle = local.resource("r");
+    group.bench_function("local_rule_2_threads", |b| {
+        b.iter_custom(|iters| two_threads(iters, || drop(local_handle.entry())))
+    });
+    group.bench_function("cluster_rule_lease_full_2_threads", |b| {
+        b.iter_custom(|iters| two_threads(iters, || drop(handle.entry())))
+    });
     group.finish();
     let snapshot = cluster.snapshot();
     println!(
         "cluster: {} fallback decisions, {} acquire calls",
         snapshot.fallback_decisions, snapshot.flows[0].round_trips
     );
+}
+
+/// Runs `f` `iters` times on two threads together (half each); the wall
+/// time, so the figure is per entry of the pair.
+fn two_threads(iters: u64, f: impl Fn() + Sync) -> Duration {
+    let start = std::time::Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                for _ in 0..iters / 2 {
+                    f();
+                }
+            });
+        }
+    });
+    start.elapsed()
 }
 
 criterion_group!(benches, entry_exit);

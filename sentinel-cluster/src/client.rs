@@ -11,6 +11,7 @@ use sentinel_core::Sentinel;
 use sentinel_core::flow::{ClusterFlow, ClusterTokens, FlowRule};
 
 use crate::config::{ClusterConfig, ConfigError};
+use crate::flow::Params;
 use crate::shared::{Shared, Tokens};
 use crate::snapshot::ClusterSnapshot;
 use crate::worker;
@@ -64,8 +65,9 @@ impl RedisCluster {
         let weak = Arc::downgrade(&self.shared);
         let register = move |rules: &[FlowRule]| {
             if let Some(shared) = weak.upgrade() {
-                for flow in rules.iter().filter_map(cluster_flow) {
-                    shared.flow(&flow);
+                for rule in rules.iter().filter_map(cluster_flow) {
+                    // A reloaded count reaches the next refill at once.
+                    *shared.flow(&rule).params.lock() = Params::of(&rule);
                 }
                 shared.wake.notify_one();
             }
