@@ -249,3 +249,24 @@ fn a_slow_redis_never_holds_an_entry_past_the_budget() {
     assert!(max_in_flight <= 3, "{max_in_flight} calls in flight");
     assert!(load.admitted.len() > 2_000, "{}", load.admitted.len());
 }
+
+#[test]
+fn a_reloaded_count_reaches_redis() {
+    let server = RedisServer::start();
+    let (sentinel, cluster) = instance(&server.url(), rule(100.0, true));
+    wait_until("connected", Duration::from_secs(5), || {
+        !cluster.is_fallback()
+    });
+    let threshold = || cluster.snapshot().flows[0].threshold;
+    wait_until("first grant", Duration::from_secs(2), || {
+        drop(sentinel.entry(RESOURCE));
+        threshold() == 100
+    });
+    sentinel.flow_rules().load(vec![rule(40.0, true)]).unwrap();
+    // The next call to Redis carries the new count.
+    wait_until("the new count", Duration::from_secs(2), || {
+        drop(sentinel.entry(RESOURCE));
+        std::thread::sleep(Duration::from_millis(20));
+        threshold() == 40
+    });
+}
