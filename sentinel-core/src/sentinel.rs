@@ -128,6 +128,8 @@ pub struct Sentinel {
     status: Arc<dyn SystemStatus>,
     /// Blocks per resource and kind, and per second for the block log.
     pub(crate) blocks: BlockLedger,
+    /// The service cluster flow rules ask for permits.
+    pub(crate) cluster: crate::flow::ClusterHook,
 }
 
 /// Instance ids, for the per-thread rule cache.
@@ -1425,6 +1427,7 @@ impl SentinelBuilder {
             listeners: AllListeners::default(),
             status: self.status.unwrap_or_else(|| Arc::new(ProcStatus)),
             blocks: BlockLedger::default(),
+            cluster: crate::flow::ClusterHook::default(),
         }
     }
 }

@@ -169,7 +169,9 @@ fn a_store_checks_names_against_its_instance_limit_before_writing() {
     )]);
     let error = store.replace(&strict, change).unwrap_err();
     assert!(
-        error.to_string().contains("over the limit of 32 (max_name_len)"),
+        error
+            .to_string()
+            .contains("over the limit of 32 (max_name_len)"),
         "{error}"
     );
     // Nothing written, nothing in force.

@@ -116,7 +116,7 @@ fn every_kind_of_error_at_its_position() {
             "flow:\n  - {resource: r, count: 1, cuont: 2}\n",
             "rules.yaml:2:29: flow[0] (r): cuont is not a field of a flow rule (known: id, resource, \
              grade, count, limit_app, strategy, ref_resource, control_behavior, warm_up_period_sec, \
-             warm_up_cold_factor, max_queueing_time_ms, stat_interval_ms, stat_sample_count)",
+             warm_up_cold_factor, max_queueing_time_ms, stat_interval_ms, stat_sample_count, cluster_mode, cluster_config)",
         ),
         // wrong type
         (

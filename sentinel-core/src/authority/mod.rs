@@ -40,6 +40,7 @@ pub(crate) static KIND: Kind<AuthorityRule> = Kind {
     name: "authority",
     problems: AuthorityRule::problems,
     names: crate::rules::names::authority,
+    across: None,
     rules: RuleSet::authority_rules,
     replace: |parts, rules| parts.authority = Arc::new(KindSet::compile(rules, &parts.authority)),
     listeners: |sentinel| &sentinel.listeners.authority,

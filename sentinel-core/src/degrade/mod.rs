@@ -72,6 +72,7 @@ pub(crate) static KIND: Kind<DegradeRule> = Kind {
     name: "degrade",
     problems: DegradeRule::problems,
     names: crate::rules::names::degrade,
+    across: None,
     rules: RuleSet::degrade_rules,
     replace: |parts, rules| parts.degrade = Arc::new(KindSet::compile(rules, &parts.degrade)),
     listeners: |sentinel| &sentinel.listeners.degrade,

@@ -29,6 +29,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod cluster;
 mod controller;
 mod quota;
 mod remaining;
@@ -39,6 +40,11 @@ mod rule;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+pub(crate) use cluster::ClusterHook;
+pub use cluster::{
+    ClusterFlow, ClusterFlowConfig, ClusterThresholdType, ClusterTokens, TokenAnswer,
+    cluster_problems,
+};
 pub use remaining::FlowQuota;
 pub use rule::{
     ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
@@ -76,6 +82,7 @@ pub(crate) static KIND: Kind<FlowRule> = Kind {
     name: "flow",
     problems: FlowRule::problems,
     names: crate::rules::names::flow,
+    across: Some(cluster_problems),
     rules: RuleSet::flow_rules,
     replace: |parts, rules| parts.flow = Arc::new(KindSet::compile(rules, &parts.flow)),
     listeners: |sentinel| &sentinel.listeners.flow,
@@ -111,6 +118,8 @@ pub(crate) struct CompiledFlow {
     /// Permits leased to threads, for a reject QPS rule on the resource's
     /// own node (see `quota`).
     quota: Option<quota::Quota>,
+    /// The rule's cluster flow, when in cluster mode.
+    cluster: Option<cluster::ClusterFlow>,
 }
 
 impl CompiledFlow {
@@ -144,7 +153,9 @@ impl CompiledRule for CompiledFlow {
             .then(|| WindowShape::new(rule.stat_interval_ms, rule.stat_sample_count).ok())
             .flatten()
             .map(LeapArray::with_shape);
-        let quota = (rule.grade == FlowGrade::Qps
+        let cluster = cluster::ClusterFlow::of_rule(rule);
+        let quota = (cluster.is_none()
+            && rule.grade == FlowGrade::Qps
             && rule.control_behavior == ControlBehavior::Reject
             && matches!((&limit, &strategy), (Limit::Default, Strategy::Direct))
             && window.is_none()
@@ -152,6 +163,7 @@ impl CompiledRule for CompiledFlow {
             .then(|| quota::Quota::new(rule.count));
         CompiledFlow {
             quota,
+            cluster,
             controller: Controller::new(rule),
             concurrency: rule.grade == FlowGrade::Concurrency,
             limit,
@@ -228,9 +240,16 @@ pub(crate) fn check(
         let Some((node, bit)) = select(sentinel, compiled, &named_origin, ctx) else {
             continue;
         };
-        let leased = match &compiled.quota {
-            Some(quota) => quota.acquire(node, u64::from(ctx.batch), ctx.now_ms),
-            None => Acquired::Unserved,
+        let leased = match (&compiled.quota, &compiled.cluster) {
+            (Some(quota), _) => quota.acquire(node, u64::from(ctx.batch), ctx.now_ms),
+            (None, Some(flow)) => match sentinel.cluster.acquire(flow, ctx.batch, ctx.now_ms) {
+                TokenAnswer::Granted => continue,
+                TokenAnswer::Refused => Acquired::Refused,
+                // No answer: the rule's count locally, or a pass.
+                _ if flow.falls_back_to_local() => Acquired::Unserved,
+                _ => continue,
+            },
+            (None, None) => Acquired::Unserved,
         };
         let refused = match leased {
             Acquired::Passed => {

@@ -95,6 +95,13 @@ pub struct FlowRule {
     /// Buckets in that window of its own (default 2): more buckets, smoother
     /// edges, more memory. Unused at the default interval.
     pub stat_sample_count: u32,
+    /// Whether the threshold is the cluster's: permits come from the
+    /// instance's [`ClusterTokens`](super::ClusterTokens) service (default
+    /// false). Needs grade qps and a `cluster_config.flow_id`; the control
+    /// behaviour applies only when the rule falls back to local counting.
+    pub cluster_mode: bool,
+    /// The cluster settings, read when `cluster_mode` is on.
+    pub cluster_config: super::ClusterFlowConfig,
 }
 
 impl FlowRule {
@@ -183,6 +190,7 @@ impl FlowRule {
                 ),
             );
         }
+        super::cluster::problems(self, &mut problems);
         problems.into_vec()
     }
 
@@ -208,6 +216,8 @@ impl Default for FlowRule {
             max_queueing_time_ms: 500,
             stat_interval_ms: 1_000,
             stat_sample_count: 2,
+            cluster_mode: false,
+            cluster_config: super::ClusterFlowConfig::default(),
         }
     }
 }
@@ -225,6 +235,13 @@ impl fmt::Display for FlowRule {
         )?;
         if let Some(reference) = &self.ref_resource {
             write!(f, ", {:?} {reference}", self.strategy)?;
+        }
+        if let (true, Some(id)) = (self.cluster_mode, self.cluster_config.flow_id) {
+            write!(
+                f,
+                ", cluster flow {id} {:?}",
+                self.cluster_config.threshold_type
+            )?;
         }
         write!(f, ")")
     }

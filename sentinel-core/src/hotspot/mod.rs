@@ -57,6 +57,7 @@ pub(crate) static KIND: Kind<ParamFlowRule> = Kind {
     name: "param_flow",
     problems: ParamFlowRule::problems,
     names: crate::rules::names::param,
+    across: None,
     rules: RuleSet::param_rules,
     replace: |parts, rules| parts.param = Arc::new(KindSet::compile(rules, &parts.param)),
     listeners: |sentinel| &sentinel.listeners.param,

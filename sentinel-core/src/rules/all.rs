@@ -59,6 +59,9 @@ impl RuleBook {
                 errors.extend((kind.problems)(rule, i));
                 errors.extend(too_long(kind.name, i, &(kind.names)(rule), max));
             }
+            if let Some(across) = kind.across {
+                errors.extend(across(rules));
+            }
         }
         let max = max_name_len;
         let mut errors = Vec::new();

@@ -14,6 +14,9 @@ use crate::rule::{RuleError, RuleErrors};
 /// A listener of one kind's rules: called with the rules now in force.
 pub type Listener<R> = Arc<dyn Fn(&[R]) + Send + Sync>;
 
+/// The problems between the rules of one list.
+pub(crate) type Across<R> = fn(&[R]) -> Vec<RuleError>;
+
 /// What a manager needs to know of its kind.
 pub(crate) struct Kind<R: 'static> {
     /// The kind's name in logs and errors: `flow`, `degrade`, ...
@@ -22,6 +25,9 @@ pub(crate) struct Kind<R: 'static> {
     pub(crate) problems: fn(&R, usize) -> Vec<RuleError>,
     /// The names a rule mentions, its resource first.
     pub(crate) names: NamesOf<R>,
+    /// Problems between the rules of one list (flow ids shared by cluster
+    /// rules with different thresholds), after each rule's own.
+    pub(crate) across: Option<Across<R>>,
     /// The kind's rules in a set, as loaded.
     pub(crate) rules: fn(&RuleSet) -> &[R],
     /// Puts `rules`, compiled, into the parts of the next set (which hold
@@ -97,7 +103,7 @@ impl<'s, R: Clone + Send + Sync + 'static> RuleManager<'s, R> {
     /// traffic made before.
     pub fn load(&self, rules: Vec<R>) -> Result<(), RuleErrors> {
         let max_name_len = self.sentinel.max_name_len();
-        let errors: Vec<RuleError> = rules
+        let mut errors: Vec<RuleError> = rules
             .iter()
             .enumerate()
             .flat_map(|(i, rule)| {
@@ -111,6 +117,9 @@ impl<'s, R: Clone + Send + Sync + 'static> RuleManager<'s, R> {
                 found
             })
             .collect();
+        if let Some(across) = self.kind.across {
+            errors.extend(across(&rules));
+        }
         if !errors.is_empty() {
             let errors = RuleErrors(errors);
             tracing::warn!(kind = self.kind.name, %errors, "sentinel: rules refused");

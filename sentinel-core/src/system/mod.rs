@@ -55,6 +55,7 @@ pub(crate) static KIND: Kind<SystemRule> = Kind {
     name: "system",
     problems: SystemRule::problems,
     names: crate::rules::names::system,
+    across: None,
     rules: RuleSet::system_rules,
     replace: |parts, rules| parts.system = Arc::new(SystemLimits::compile(rules)),
     listeners: |sentinel| &sentinel.listeners.system,

@@ -175,6 +175,18 @@ impl<'n> RuleFields<'n> {
             .and_then(|i| u32::try_from(i).ok())
     }
 
+    pub(crate) fn boolean(&mut self, field: &'static str) -> Option<bool> {
+        let node = self.take(field)?;
+        if let Value::Scalar { text, plain } = &node.value
+            && let Scalar::Bool(b) = resolve(text, *plain)
+        {
+            return Some(b);
+        }
+        let message = format!("must be true or false, got {}", node.value.describe());
+        self.report(field, node.pos, message);
+        None
+    }
+
     /// One of `words`, each with its value.
     pub(crate) fn word<T: Copy>(
         &mut self,

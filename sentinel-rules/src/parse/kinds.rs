@@ -39,12 +39,15 @@ pub(crate) fn flow(
         "max_queueing_time_ms",
         "stat_interval_ms",
         "stat_sample_count",
+        "cluster_mode",
+        "cluster_config",
     ];
     let mut f = RuleFields::new("flow", index, node, KNOWN, problems)?;
     let d = FlowRule::default();
     let resource = f.resource();
     let count = f.number("count");
     let count = f.required("count", count);
+    let cluster = super::cluster::config(&mut f);
     let rule = FlowRule {
         id: f.u64("id"),
         resource: resource.unwrap_or_default(),
@@ -90,15 +93,15 @@ pub(crate) fn flow(
             .unwrap_or(d.max_queueing_time_ms),
         stat_interval_ms: f.u64("stat_interval_ms").unwrap_or(d.stat_interval_ms),
         stat_sample_count: f.u32("stat_sample_count").unwrap_or(d.stat_sample_count),
+        cluster_mode: f.boolean("cluster_mode").unwrap_or(d.cluster_mode),
+        cluster_config: cluster.config.clone(),
     };
-    f.finish(
-        with_names(
-            rule.problems(index),
-            rule.name_problems(index, max_name_len),
-        ),
-        |_| None,
-        problems,
+    let mut errors = with_names(
+        rule.problems(index),
+        rule.name_problems(index, max_name_len),
     );
+    errors.retain(|e| !cluster.reported(e));
+    f.finish(errors, |e| cluster.position_of(e), problems);
     Some(rule)
 }
 

@@ -2,6 +2,7 @@
 //! scalars mean (`scalar`), one rule's fields (`fields`) and each kind
 //! (`kinds`).
 
+mod cluster;
 mod fields;
 mod kinds;
 mod percentiles;
@@ -177,7 +178,7 @@ fn document(root: &Node, max_name_len: usize, problems: &mut Vec<Problem>) -> Ru
                     ),
                 )),
             },
-            "flow" => file.book.flow = each(rules(problems), problems, max_name_len, kinds::flow),
+            "flow" => file.book.flow = cluster::flow_rules(rules(problems), problems, max_name_len),
             "degrade" => {
                 file.book.degrade = each(rules(problems), problems, max_name_len, kinds::degrade)
             }

@@ -5,7 +5,9 @@ use proptest::prelude::*;
 use sentinel_core::ParamValue;
 use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
+use sentinel_core::flow::{
+    ClusterFlowConfig, ClusterThresholdType, ControlBehavior, FlowGrade, FlowRule, FlowStrategy,
+};
 use sentinel_core::hotspot::{ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule};
 use sentinel_core::system::SystemRule;
 
@@ -132,10 +134,34 @@ pub(super) fn flow() -> impl Strategy<Value = FlowRule> {
         big_count(),
         or_default(d.limit_app.clone(), origin()),
     );
-    (named, shape, numbers).prop_filter_map(
+    let dc = ClusterFlowConfig::default();
+    let cluster = (
+        any::<bool>(),
+        prop::option::of(any::<u64>()),
+        prop::sample::select(vec![
+            ClusterThresholdType::Global,
+            ClusterThresholdType::AvgLocal,
+        ]),
+        any::<bool>(),
+        or_default(
+            (
+                dc.window_interval_ms / u64::from(dc.sample_count),
+                dc.sample_count,
+            ),
+            (1..=1_000u64, 1..=20u32),
+        ),
+    );
+    (named, shape, numbers, cluster).prop_filter_map(
         "a valid flow rule",
-        |((id, resource, count, limit_app), (grade, strategy, behavior, reference), numbers)| {
+        |(
+            (id, resource, count, limit_app),
+            (grade, strategy, behavior, reference),
+            numbers,
+            cluster,
+        )| {
             let (period, cold, queue, (buckets, samples)) = numbers;
+            let (cluster_mode, flow_id, threshold_type, fallback, (bucket_ms, sample_count)) =
+                cluster;
             let rule = FlowRule {
                 id,
                 resource,
@@ -150,6 +176,14 @@ pub(super) fn flow() -> impl Strategy<Value = FlowRule> {
                 max_queueing_time_ms: queue,
                 stat_interval_ms: buckets * u64::from(samples),
                 stat_sample_count: samples,
+                cluster_mode,
+                cluster_config: ClusterFlowConfig {
+                    flow_id,
+                    threshold_type,
+                    fallback_to_local_when_fail: fallback,
+                    sample_count,
+                    window_interval_ms: bucket_ms * u64::from(sample_count),
+                },
             };
             rule.problems(0).is_empty().then_some(rule)
         },

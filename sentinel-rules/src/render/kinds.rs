@@ -5,7 +5,9 @@
 use sentinel_core::ParamValue;
 use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
+use sentinel_core::flow::{
+    ClusterFlowConfig, ClusterThresholdType, ControlBehavior, FlowGrade, FlowRule, FlowStrategy,
+};
 use sentinel_core::hotspot::{ParamControlBehavior, ParamFlowGrade, ParamFlowRule};
 use sentinel_core::system::SystemRule;
 
@@ -82,8 +84,40 @@ pub(crate) fn flow(rule: &FlowRule) -> Rendered {
     unless(&mut f, "stat_interval_ms", i, di, text);
     let (s, ds) = (rule.stat_sample_count.into(), d.stat_sample_count.into());
     unless(&mut f, "stat_sample_count", s, ds, text);
+    if rule.cluster_mode {
+        f.push(("cluster_mode", "true".to_owned()));
+    }
+    if let Some(config) = cluster_config(&rule.cluster_config) {
+        f.push(("cluster_config", config));
+    }
     id(&mut f, rule.id);
     Ok(f)
+}
+
+/// `cluster_config` as a flow mapping of the fields not at their default,
+/// `None` when all are.
+fn cluster_config(config: &ClusterFlowConfig) -> Option<String> {
+    let d = ClusterFlowConfig::default();
+    let mut f = Fields::new();
+    if let Some(id) = config.flow_id {
+        f.push(("flow_id", id.to_string()));
+    }
+    if config.threshold_type == ClusterThresholdType::AvgLocal {
+        f.push(("threshold_type", "avg_local".to_owned()));
+    }
+    let text = |b: bool| b.to_string();
+    let (b, db) = (
+        config.fallback_to_local_when_fail,
+        d.fallback_to_local_when_fail,
+    );
+    unless(&mut f, "fallback_to_local_when_fail", b, db, text);
+    let number = |n: u64| n.to_string();
+    let (s, ds) = (config.sample_count.into(), d.sample_count.into());
+    unless(&mut f, "sample_count", s, ds, number);
+    let (w, dw) = (config.window_interval_ms, d.window_interval_ms);
+    unless(&mut f, "window_interval_ms", w, dw, number);
+    let fields: Vec<String> = f.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    (!fields.is_empty()).then(|| format!("{{{}}}", fields.join(", ")))
 }
 
 pub(crate) fn degrade(rule: &DegradeRule) -> Rendered {

@@ -117,3 +117,23 @@ fn defaults_are_left_out_and_words_are_the_readmes() {
         ]
     );
 }
+
+#[test]
+fn cluster_fields_are_written_as_one_flow_mapping() {
+    let rule = FlowRule {
+        cluster_mode: true,
+        cluster_config: sentinel_core::flow::ClusterFlowConfig {
+            flow_id: Some(7),
+            threshold_type: sentinel_core::flow::ClusterThresholdType::AvgLocal,
+            ..Default::default()
+        },
+        ..FlowRule::new("pay", 500.0)
+    };
+    let change = RuleChange::Flow(vec![rule.clone()]);
+    assert_eq!(
+        section(&change).unwrap(),
+        "flow:\n  - resource: pay\n    count: 500\n    cluster_mode: true\n    \
+         cluster_config: {flow_id: 7, threshold_type: avg_local}\n"
+    );
+    assert_eq!(read_back(&change).flow, vec![rule]);
+}

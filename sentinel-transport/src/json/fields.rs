@@ -82,6 +82,8 @@ pub(crate) struct Object<'a> {
     index: usize,
     resource: String,
     map: &'a Map<String, Value>,
+    /// `"clusterConfig."` for the fields of a nested object, else empty.
+    prefix: &'static str,
 }
 
 impl<'a> Object<'a> {
@@ -109,12 +111,38 @@ impl<'a> Object<'a> {
             index,
             resource,
             map,
+            prefix: "",
         })
+    }
+
+    /// The object in `field` (Sentinel's `clusterConfig`), whose problems
+    /// are named `field.name`; `None` when absent, a problem when it is not
+    /// an object.
+    pub(crate) fn nested(&self, field: &'static str, problems: &mut Problems) -> Option<Self> {
+        match self.get(field)? {
+            Value::Object(map) => Some(Object {
+                kind: self.kind,
+                index: self.index,
+                resource: self.resource.clone(),
+                map,
+                prefix: field,
+            }),
+            other => {
+                self.wrong(problems, field, "an object", other);
+                None
+            }
+        }
     }
 
     /// A problem with `field` of this rule.
     pub(crate) fn problem(&self, problems: &mut Problems, field: &str, why: &str) {
-        problems.add(self.kind, self.index, &self.resource, field, why);
+        match self.prefix {
+            "" => problems.add(self.kind, self.index, &self.resource, field, why),
+            prefix => {
+                let field = format!("{prefix}.{field}");
+                problems.add(self.kind, self.index, &self.resource, &field, why);
+            }
+        }
     }
 
     /// The field's value; `None` when absent or `null`, as fastjson reads.

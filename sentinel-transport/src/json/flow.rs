@@ -1,7 +1,9 @@
 //! `FlowRule` as Sentinel's JSON.
 
 use sentinel_core::RuleError;
-use sentinel_core::flow::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
+use sentinel_core::flow::{
+    ClusterFlowConfig, ClusterThresholdType, ControlBehavior, FlowGrade, FlowRule, FlowStrategy,
+};
 use serde_json::{Value, json};
 
 use super::JsonRule;
@@ -16,6 +18,13 @@ const STRATEGIES: &[(i64, FlowStrategy, &str)] = &[
     (0, FlowStrategy::Direct, "direct"),
     (1, FlowStrategy::Relate, "relate"),
     (2, FlowStrategy::Chain, "chain"),
+];
+
+/// Sentinel's `ClusterRuleConstant`: 0 is the average per instance, 1 the
+/// global threshold.
+const THRESHOLDS: &[(i64, ClusterThresholdType, &str)] = &[
+    (0, ClusterThresholdType::AvgLocal, "average per instance"),
+    (1, ClusterThresholdType::Global, "global"),
 ];
 
 const BEHAVIORS: &[(i64, ControlBehavior, &str)] = &[
@@ -50,12 +59,25 @@ impl JsonRule for FlowRule {
             "controlBehavior": code(BEHAVIORS, &self.control_behavior),
             "warmUpPeriodSec": self.warm_up_period_sec,
             "maxQueueingTimeMs": self.max_queueing_time_ms,
-            "clusterMode": false,
+            "clusterMode": self.cluster_mode,
             // Ours, beyond Sentinel's rule (the dashboard drops them).
             "warmUpColdFactor": self.warm_up_cold_factor,
             "statIntervalMs": self.stat_interval_ms,
             "statSampleCount": self.stat_sample_count,
         });
+        if self.cluster_mode || self.cluster_config != ClusterFlowConfig::default() {
+            let c = &self.cluster_config;
+            let mut config = json!({
+                "thresholdType": code(THRESHOLDS, &c.threshold_type),
+                "fallbackToLocalWhenFail": c.fallback_to_local_when_fail,
+                "sampleCount": c.sample_count,
+                "windowIntervalMs": c.window_interval_ms,
+            });
+            if let Some(id) = c.flow_id {
+                config["flowId"] = json!(id);
+            }
+            value["clusterConfig"] = config;
+        }
         if let Some(id) = self.id {
             value["id"] = json!(id);
         }
@@ -67,9 +89,9 @@ impl JsonRule for FlowRule {
     }
 
     fn from_json(o: &Object<'_>, p: &mut Problems) -> Self {
-        o.no_cluster(p);
         o.no_regex(p);
         let d = FlowRule::default();
+        let cluster_config = cluster_config(o, p);
         FlowRule {
             id: o.unsigned("id", p),
             resource: o.string("resource", p).unwrap_or_default(),
@@ -94,10 +116,32 @@ impl JsonRule for FlowRule {
             stat_sample_count: o
                 .unsigned("statSampleCount", p)
                 .unwrap_or(d.stat_sample_count),
+            cluster_mode: o.boolean("clusterMode", p).unwrap_or(d.cluster_mode),
+            cluster_config,
         }
     }
 
     fn core_problems(&self, index: usize) -> Vec<RuleError> {
         self.problems(index)
+    }
+}
+
+/// Sentinel's `clusterConfig`, read whether or not `clusterMode` is on (the
+/// dashboard sends it either way); absent fields keep their defaults.
+fn cluster_config(o: &Object<'_>, p: &mut Problems) -> ClusterFlowConfig {
+    let d = ClusterFlowConfig::default();
+    let Some(c) = o.nested("clusterConfig", p) else {
+        return d;
+    };
+    ClusterFlowConfig {
+        flow_id: c.unsigned("flowId", p),
+        threshold_type: c.enumerated("thresholdType", p, THRESHOLDS, d.threshold_type),
+        fallback_to_local_when_fail: c
+            .boolean("fallbackToLocalWhenFail", p)
+            .unwrap_or(d.fallback_to_local_when_fail),
+        sample_count: c.unsigned("sampleCount", p).unwrap_or(d.sample_count),
+        window_interval_ms: c
+            .unsigned("windowIntervalMs", p)
+            .unwrap_or(d.window_interval_ms),
     }
 }

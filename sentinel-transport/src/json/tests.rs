@@ -2,7 +2,9 @@
 
 use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
+use sentinel_core::flow::{
+    ClusterFlowConfig, ClusterThresholdType, ControlBehavior, FlowGrade, FlowRule, FlowStrategy,
+};
 use sentinel_core::hotspot::{ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule};
 use sentinel_core::system::SystemRule;
 
@@ -29,6 +31,17 @@ fn every_field_survives_the_round_trip() {
         stat_interval_ms: 2_000,
         stat_sample_count: 4,
         ..FlowRule::new("GET:/a", 12.5)
+    }]);
+    round_trip(vec![FlowRule {
+        cluster_mode: true,
+        cluster_config: ClusterFlowConfig {
+            flow_id: Some(42),
+            threshold_type: ClusterThresholdType::AvgLocal,
+            fallback_to_local_when_fail: false,
+            sample_count: 5,
+            window_interval_ms: 2_000,
+        },
+        ..FlowRule::new("GET:/pay", 300.0)
     }]);
     round_trip(vec![DegradeRule {
         id: Some(1),
@@ -101,7 +114,8 @@ fn every_problem_is_reported_with_index_and_field() {
         text.contains("flow[1] (b): count: must be a number, got \"x\""),
         "{text}"
     );
-    assert!(text.contains("flow[2] (c): clusterMode:"), "{text}");
+    // A cluster rule needs its flow id.
+    assert!(text.contains("flow[2] (c): clusterConfig.flowId"), "{text}");
     assert!(text.contains("flow[3] ()"), "{text}");
     assert!(
         text.contains("flow[4]: must be a JSON object, got a number"),
@@ -154,4 +168,38 @@ fn authority_origins_are_comma_separated() {
     let rules: Vec<AuthorityRule> =
         from_json(r#"[{"resource":"a","limitApp":"x, y,,z","strategy":0}]"#).unwrap();
     assert_eq!(rules[0].limit_app, ["x", "y", "z"]);
+}
+
+#[test]
+fn cluster_config_reads_as_sentinel_writes_it() {
+    let data = r#"[{"resource":"pay","count":500,"clusterMode":true,
+        "clusterConfig":{"flowId":9,"thresholdType":1,"fallbackToLocalWhenFail":true,
+        "strategy":0,"sampleCount":10,"windowIntervalMs":1000}}]"#;
+    let rules = from_json::<FlowRule>(data).unwrap();
+    assert!(rules[0].cluster_mode);
+    assert_eq!(rules[0].cluster_config.flow_id, Some(9));
+    assert_eq!(
+        rules[0].cluster_config.threshold_type,
+        ClusterThresholdType::Global
+    );
+    let json = to_json(&rules);
+    assert_eq!(json[0]["clusterConfig"]["thresholdType"], 1);
+    assert_eq!(json[0]["clusterConfig"]["flowId"], 9);
+
+    let bad = r#"[{"resource":"pay","count":5,"clusterMode":true,
+        "clusterConfig":{"flowId":-1,"thresholdType":3}},
+        {"resource":"b","count":5,"clusterConfig":7}]"#;
+    let text = from_json::<FlowRule>(bad).unwrap_err().join("\n");
+    assert!(
+        text.contains("flow[0] (pay): clusterConfig.flowId"),
+        "{text}"
+    );
+    assert!(
+        text.contains("flow[0] (pay): clusterConfig.thresholdType"),
+        "{text}"
+    );
+    assert!(
+        text.contains("flow[1] (b): clusterConfig: must be an object"),
+        "{text}"
+    );
 }

@@ -1,0 +1,129 @@
+//! One flow id on this instance: its lease, the rule's settings the worker
+//! sends, the latest answer of Redis, and where waiting entries park.
+
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex};
+use sentinel_core::flow::{ClusterFlow, ClusterThresholdType};
+
+use crate::lease::Lease;
+use crate::script::{FlowKeys, Grant};
+
+/// The rule's settings, as the acquire script takes them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Params {
+    pub(crate) count: f64,
+    pub(crate) avg_local: bool,
+    pub(crate) window_ms: u64,
+    pub(crate) samples: u32,
+}
+
+impl Params {
+    pub(crate) fn of(flow: &ClusterFlow) -> Self {
+        Params {
+            count: flow.count(),
+            avg_local: flow.threshold_type() == ClusterThresholdType::AvgLocal,
+            window_ms: flow.window_interval_ms(),
+            samples: flow.sample_count(),
+        }
+    }
+}
+
+/// A flow id's state on this instance.
+#[derive(Debug)]
+pub(crate) struct Flow {
+    pub(crate) id: u64,
+    pub(crate) keys: FlowKeys,
+    pub(crate) lease: Lease,
+    pub(crate) params: Mutex<Params>,
+    /// The latest answer, and the bucket start of each lease expiry seen
+    /// lately (for refunds).
+    pub(crate) last: Mutex<Last>,
+    /// Entries waiting for the worker's answer park here.
+    answered: Mutex<u64>,
+    wake: Condvar,
+    /// A refill call is running (one at a time per flow).
+    pub(crate) in_flight: AtomicBool,
+    /// Live instances of the flow id, as Redis last counted them.
+    pub(crate) instances: AtomicU64,
+}
+
+/// What the flow last heard from Redis.
+#[derive(Debug, Default)]
+pub(crate) struct Last {
+    pub(crate) grant: Option<Grant>,
+    pub(crate) buckets: Vec<(u64, u64)>,
+    pub(crate) round_trips: u64,
+    pub(crate) granted: u64,
+    pub(crate) refunded: u64,
+}
+
+impl Last {
+    /// The server bucket of a lease that expires at `expiry`.
+    pub(crate) fn bucket_of(&self, expiry: u64) -> Option<u64> {
+        self.buckets
+            .iter()
+            .find(|(e, _)| *e == expiry)
+            .map(|(_, start)| *start)
+    }
+
+    pub(crate) fn remember(&mut self, expiry: u64, bucket_start: u64) {
+        if self.bucket_of(expiry).is_none() {
+            if self.buckets.len() >= 8 {
+                self.buckets.remove(0);
+            }
+            self.buckets.push((expiry, bucket_start));
+        }
+    }
+}
+
+/// How a wait for the worker ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Waited {
+    /// The worker answered (or the state changed): look again.
+    Answered,
+    /// The deadline passed.
+    TimedOut,
+}
+
+impl Flow {
+    pub(crate) fn new(prefix: &str, flow: &ClusterFlow) -> Self {
+        Flow {
+            id: flow.flow_id(),
+            keys: FlowKeys::new(prefix, flow.flow_id()),
+            lease: Lease::new(),
+            params: Mutex::new(Params::of(flow)),
+            last: Mutex::new(Last::default()),
+            answered: Mutex::new(0),
+            wake: Condvar::new(),
+            in_flight: AtomicBool::new(false),
+            instances: AtomicU64::new(0),
+        }
+    }
+
+    /// The answer count now, to wait for the next one.
+    pub(crate) fn answers(&self) -> u64 {
+        *self.answered.lock()
+    }
+
+    /// Waits until an answer after `seen`, or `deadline`.
+    pub(crate) fn wait(&self, seen: u64, deadline: Instant) -> Waited {
+        let mut answered = self.answered.lock();
+        while *answered == seen {
+            if self.wake.wait_until(&mut answered, deadline).timed_out() {
+                return match *answered == seen {
+                    true => Waited::TimedOut,
+                    false => Waited::Answered,
+                };
+            }
+        }
+        Waited::Answered
+    }
+
+    /// Wakes every entry waiting for an answer.
+    pub(crate) fn answer(&self) {
+        *self.answered.lock() += 1;
+        self.wake.notify_all();
+    }
+}

@@ -1,0 +1,49 @@
+//! Cluster-wide flow limits for `sentinel-core`, kept in Redis.
+//!
+//! A flow rule with `cluster_mode` on shares one window across every
+//! instance that has a rule with its `cluster_config.flow_id`. Each
+//! instance holds a lease of permits per flow id, fetched ahead by a
+//! background worker with one Lua script call (atomic on the server, time
+//! from Redis' `TIME`), and spends it with one compare-and-swap: the hot
+//! path takes no lock and waits for nothing. Only an entry that finds the
+//! lease empty waits for Redis, never longer than the budget (default
+//! 2 ms); past it, or while Redis is unreachable, the rule's
+//! `fallback_to_local_when_fail` decides (its count applied locally, the
+//! default, or a pass).
+//!
+//! ```no_run
+//! use sentinel_cluster::{ClusterConfig, RedisCluster};
+//! use sentinel_core::Sentinel;
+//! use sentinel_core::flow::{ClusterFlowConfig, FlowRule};
+//!
+//! let sentinel = Sentinel::builder().build();
+//! // Returns at once; connects in the background (fallback until then).
+//! let cluster = RedisCluster::start(ClusterConfig::new("redis://127.0.0.1:6379/"))?;
+//! cluster.attach(&sentinel);
+//! sentinel.flow_rules().load(vec![FlowRule {
+//!     cluster_mode: true,
+//!     cluster_config: ClusterFlowConfig {
+//!         flow_id: Some(1),
+//!         ..ClusterFlowConfig::default()
+//!     },
+//!     ..FlowRule::new("POST:/pay", 500.0)
+//! }])?;
+//! if let Ok(_entry) = sentinel.entry("POST:/pay") {
+//!     // 500 per second across every instance with flow id 1.
+//! }
+//! println!("{}", cluster.snapshot().to_prometheus());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod client;
+mod config;
+mod flow;
+mod lease;
+mod script;
+mod shared;
+mod snapshot;
+mod worker;
+
+pub use client::RedisCluster;
+pub use config::{ClusterConfig, ConfigError, MAX_LEASE_LIMIT};
+pub use snapshot::{ClusterSnapshot, FlowSnapshot};

@@ -1,0 +1,313 @@
+//! The scripts' semantics against a real server (their time is the
+//! server's, so windows are crossed by sleeping past them).
+
+use std::time::Duration;
+
+use super::support;
+use super::*;
+
+struct Call {
+    count: f64,
+    avg_local: bool,
+    window_ms: u64,
+    samples: u32,
+    divisor: u32,
+    max_lease: u32,
+}
+
+fn acquire(
+    conn: &mut redis::Connection,
+    keys: &FlowKeys,
+    call: &Call,
+    need: u32,
+    instance: &str,
+) -> Grant {
+    let scripts = Scripts::new();
+    let reply: Vec<i64> = scripts
+        .acquire
+        .key(&keys.window)
+        .key(&keys.instances)
+        .arg(need)
+        .arg(call.count)
+        .arg(u8::from(call.avg_local))
+        .arg(call.window_ms)
+        .arg(call.samples)
+        .arg(call.divisor)
+        .arg(call.max_lease)
+        .arg(instance)
+        .arg(3_000)
+        .invoke(conn)
+        .unwrap();
+    Grant::from_reply(&reply).unwrap()
+}
+
+fn connect(server: &support::RedisServer) -> redis::Connection {
+    redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap()
+}
+
+#[test]
+fn the_script_runs_on_a_redis_cluster() {
+    let keys = FlowKeys::new("sentinel", 42);
+    assert_eq!(keys.window, "{sentinel:flow:42}:window");
+    assert_eq!(keys.instances, "{sentinel:flow:42}:instances");
+    // A one-node Redis Cluster holding every slot: it refuses a script
+    // whose keys are in different slots (CROSSSLOT).
+    let server = support::RedisServer::start_with(&[
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "nodes.conf",
+    ]);
+    let mut conn = connect(&server);
+    let _: () = redis::cmd("CLUSTER")
+        .arg("ADDSLOTSRANGE")
+        .arg(0)
+        .arg(16_383)
+        .query(&mut conn)
+        .unwrap();
+    let slot = |conn: &mut redis::Connection, key: &str| -> i64 {
+        redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(key)
+            .query(conn)
+            .unwrap()
+    };
+    assert_eq!(
+        slot(&mut conn, &keys.window),
+        slot(&mut conn, &keys.instances)
+    );
+    assert_ne!(
+        slot(&mut conn, &keys.window),
+        slot(&mut conn, "{sentinel:flow:43}:window")
+    );
+    // The cluster takes a moment to see its slots.
+    let call = Call {
+        count: 10.0,
+        avg_local: false,
+        window_ms: 1_000,
+        samples: 10,
+        divisor: 1,
+        max_lease: 4,
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let grant = loop {
+        let scripts = Scripts::new();
+        let reply: redis::RedisResult<Vec<i64>> = scripts
+            .acquire
+            .key(&keys.window)
+            .key(&keys.instances)
+            .arg(1)
+            .arg(call.count)
+            .arg(0)
+            .arg(call.window_ms)
+            .arg(call.samples)
+            .arg(call.divisor)
+            .arg(call.max_lease)
+            .arg("a")
+            .arg(3_000)
+            .invoke(&mut conn);
+        match reply {
+            Ok(reply) => break Grant::from_reply(&reply).unwrap(),
+            Err(e) if std::time::Instant::now() < deadline => {
+                let _ = e;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(grant.granted, 4);
+    // Keys of two flow ids in one call are refused by the cluster.
+    let crossed: redis::RedisResult<Vec<i64>> = Scripts::new()
+        .acquire
+        .key(&keys.window)
+        .key("{sentinel:flow:43}:instances")
+        .arg(1)
+        .arg(10)
+        .arg(0)
+        .arg(1_000)
+        .arg(10)
+        .arg(1)
+        .arg(4)
+        .arg("a")
+        .arg(3_000)
+        .invoke(&mut conn);
+    assert!(crossed.is_err());
+}
+
+#[test]
+fn grants_leases_up_to_the_threshold_then_nothing() {
+    let server = support::RedisServer::start();
+    let mut conn = connect(&server);
+    let keys = FlowKeys::new("t", 1);
+    let call = Call {
+        count: 10.0,
+        avg_local: false,
+        window_ms: 60_000,
+        samples: 1,
+        divisor: 1,
+        max_lease: 4,
+    };
+    let grants: Vec<u64> = (0..5)
+        .map(|_| acquire(&mut conn, &keys, &call, 1, "a").granted)
+        .collect();
+    assert_eq!(grants, [4, 4, 2, 0, 0]);
+    let last = acquire(&mut conn, &keys, &call, 1, "a");
+    assert_eq!((last.total, last.threshold, last.instances), (10, 10, 1));
+    assert!(last.bucket_end_ms > last.server_now_ms);
+    // An entry needing more than remains gets nothing, not a part.
+    let keys = FlowKeys::new("t", 2);
+    let call = Call {
+        max_lease: 100,
+        ..call
+    };
+    assert_eq!(acquire(&mut conn, &keys, &call, 7, "a").granted, 10);
+    let keys = FlowKeys::new("t", 3);
+    let call = Call { divisor: 4, ..call };
+    // 10 / 4 = 2, but the entry needs 3; then 10 - 3 = 7 left, 7 / 4 = 1.
+    assert_eq!(acquire(&mut conn, &keys, &call, 3, "a").granted, 3);
+    assert_eq!(acquire(&mut conn, &keys, &call, 1, "a").granted, 1);
+    assert_eq!(acquire(&mut conn, &keys, &call, 7, "a").granted, 0);
+    assert_eq!(acquire(&mut conn, &keys, &call, 6, "a").granted, 6);
+}
+
+#[test]
+fn the_window_slides_bucket_by_bucket() {
+    let server = support::RedisServer::start();
+    let mut conn = connect(&server);
+    let keys = FlowKeys::new("t", 1);
+    // 400 ms of 2 buckets of 200 ms.
+    let call = Call {
+        count: 6.0,
+        avg_local: false,
+        window_ms: 400,
+        samples: 2,
+        divisor: 1,
+        max_lease: 3,
+    };
+    // Start just after a bucket edge so the steps below stay in their buckets.
+    let first = acquire(&mut conn, &keys, &call, 1, "a");
+    let wait = first.bucket_end_ms - first.server_now_ms;
+    std::thread::sleep(Duration::from_millis(wait + 5));
+    let keys = FlowKeys::new("t", 2);
+    let a = acquire(&mut conn, &keys, &call, 1, "a");
+    assert_eq!(a.granted, 3);
+    std::thread::sleep(Duration::from_millis(200));
+    // The next bucket: the first still counts (window of two).
+    let b = acquire(&mut conn, &keys, &call, 1, "a");
+    assert_eq!((b.granted, b.total), (3, 6), "{a:?} {b:?}");
+    assert_eq!(acquire(&mut conn, &keys, &call, 1, "a").granted, 0, "full");
+    std::thread::sleep(Duration::from_millis(200));
+    // The first bucket left the window: its 3 permits are free again.
+    let c = acquire(&mut conn, &keys, &call, 1, "a");
+    assert_eq!((c.granted, c.total), (3, 6), "{c:?}");
+    let fields: u64 = redis::cmd("HLEN")
+        .arg(&keys.window)
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(fields, 2, "the bucket out of the window was deleted");
+}
+
+#[test]
+fn refunds_free_permits_of_their_bucket() {
+    let server = support::RedisServer::start();
+    let mut conn = connect(&server);
+    let keys = FlowKeys::new("t", 1);
+    let call = Call {
+        count: 5.0,
+        avg_local: false,
+        window_ms: 60_000,
+        samples: 1,
+        divisor: 1,
+        max_lease: 5,
+    };
+    let grant = acquire(&mut conn, &keys, &call, 1, "a");
+    assert_eq!(grant.granted, 5);
+    let bucket = grant.bucket_start_ms(60_000, 1);
+    let refund = |conn: &mut redis::Connection, bucket: u64, n: u64| -> u64 {
+        Scripts::new()
+            .refund
+            .key(&keys.window)
+            .arg(bucket)
+            .arg(n)
+            .invoke(conn)
+            .unwrap()
+    };
+    assert_eq!(refund(&mut conn, bucket, 3), 3);
+    assert_eq!(acquire(&mut conn, &keys, &call, 1, "a").granted, 3);
+    assert_eq!(
+        refund(&mut conn, bucket, 99),
+        5,
+        "never more than the bucket holds"
+    );
+    assert_eq!(
+        refund(&mut conn, bucket + 1, 2),
+        0,
+        "a bucket that is not there"
+    );
+    assert_eq!(refund(&mut conn, bucket, 1), 0);
+}
+
+#[test]
+fn keys_expire_and_instances_are_counted() {
+    let server = support::RedisServer::start();
+    let mut conn = connect(&server);
+    let keys = FlowKeys::new("t", 1);
+    let call = Call {
+        count: 10.0,
+        avg_local: true,
+        window_ms: 1_000,
+        samples: 10,
+        divisor: 1,
+        max_lease: 1_000,
+    };
+    let a = acquire(&mut conn, &keys, &call, 1, "a");
+    assert_eq!((a.threshold, a.instances, a.granted), (10, 1, 10));
+    let live: u64 = Scripts::new()
+        .register
+        .key(&keys.instances)
+        .arg("b")
+        .arg(3_000)
+        .invoke(&mut conn)
+        .unwrap();
+    assert_eq!(live, 2);
+    let c = acquire(&mut conn, &keys, &call, 1, "c");
+    assert_eq!(
+        (c.threshold, c.instances),
+        (30, 3),
+        "avg_local: count x live instances"
+    );
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(&keys.window)
+        .query(&mut conn)
+        .unwrap();
+    assert!(
+        (1..=2_000).contains(&ttl),
+        "the window lives two windows: {ttl}"
+    );
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(&keys.instances)
+        .query(&mut conn)
+        .unwrap();
+    assert!((1..=3_000).contains(&ttl), "{ttl}");
+    // An instance that stops beating drops out after its ttl.
+    let short: u64 = Scripts::new()
+        .register
+        .key(&keys.instances)
+        .arg("d")
+        .arg(50)
+        .invoke(&mut conn)
+        .unwrap();
+    assert_eq!(short, 4);
+    std::thread::sleep(Duration::from_millis(80));
+    let live: u64 = Scripts::new()
+        .register
+        .key(&keys.instances)
+        .arg("a")
+        .arg(3_000)
+        .invoke(&mut conn)
+        .unwrap();
+    assert_eq!(live, 3);
+}

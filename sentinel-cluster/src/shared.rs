@@ -1,0 +1,241 @@
+//! What the entries and the worker share: the flows, whether Redis is
+//! reachable, the counters; and the [`ClusterTokens`] the instance calls.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::time::Instant;
+
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
+use sentinel_core::flow::{ClusterFlow, ClusterTokens, TokenAnswer};
+
+use crate::config::ClusterConfig;
+use crate::flow::{Flow, Params, Waited};
+use crate::lease::Take;
+
+pub(crate) type Flows = HashMap<u64, Arc<Flow>, foldhash::fast::RandomState>;
+
+/// Counters of the client's life, for the snapshot and Prometheus.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    /// Entries decided by the fallback (Redis down or over budget).
+    pub(crate) fallbacks: AtomicU64,
+    /// Entries that waited the whole budget.
+    pub(crate) over_budget: AtomicU64,
+    /// Switches into fallback mode and back out.
+    pub(crate) switches: AtomicU64,
+    /// Redis calls that failed.
+    pub(crate) errors: AtomicU64,
+    /// Calls to Redis in flight now.
+    pub(crate) in_flight: AtomicU64,
+    /// Connections made.
+    pub(crate) connects: AtomicU64,
+    /// Connection attempts, made or not (spaced by the backoff).
+    pub(crate) attempts: AtomicU64,
+}
+
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) config: ClusterConfig,
+    pub(crate) instance: String,
+    pub(crate) flows: ArcSwap<Flows>,
+    flows_lock: Mutex<()>,
+    /// Redis answered lately (false: every cluster rule falls back).
+    up: AtomicBool,
+    /// A call failed: the worker drops the connection and reconnects.
+    pub(crate) broken: AtomicBool,
+    pub(crate) stopping: AtomicBool,
+    /// The first failure to reach Redis was logged (or Redis was reached).
+    start_logged: AtomicBool,
+    /// Wakes the worker: a lease wants refilling, or it should stop.
+    pub(crate) wake: tokio::sync::Notify,
+    pub(crate) counters: Counters,
+    /// Why Redis is taken for down, for the snapshot.
+    pub(crate) last_error: Mutex<Option<String>>,
+}
+
+impl Shared {
+    pub(crate) fn new(config: ClusterConfig, instance: String) -> Self {
+        Shared {
+            config,
+            instance,
+            flows: ArcSwap::from_pointee(Flows::default()),
+            flows_lock: Mutex::new(()),
+            up: AtomicBool::new(false),
+            broken: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
+            start_logged: AtomicBool::new(false),
+            wake: tokio::sync::Notify::new(),
+            counters: Counters::default(),
+            last_error: Mutex::new(None),
+        }
+    }
+
+    pub(crate) fn is_up(&self) -> bool {
+        self.up.load(Acquire)
+    }
+
+    /// Records that Redis is reachable or not; a change is logged once and
+    /// counted, and wakes every waiting entry (so none waits for an answer
+    /// that will not come).
+    pub(crate) fn set_up(&self, up: bool, why: &str) {
+        if !up {
+            *self.last_error.lock() = Some(why.to_owned());
+        }
+        if self.up.swap(up, AcqRel) == up {
+            if !up && !self.start_logged.swap(true, AcqRel) {
+                tracing::warn!(instance = %self.instance, reason = why, "sentinel-cluster: redis not reached yet, cluster rules fall back");
+            }
+            return;
+        }
+        self.start_logged.store(true, Release);
+        self.counters.switches.fetch_add(1, Relaxed);
+        if up {
+            *self.last_error.lock() = None;
+            tracing::info!(instance = %self.instance, "sentinel-cluster: redis reachable, cluster limits back on");
+        } else {
+            tracing::warn!(instance = %self.instance, reason = why, "sentinel-cluster: redis unavailable, cluster rules fall back");
+            for flow in self.flows.load().values() {
+                flow.answer();
+            }
+        }
+    }
+
+    /// Marks a failed call: down, and the worker reconnects.
+    pub(crate) fn fail(&self, why: &str) {
+        self.counters.errors.fetch_add(1, Relaxed);
+        self.broken.store(true, Release);
+        self.set_up(false, why);
+        self.wake.notify_one();
+    }
+
+    /// The flow of `flow`'s id, made on first use (a lock, off the hit path).
+    pub(crate) fn flow(&self, flow: &ClusterFlow) -> Arc<Flow> {
+        if let Some(found) = self.flows.load().get(&flow.flow_id()) {
+            return found.clone();
+        }
+        let _guard = self.flows_lock.lock();
+        let current = self.flows.load_full();
+        if let Some(found) = current.get(&flow.flow_id()) {
+            return found.clone();
+        }
+        let made = Arc::new(Flow::new(self.config.prefix(), flow));
+        let mut next = (*current).clone();
+        next.insert(flow.flow_id(), made.clone());
+        self.flows.store(Arc::new(next));
+        made
+    }
+
+    /// Asks the worker for permits of `flow`, once until it answers.
+    fn ask(&self, flow: &Flow, now_ms: u64, need: u32) {
+        flow.lease.need.fetch_max(need, Relaxed);
+        flow.lease.asked_at_ms.store(now_ms, Relaxed);
+        if !flow.lease.wanted.swap(true, AcqRel) {
+            self.wake.notify_one();
+        }
+    }
+
+    fn unavailable(&self) -> TokenAnswer {
+        self.counters.fallbacks.fetch_add(1, Relaxed);
+        TokenAnswer::Unavailable
+    }
+
+    /// The lease could not serve the entry: ask Redis, and wait for the
+    /// answer no longer than the budget.
+    #[cold]
+    fn miss(&self, flow: &Flow, rule: &ClusterFlow, permits: u32, now_ms: u64) -> TokenAnswer {
+        {
+            let params = Params::of(rule);
+            let mut held = flow.params.lock();
+            if *held != params {
+                *held = params;
+            }
+        }
+        if !self.is_up() {
+            return self.unavailable();
+        }
+        let deadline = Instant::now() + self.config.get_budget();
+        loop {
+            let seen = flow.answers();
+            match flow.lease.take(permits, now_ms) {
+                Take::Taken { .. } => return TokenAnswer::Granted,
+                Take::Full => return TokenAnswer::Refused,
+                Take::Empty => {}
+            }
+            if !self.is_up() {
+                return self.unavailable();
+            }
+            self.ask(flow, now_ms, permits);
+            if flow.wait(seen, deadline) == Waited::TimedOut {
+                return match flow.lease.take(permits, now_ms) {
+                    Take::Taken { .. } => TokenAnswer::Granted,
+                    Take::Full => TokenAnswer::Refused,
+                    Take::Empty => {
+                        self.counters.over_budget.fetch_add(1, Relaxed);
+                        self.unavailable()
+                    }
+                };
+            }
+        }
+    }
+}
+
+/// The service an instance calls: `Arc<Shared>` behind a name of its own.
+#[derive(Debug, Clone)]
+pub(crate) struct Tokens(pub(crate) Arc<Shared>);
+
+impl ClusterTokens for Tokens {
+    #[inline]
+    fn acquire(&self, rule: &ClusterFlow, permits: u32, now_ms: u64) -> TokenAnswer {
+        let shared = &*self.0;
+        let flows = shared.flows.load();
+        let Some(flow) = flows.get(&rule.flow_id()) else {
+            drop(flows);
+            let flow = shared.flow(rule);
+            return shared.miss(&flow, rule, permits, now_ms);
+        };
+        shared.decide(flow, rule, permits, now_ms)
+    }
+
+    fn bind(&self, rule: &ClusterFlow) -> Option<Arc<dyn ClusterTokens>> {
+        let flow = self.0.flow(rule);
+        Some(Arc::new(FlowTokens {
+            shared: self.0.clone(),
+            flow,
+        }))
+    }
+}
+
+/// The service bound to one rule: its flow found once, not per entry.
+#[derive(Debug)]
+struct FlowTokens {
+    shared: Arc<Shared>,
+    flow: Arc<Flow>,
+}
+
+impl ClusterTokens for FlowTokens {
+    #[inline]
+    fn acquire(&self, rule: &ClusterFlow, permits: u32, now_ms: u64) -> TokenAnswer {
+        self.shared.decide(&self.flow, rule, permits, now_ms)
+    }
+}
+
+impl Shared {
+    /// The hit path: the lease, or a miss.
+    #[inline]
+    fn decide(&self, flow: &Flow, rule: &ClusterFlow, permits: u32, now_ms: u64) -> TokenAnswer {
+        match flow.lease.take(permits, now_ms) {
+            Take::Taken { refill: false } => TokenAnswer::Granted,
+            Take::Taken { refill: true } => {
+                if self.is_up() {
+                    self.ask(flow, now_ms, 1);
+                }
+                TokenAnswer::Granted
+            }
+            Take::Full => TokenAnswer::Refused,
+            Take::Empty => self.miss(flow, rule, permits, now_ms),
+        }
+    }
+}

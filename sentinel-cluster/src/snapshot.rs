@@ -1,0 +1,194 @@
+//! What an operator reads of a client: fallback or not, and each flow id's
+//! lease and the window as Redis last reported it; and the same as
+//! Prometheus text.
+
+use std::fmt::Write;
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
+
+use serde::Serialize;
+
+use crate::shared::Shared;
+
+/// A client's state at one instant.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ClusterSnapshot {
+    /// This instance's id among the live instances.
+    pub instance: String,
+    /// Whether cluster rules are decided by their fallback now (Redis down,
+    /// not yet reached, or failing).
+    pub fallback: bool,
+    /// Why, when in fallback.
+    pub fallback_reason: Option<String>,
+    /// Switches into fallback and back since start.
+    pub fallback_switches: u64,
+    /// Entries decided by the fallback since start.
+    pub fallback_decisions: u64,
+    /// Entries that waited the whole budget and fell back.
+    pub over_budget: u64,
+    /// Failed Redis calls since start.
+    pub errors: u64,
+    /// Connections made since start (1 plus reconnections).
+    pub connects: u64,
+    /// Connection attempts since start, spaced by the backoff.
+    pub connect_attempts: u64,
+    /// Redis calls in flight now.
+    pub in_flight: u64,
+    /// Each flow id seen, by id.
+    pub flows: Vec<FlowSnapshot>,
+}
+
+/// One flow id on this instance.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct FlowSnapshot {
+    /// The flow id.
+    pub flow_id: u64,
+    /// Permits held in the lease (spent or not, until its expiry).
+    pub lease_permits: u64,
+    /// Calls of the acquire script.
+    pub round_trips: u64,
+    /// Permits Redis granted this instance.
+    pub granted: u64,
+    /// Permits refunded to Redis (expired leases).
+    pub refunded: u64,
+    /// The window's total after the latest call.
+    pub window_total: u64,
+    /// The cluster threshold at the latest call (count x instances for
+    /// avg_local).
+    pub threshold: u64,
+    /// Live instances of the flow id at the latest call or heartbeat.
+    pub instances: u64,
+}
+
+impl ClusterSnapshot {
+    pub(crate) fn of(shared: &Shared) -> Self {
+        let c = &shared.counters;
+        let mut flows: Vec<FlowSnapshot> = shared
+            .flows
+            .load()
+            .values()
+            .map(|flow| {
+                let last = flow.last.lock();
+                let grant = last.grant;
+                FlowSnapshot {
+                    flow_id: flow.id,
+                    lease_permits: flow.lease.held().0,
+                    round_trips: last.round_trips,
+                    granted: last.granted,
+                    refunded: last.refunded,
+                    window_total: grant.map_or(0, |g| g.total),
+                    threshold: grant.map_or(0, |g| g.threshold),
+                    instances: flow.instances.load(Relaxed),
+                }
+            })
+            .collect();
+        flows.sort_by_key(|f| f.flow_id);
+        ClusterSnapshot {
+            instance: shared.instance.clone(),
+            fallback: !shared.is_up(),
+            fallback_reason: shared.last_error.lock().clone(),
+            fallback_switches: c.switches.load(Acquire),
+            fallback_decisions: c.fallbacks.load(Relaxed),
+            over_budget: c.over_budget.load(Relaxed),
+            errors: c.errors.load(Relaxed),
+            connects: c.connects.load(Relaxed),
+            connect_attempts: c.attempts.load(Relaxed),
+            in_flight: c.in_flight.load(Relaxed),
+            flows,
+        }
+    }
+
+    /// Prometheus text exposition (version 0.0.4) of the snapshot, to
+    /// append to an instance's metrics: `sentinel_cluster_fallback` (1 in
+    /// fallback) and counters of decisions, calls and permits.
+    pub fn to_prometheus(&self) -> String {
+        let mut out = String::new();
+        let instance = escape(&self.instance);
+        let mut gauge = |name: &str, kind: &str, help: &str, value: u64| {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} {kind}");
+            let _ = writeln!(out, "{name}{{instance=\"{instance}\"}} {value}");
+        };
+        gauge(
+            "sentinel_cluster_fallback",
+            "gauge",
+            "1 while cluster rules are decided by their local fallback",
+            u64::from(self.fallback),
+        );
+        gauge(
+            "sentinel_cluster_fallback_switches_total",
+            "counter",
+            "switches into fallback and back",
+            self.fallback_switches,
+        );
+        gauge(
+            "sentinel_cluster_fallback_decisions_total",
+            "counter",
+            "entries decided by the fallback",
+            self.fallback_decisions,
+        );
+        gauge(
+            "sentinel_cluster_over_budget_total",
+            "counter",
+            "entries that waited the whole budget for redis",
+            self.over_budget,
+        );
+        gauge(
+            "sentinel_cluster_redis_errors_total",
+            "counter",
+            "failed redis calls",
+            self.errors,
+        );
+        let per_flow: [(&str, &str, &str, FlowFigure); 4] = [
+            (
+                "sentinel_cluster_round_trips_total",
+                "counter",
+                "acquire script calls",
+                |f| f.round_trips,
+            ),
+            (
+                "sentinel_cluster_granted_total",
+                "counter",
+                "permits granted by redis",
+                |f| f.granted,
+            ),
+            (
+                "sentinel_cluster_lease_permits",
+                "gauge",
+                "permits held in the lease",
+                |f| f.lease_permits,
+            ),
+            (
+                "sentinel_cluster_instances",
+                "gauge",
+                "live instances of the flow id",
+                |f| f.instances,
+            ),
+        ];
+        for (name, kind, help, value) in per_flow {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} {kind}");
+            for flow in &self.flows {
+                let _ = writeln!(
+                    out,
+                    "{name}{{instance=\"{instance}\",flow_id=\"{}\"}} {}",
+                    flow.flow_id,
+                    value(flow)
+                );
+            }
+        }
+        out
+    }
+}
+
+/// One figure of a flow's snapshot.
+type FlowFigure = fn(&FlowSnapshot) -> u64;
+
+/// A label value with `\`, `"` and newlines escaped.
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}

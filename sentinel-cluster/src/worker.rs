@@ -1,0 +1,279 @@
+//! The background worker: one thread with a single-threaded tokio runtime
+//! that connects (with backoff), refills the leases entries ask for,
+//! refunds what expired leases held, and keeps the instance registered.
+//! At most one call per flow id is in flight (its `wanted` flag), plus one
+//! heartbeat round, so nothing piles up while Redis is slow.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
+use std::time::{Duration, Instant};
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+use crate::flow::Flow;
+use crate::script::{Grant, Scripts};
+use crate::shared::Shared;
+
+/// Runs until `shared.stopping`.
+pub(crate) fn run(shared: Arc<Shared>, client: redis::Client) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            shared.set_up(false, &format!("no runtime for the worker: {error}"));
+            return;
+        }
+    };
+    runtime.block_on(Worker::new(shared, client).run());
+}
+
+struct Worker {
+    shared: Arc<Shared>,
+    client: redis::Client,
+    scripts: Arc<Scripts>,
+    backoff: Duration,
+    next_beat: Instant,
+}
+
+impl Worker {
+    fn new(shared: Arc<Shared>, client: redis::Client) -> Self {
+        let backoff = shared.config.backoff_range().0;
+        Worker {
+            shared,
+            client,
+            scripts: Arc::new(Scripts::new()),
+            backoff,
+            next_beat: Instant::now(),
+        }
+    }
+
+    async fn run(mut self) {
+        let mut connection: Option<ConnectionManager> = None;
+        while !self.shared.stopping.load(Acquire) {
+            if self.shared.broken.swap(false, AcqRel) {
+                connection = None;
+            }
+            let Some(conn) = &connection else {
+                self.shared.counters.attempts.fetch_add(1, Relaxed);
+                match self.connect().await {
+                    Ok(conn) => {
+                        self.backoff = self.shared.config.backoff_range().0;
+                        self.shared.counters.connects.fetch_add(1, Relaxed);
+                        self.shared.broken.store(false, Relaxed);
+                        self.shared.set_up(true, "");
+                        connection = Some(conn);
+                    }
+                    Err(why) => {
+                        self.shared.set_up(false, &why);
+                        self.pause(self.backoff).await;
+                        let max = self.shared.config.backoff_range().1;
+                        self.backoff = (self.backoff * 2).min(max);
+                    }
+                }
+                continue;
+            };
+            self.serve(conn);
+            if Instant::now() >= self.next_beat {
+                self.next_beat = Instant::now() + self.shared.config.ttl() / 3;
+                self.heartbeat(conn);
+            }
+            let until_beat = self.next_beat.saturating_duration_since(Instant::now());
+            self.pause(until_beat).await;
+        }
+    }
+
+    /// Sleeps `duration`, or less when woken.
+    async fn pause(&self, duration: Duration) {
+        let _ = tokio::time::timeout(duration, self.shared.wake.notified()).await;
+    }
+
+    async fn connect(&self) -> Result<ConnectionManager, String> {
+        let (response, connect) = self.shared.config.timeouts();
+        let config = ConnectionManagerConfig::new()
+            .set_response_timeout(response)
+            .set_connection_timeout(connect)
+            .set_number_of_retries(0);
+        let made = tokio::time::timeout(
+            connect * 2,
+            ConnectionManager::new_with_config(self.client.clone(), config),
+        )
+        .await;
+        let mut conn = match made {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(error)) => return Err(format!("cannot connect: {error}")),
+            Err(_) => return Err(format!("cannot connect within {:?}", connect * 2)),
+        };
+        // The scripts are loaded ahead, so the first entries do not pay for it.
+        for script in [
+            &self.scripts.acquire,
+            &self.scripts.refund,
+            &self.scripts.register,
+        ] {
+            match tokio::time::timeout(response, script.prepare_invoke().load_async(&mut conn))
+                .await
+            {
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => return Err(format!("cannot load a script: {error}")),
+                Err(_) => return Err(format!("no answer within {response:?}")),
+            }
+        }
+        Ok(conn)
+    }
+
+    /// Starts a call for each flow an entry asked for.
+    fn serve(&self, conn: &ConnectionManager) {
+        for flow in self.shared.flows.load().values() {
+            if flow.lease.wanted.load(Acquire)
+                && flow
+                    .in_flight
+                    .compare_exchange(false, true, AcqRel, Relaxed)
+                    .is_ok()
+            {
+                let task = Refill {
+                    shared: self.shared.clone(),
+                    scripts: self.scripts.clone(),
+                    flow: flow.clone(),
+                    conn: conn.clone(),
+                };
+                tokio::spawn(task.run());
+            }
+        }
+    }
+
+    /// Registers this instance under every flow id it has seen.
+    fn heartbeat(&self, conn: &ConnectionManager) {
+        let flows: Vec<Arc<Flow>> = self.shared.flows.load().values().cloned().collect();
+        if flows.is_empty() {
+            return;
+        }
+        let (shared, scripts, mut conn) = (self.shared.clone(), self.scripts.clone(), conn.clone());
+        tokio::spawn(async move {
+            let ttl = shared.config.ttl().as_millis() as u64;
+            for flow in flows {
+                let mut invocation = scripts.register.prepare_invoke();
+                invocation
+                    .key(&flow.keys.instances)
+                    .arg(&shared.instance)
+                    .arg(ttl);
+                let call = invocation.invoke_async::<u64>(&mut conn);
+                match with_timeout(&shared, call).await {
+                    Ok(live) => flow.instances.store(live, Relaxed),
+                    Err(why) => {
+                        shared.fail(&why);
+                        return;
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Bounds a call by the response timeout (the manager has one too; this
+/// one also covers a script load after a restart).
+async fn with_timeout<T>(
+    shared: &Shared,
+    call: impl std::future::Future<Output = redis::RedisResult<T>>,
+) -> Result<T, String> {
+    let limit = shared.config.timeouts().0;
+    shared.counters.in_flight.fetch_add(1, Relaxed);
+    let result = tokio::time::timeout(limit, call).await;
+    shared.counters.in_flight.fetch_sub(1, Relaxed);
+    match result {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(format!("redis call failed: {error}")),
+        Err(_) => Err(format!("redis did not answer within {limit:?}")),
+    }
+}
+
+/// One refill of one flow's lease.
+struct Refill {
+    shared: Arc<Shared>,
+    scripts: Arc<Scripts>,
+    flow: Arc<Flow>,
+    conn: ConnectionManager,
+}
+
+impl Refill {
+    async fn run(mut self) {
+        let (shared, flow) = (&*self.shared, &*self.flow);
+        let asked_at = flow.lease.asked_at_ms.load(Relaxed);
+        let need = flow.lease.need.swap(1, AcqRel);
+        let params = *flow.params.lock();
+        let mut refunds = Vec::new();
+        refunds.extend(flow.lease.drain_expired(asked_at));
+        let mut invocation = self.scripts.acquire.prepare_invoke();
+        invocation
+            .key(&flow.keys.window)
+            .key(&flow.keys.instances)
+            .arg(need)
+            .arg(params.count)
+            .arg(u8::from(params.avg_local))
+            .arg(params.window_ms)
+            .arg(params.samples)
+            .arg(shared.config.divisor())
+            .arg(shared.config.lease_cap())
+            .arg(&shared.instance)
+            .arg(shared.config.ttl().as_millis() as u64);
+        let call = invocation.invoke_async::<Vec<i64>>(&mut self.conn);
+        let reply = with_timeout(shared, call).await;
+        let grant = match reply.map(|r| Grant::from_reply(&r)) {
+            Ok(Some(grant)) => grant,
+            Ok(None) => {
+                self.finish();
+                self.shared
+                    .fail("the acquire script answered an unexpected reply");
+                return;
+            }
+            Err(why) => {
+                self.finish();
+                self.shared.fail(&why);
+                return;
+            }
+        };
+        // The permits are the instance's until their bucket ends on the
+        // server, measured from when the entry asked: never later.
+        let expiry = asked_at + grant.bucket_end_ms.saturating_sub(grant.server_now_ms);
+        {
+            let mut last = flow.last.lock();
+            last.round_trips += 1;
+            last.granted += grant.granted;
+            last.grant = Some(grant);
+            last.remember(
+                expiry,
+                grant.bucket_start_ms(params.window_ms, params.samples),
+            );
+            flow.instances.store(grant.instances, Relaxed);
+            if grant.granted > 0 {
+                refunds.extend(flow.lease.fill(grant.granted, expiry));
+            } else {
+                flow.lease.mark_full(expiry);
+            }
+            refunds.retain(|(left, _)| *left > 0);
+        }
+        self.finish();
+        for (left, old_expiry) in refunds {
+            let Some(bucket) = flow.last.lock().bucket_of(old_expiry) else {
+                continue;
+            };
+            let mut invocation = self.scripts.refund.prepare_invoke();
+            invocation.key(&flow.keys.window).arg(bucket).arg(left);
+            let call = invocation.invoke_async::<u64>(&mut self.conn);
+            match with_timeout(shared, call).await {
+                Ok(back) => flow.last.lock().refunded += back,
+                Err(why) => {
+                    shared.fail(&why);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Lets entries ask again and wakes those waiting.
+    fn finish(&self) {
+        self.flow.lease.wanted.store(false, Relaxed);
+        self.flow.in_flight.store(false, Relaxed);
+        self.flow.answer();
+    }
+}

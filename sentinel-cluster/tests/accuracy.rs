@@ -1,0 +1,191 @@
+//! Three instances share one cluster limit on a real Redis: admitted per
+//! bucket-aligned second within 5% of the limit from the second second on,
+//! with separate `Sentinel` instances in one process (each with its own
+//! client) and with separate processes; and `avg_local` multiplies the
+//! count by the live instances. Real time (the window is Redis' clock).
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use sentinel_cluster::{ClusterConfig, RedisCluster};
+use sentinel_core::Sentinel;
+use sentinel_core::flow::{ClusterFlowConfig, ClusterThresholdType, FlowRule};
+use support::{RedisServer, offer, per_second};
+
+const RESOURCE: &str = "POST:/pay";
+
+fn rule(count: f64, threshold_type: ClusterThresholdType) -> FlowRule {
+    FlowRule {
+        cluster_mode: true,
+        cluster_config: ClusterFlowConfig {
+            flow_id: Some(1),
+            threshold_type,
+            ..ClusterFlowConfig::default()
+        },
+        ..FlowRule::new(RESOURCE, count)
+    }
+}
+
+/// An instance: its own `Sentinel` and its own client.
+fn instance(url: &str, rule: &FlowRule) -> (Sentinel, RedisCluster) {
+    let sentinel = Sentinel::builder().build();
+    let cluster = RedisCluster::start(ClusterConfig::new(url)).unwrap();
+    cluster.attach(&sentinel);
+    sentinel.flow_rules().load(vec![rule.clone()]).unwrap();
+    (sentinel, cluster)
+}
+
+/// Waits (at most 5 s) until the client has reached Redis.
+fn connected(cluster: &RedisCluster) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while cluster.is_fallback() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            cluster.snapshot()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Every whole second after the first whole one, within 5% of `limit`.
+fn assert_within_5_percent(seconds: &BTreeMap<u64, usize>, limit: f64) {
+    let whole: Vec<(u64, usize)> = seconds
+        .iter()
+        .skip(1) // the partial first second
+        .take(seconds.len().saturating_sub(2)) // and the partial last one
+        .map(|(s, n)| (*s, *n))
+        .collect();
+    assert!(whole.len() >= 5, "too few seconds: {seconds:?}");
+    let counted = &whole[1..]; // from the second second on
+    for (second, admitted) in counted {
+        let error = (*admitted as f64 - limit).abs() / limit;
+        assert!(
+            error <= 0.05,
+            "second {second}: {admitted} admitted, limit {limit}; all: {whole:?}"
+        );
+    }
+    println!("admitted per second: {whole:?}");
+}
+
+#[test]
+fn three_instances_in_one_process_share_300_qps() {
+    let server = RedisServer::start();
+    let rule = rule(300.0, ClusterThresholdType::Global);
+    let instances: Vec<_> = (0..3).map(|_| instance(&server.url(), &rule)).collect();
+    instances.iter().for_each(|(_, c)| connected(c));
+    let loads: Vec<_> = std::thread::scope(|s| {
+        let runs: Vec<_> = instances
+            .iter()
+            .map(|(sentinel, _)| {
+                s.spawn(move || offer(sentinel, RESOURCE, 300, Duration::from_secs(10)))
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    for (_, cluster) in &instances {
+        let snapshot = cluster.snapshot();
+        println!("{snapshot:?}");
+        assert!(!snapshot.fallback);
+        assert_eq!(snapshot.flows[0].instances, 3);
+    }
+    let seconds = per_second(loads.iter().flat_map(|l| l.admitted.iter().copied()));
+    assert_within_5_percent(&seconds, 300.0);
+}
+
+#[test]
+fn avg_local_multiplies_the_count_by_the_live_instances() {
+    let server = RedisServer::start();
+    let rule = rule(50.0, ClusterThresholdType::AvgLocal);
+    let instances: Vec<_> = (0..3).map(|_| instance(&server.url(), &rule)).collect();
+    instances.iter().for_each(|(_, c)| connected(c));
+    // Every instance registers on attach; the heartbeat keeps it live.
+    std::thread::sleep(Duration::from_millis(300));
+    let loads: Vec<_> = std::thread::scope(|s| {
+        let runs: Vec<_> = instances
+            .iter()
+            .map(|(sentinel, _)| {
+                s.spawn(move || offer(sentinel, RESOURCE, 150, Duration::from_secs(7)))
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    for (_, cluster) in &instances {
+        let flow = &cluster.snapshot().flows[0];
+        assert_eq!((flow.threshold, flow.instances), (150, 3), "{flow:?}");
+    }
+    let seconds = per_second(loads.iter().flat_map(|l| l.admitted.iter().copied()));
+    assert_within_5_percent(&seconds, 150.0);
+}
+
+/// The helper the process test runs: one instance offering 300 QPS for
+/// the seconds in `SENTINEL_CLUSTER_CHILD_SECS`, printing what it admitted.
+#[test]
+#[ignore = "a helper process of three_processes_share_300_qps"]
+fn child_instance() {
+    let url = std::env::var("SENTINEL_CLUSTER_CHILD_URL").expect("run by the parent test");
+    let secs: u64 = std::env::var("SENTINEL_CLUSTER_CHILD_SECS")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let start_at: u64 = std::env::var("SENTINEL_CLUSTER_CHILD_START")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let (sentinel, cluster) = instance(&url, &rule(300.0, ClusterThresholdType::Global));
+    connected(&cluster);
+    // Start together.
+    std::thread::sleep(Duration::from_millis(
+        start_at.saturating_sub(support::unix_ms()),
+    ));
+    let load = offer(&sentinel, RESOURCE, 300, Duration::from_secs(secs));
+    let list: Vec<String> = load.admitted.iter().map(u64::to_string).collect();
+    println!("ADMITTED {}", list.join(","));
+}
+
+#[test]
+fn three_processes_share_300_qps() {
+    let server = RedisServer::start();
+    let exe = std::env::current_exe().unwrap();
+    let start_at = support::unix_ms() + 1_500;
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            Command::new(&exe)
+                .args([
+                    "--exact",
+                    "child_instance",
+                    "--ignored",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env("SENTINEL_CLUSTER_CHILD_URL", server.url())
+                .env("SENTINEL_CLUSTER_CHILD_SECS", "10")
+                .env("SENTINEL_CLUSTER_CHILD_START", start_at.to_string())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut admitted = Vec::new();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success());
+        let text = String::from_utf8(output.stdout).unwrap();
+        // libtest prints the test's name before its output, on one line.
+        let line = text
+            .split("ADMITTED ")
+            .nth(1)
+            .and_then(|rest| rest.lines().next())
+            .unwrap_or_else(|| panic!("no ADMITTED line in {text}"));
+        admitted.extend(
+            line.split(',')
+                .filter(|s| !s.is_empty())
+                .map(|s| s.parse::<u64>().unwrap()),
+        );
+    }
+    assert_within_5_percent(&per_second(admitted), 300.0);
+}

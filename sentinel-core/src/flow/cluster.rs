@@ -1,0 +1,299 @@
+//! Cluster flow control: a flow rule with `cluster_mode` on asks a
+//! [`ClusterTokens`] service (given to the instance with
+//! [`Sentinel::set_cluster_tokens`]) for its permits instead of counting
+//! locally. The core knows no transport: `sentinel-cluster` implements the
+//! service on Redis.
+//!
+//! A resource without cluster rules pays nothing for this; a cluster rule
+//! loads the service once per entry (an `arc_swap` load) and calls it.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use arc_swap::ArcSwapOption;
+
+use super::rule::FlowRule;
+use crate::Sentinel;
+use crate::rule::RuleError;
+
+/// How a cluster rule's count becomes the cluster-wide threshold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ClusterThresholdType {
+    /// The count is the threshold of all instances together.
+    #[default]
+    Global,
+    /// The count is per instance: the threshold is the count times the
+    /// number of live instances.
+    AvgLocal,
+}
+
+/// A flow rule's cluster settings (Sentinel's `ClusterFlowConfig`), read
+/// when `cluster_mode` is on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClusterFlowConfig {
+    /// The limit's id across the cluster: every rule (on any instance) with
+    /// this id shares one window. Required in cluster mode.
+    pub flow_id: Option<u64>,
+    /// Global (default) or per instance.
+    pub threshold_type: ClusterThresholdType,
+    /// When the cluster cannot answer: `true` (default) applies the rule's
+    /// count locally, `false` lets the entry pass.
+    pub fallback_to_local_when_fail: bool,
+    /// Buckets of the cluster window (default 10).
+    pub sample_count: u32,
+    /// The cluster window, ms (default 1000); the count is per this window.
+    pub window_interval_ms: u64,
+}
+
+impl Default for ClusterFlowConfig {
+    fn default() -> Self {
+        ClusterFlowConfig {
+            flow_id: None,
+            threshold_type: ClusterThresholdType::Global,
+            fallback_to_local_when_fail: true,
+            sample_count: 10,
+            window_interval_ms: 1_000,
+        }
+    }
+}
+
+/// What a [`ClusterTokens`] service answered for some permits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TokenAnswer {
+    /// The permits are the entry's.
+    Granted,
+    /// The cluster window is full: the entry is blocked by the rule.
+    Refused,
+    /// No answer in time (cluster down or slow): the rule's
+    /// `fallback_to_local_when_fail` decides.
+    Unavailable,
+}
+
+/// A cluster rule as a [`ClusterTokens`] service sees it.
+#[derive(Debug)]
+pub struct ClusterFlow {
+    flow_id: u64,
+    count: f64,
+    config: ClusterFlowConfig,
+    /// What [`ClusterTokens::bind`] gave for this rule, with the hook's
+    /// generation it was given under.
+    binding: OnceLock<Binding>,
+}
+
+type Binding = (u64, Option<Arc<dyn ClusterTokens>>);
+
+impl ClusterFlow {
+    /// The cluster flow of a rule in cluster mode with a flow id (`None`
+    /// for any other rule).
+    pub fn of_rule(rule: &FlowRule) -> Option<Self> {
+        let flow_id = rule.cluster_config.flow_id.filter(|_| rule.cluster_mode)?;
+        Some(ClusterFlow {
+            flow_id,
+            count: rule.count,
+            config: rule.cluster_config.clone(),
+            binding: OnceLock::new(),
+        })
+    }
+
+    /// The id shared across the cluster.
+    pub fn flow_id(&self) -> u64 {
+        self.flow_id
+    }
+
+    /// The rule's count (per instance with [`ClusterThresholdType::AvgLocal`]).
+    pub fn count(&self) -> f64 {
+        self.count
+    }
+
+    /// Global or per instance.
+    pub fn threshold_type(&self) -> ClusterThresholdType {
+        self.config.threshold_type
+    }
+
+    /// The cluster window, ms.
+    pub fn window_interval_ms(&self) -> u64 {
+        self.config.window_interval_ms
+    }
+
+    /// Buckets of the cluster window.
+    pub fn sample_count(&self) -> u32 {
+        self.config.sample_count
+    }
+
+    /// Whether an unanswered request is decided by the local count.
+    pub(crate) fn falls_back_to_local(&self) -> bool {
+        self.config.fallback_to_local_when_fail
+    }
+}
+
+/// Hands out a cluster rule's permits. Called on the entry's thread for
+/// each entry a cluster rule applies to: an implementation answers from a
+/// local lease without blocking when it can, and must bound any wait.
+pub trait ClusterTokens: Send + Sync + fmt::Debug + 'static {
+    /// `permits` of `flow` for an entry at `now_ms` (the instance's clock).
+    fn acquire(&self, flow: &ClusterFlow, permits: u32, now_ms: u64) -> TokenAnswer;
+
+    /// A service for `flow` alone, which the compiled rule keeps and asks
+    /// from then on instead of this one (sparing a lookup per entry), until
+    /// the instance is given another service. `None` (the default): ask
+    /// this one.
+    fn bind(&self, flow: &ClusterFlow) -> Option<Arc<dyn ClusterTokens>> {
+        let _ = flow;
+        None
+    }
+}
+
+/// The instance's service, if any (in an `Arc` of its own: `arc_swap`
+/// holds sized types), and how many times it was set: a rule's binding of
+/// another generation is not used.
+#[derive(Default)]
+pub(crate) struct ClusterHook {
+    tokens: ArcSwapOption<Arc<dyn ClusterTokens>>,
+    generation: AtomicU64,
+}
+
+impl fmt::Debug for ClusterHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClusterHook")
+            .field("tokens", &self.tokens.load().as_deref())
+            .field("generation", &self.generation.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl ClusterHook {
+    /// Asks the rule's bound service, or the instance's; `Unavailable`
+    /// when there is none. Bound: two atomic loads and a call.
+    #[inline]
+    pub(crate) fn acquire(&self, flow: &ClusterFlow, permits: u32, now_ms: u64) -> TokenAnswer {
+        let generation = self.generation.load(Ordering::Acquire);
+        if let Some((bound_in, Some(bound))) = flow.binding.get()
+            && *bound_in == generation
+        {
+            return bound.acquire(flow, permits, now_ms);
+        }
+        self.acquire_unbound(flow, generation, permits, now_ms)
+    }
+
+    #[cold]
+    fn acquire_unbound(
+        &self,
+        flow: &ClusterFlow,
+        generation: u64,
+        permits: u32,
+        now_ms: u64,
+    ) -> TokenAnswer {
+        let tokens = self.tokens.load();
+        let Some(tokens) = &*tokens else {
+            return TokenAnswer::Unavailable;
+        };
+        let bound = match flow.binding.get() {
+            Some((bound_in, bound)) if *bound_in == generation => bound.clone(),
+            // Bound to a service the instance no longer has: asked through
+            // the instance's (a lookup per entry, no binding per entry)
+            // until the rule is compiled again (a changed rule on reload).
+            Some(_) => None,
+            None => {
+                let bound = tokens.bind(flow);
+                let _ = flow.binding.set((generation, bound.clone()));
+                bound
+            }
+        };
+        match bound {
+            Some(bound) => bound.acquire(flow, permits, now_ms),
+            None => tokens.acquire(flow, permits, now_ms),
+        }
+    }
+
+    fn set(&self, tokens: Option<Arc<dyn ClusterTokens>>) {
+        self.tokens.store(tokens.map(Arc::new));
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+impl Sentinel {
+    /// Gives the instance the service that cluster rules ask for permits
+    /// (`None` takes it away: every cluster rule then falls back). Rules
+    /// in cluster mode without a service are decided by their fallback.
+    pub fn set_cluster_tokens(&self, tokens: Option<Arc<dyn ClusterTokens>>) {
+        self.cluster.set(tokens);
+    }
+
+    /// Whether the instance has a cluster service.
+    pub fn has_cluster_tokens(&self) -> bool {
+        self.cluster.tokens.load().is_some()
+    }
+}
+
+/// The cluster fields' problems of one rule.
+pub(crate) fn problems(rule: &FlowRule, problems: &mut crate::rule::Problems<'_>) {
+    if !rule.cluster_mode {
+        return;
+    }
+    let c = &rule.cluster_config;
+    if c.flow_id.is_none() {
+        problems.add(
+            "cluster_config.flow_id",
+            "is required when cluster_mode is on",
+        );
+    }
+    if rule.grade != super::FlowGrade::Qps {
+        problems.add("grade", "must be qps when cluster_mode is on");
+    }
+    if c.window_interval_ms == 0 {
+        problems.add("cluster_config.window_interval_ms", "must be > 0");
+    }
+    if c.sample_count == 0 {
+        problems.add("cluster_config.sample_count", "must be > 0");
+    } else if c.window_interval_ms % u64::from(c.sample_count) != 0 {
+        problems.add(
+            "cluster_config.sample_count",
+            format!(
+                "must divide window_interval_ms ({} ms into {} buckets)",
+                c.window_interval_ms, c.sample_count
+            ),
+        );
+    }
+}
+
+/// Problems between rules: every cluster rule of one flow id must agree on
+/// the threshold (count, threshold type, window), since they share one
+/// window. Each later rule that disagrees with the first is reported.
+pub fn cluster_problems(rules: &[FlowRule]) -> Vec<RuleError> {
+    let mut first: HashMap<u64, usize> = HashMap::new();
+    let mut errors = Vec::new();
+    for (i, rule) in rules.iter().enumerate() {
+        let Some(id) = rule.cluster_config.flow_id.filter(|_| rule.cluster_mode) else {
+            continue;
+        };
+        let j = *first.entry(id).or_insert(i);
+        let other = &rules[j];
+        let (a, b) = (&rule.cluster_config, &other.cluster_config);
+        let same = rule.count.to_bits() == other.count.to_bits()
+            && a.threshold_type == b.threshold_type
+            && a.window_interval_ms == b.window_interval_ms
+            && a.sample_count == b.sample_count;
+        if !same {
+            errors.push(RuleError::new(
+                "flow",
+                i,
+                &rule.resource,
+                "cluster_config.flow_id",
+                format!(
+                    "flow id {id} is also rule {j}'s (on {}) with another threshold \
+                     (count {} {:?} per {} ms / {}); rules sharing a flow id must agree \
+                     on count, threshold_type, window_interval_ms and sample_count",
+                    other.resource,
+                    other.count,
+                    b.threshold_type,
+                    b.window_interval_ms,
+                    b.sample_count
+                ),
+            ));
+        }
+    }
+    errors
+}

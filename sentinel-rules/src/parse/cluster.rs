@@ -1,0 +1,196 @@
+//! A flow rule's `cluster_mode` settings: the `cluster_config` mapping,
+//! each field at its position, and the check across the rules of a file
+//! that rules sharing a flow id share one threshold.
+
+use sentinel_core::RuleError;
+use sentinel_core::flow::{ClusterFlowConfig, ClusterThresholdType, FlowRule, cluster_problems};
+
+use super::fields::RuleFields;
+use super::scalar::{Scalar, resolve};
+use super::tree::{Node, Value};
+use crate::error::{Position, Problem, RuleRef};
+
+const FIELD: &str = "cluster_config";
+const KNOWN: &[&str] = &[
+    "flow_id",
+    "threshold_type",
+    "fallback_to_local_when_fail",
+    "sample_count",
+    "window_interval_ms",
+];
+
+/// `cluster_config` as read, with where each of its fields was written.
+#[derive(Default)]
+pub(crate) struct Read {
+    pub(crate) config: ClusterFlowConfig,
+    positions: Vec<(String, Position)>,
+    /// Sub-fields already reported (the core's word on them is dropped).
+    bad: Vec<String>,
+}
+
+impl Read {
+    /// Where a core error on `cluster_config.<field>` points.
+    pub(crate) fn position_of(&self, error: &RuleError) -> Option<Position> {
+        self.positions
+            .iter()
+            .find(|(name, _)| name == error.field)
+            .map(|(_, pos)| *pos)
+    }
+
+    /// Whether the core's `error` is about a sub-field already reported.
+    pub(crate) fn reported(&self, error: &RuleError) -> bool {
+        self.bad.iter().any(|name| name == error.field)
+    }
+}
+
+/// Reads the `cluster_config` mapping of a flow rule.
+pub(crate) fn config(f: &mut RuleFields<'_>) -> Read {
+    let mut read = Read::default();
+    let Some(node) = f.take(FIELD) else {
+        return read;
+    };
+    let Value::Map(entries) = &node.value else {
+        let message = format!("must be a mapping, got {}", node.value.describe());
+        f.report_in(FIELD, FIELD.to_owned(), node.pos, message);
+        return read;
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    for (key, value) in entries {
+        let name = match &key.value {
+            Value::Scalar { text, .. } => text.as_str(),
+            _ => "?",
+        };
+        let part = format!("{FIELD}.{name}");
+        if !KNOWN.contains(&name) || seen.contains(&name) {
+            let message = match seen.contains(&name) {
+                true => "is written twice".to_owned(),
+                false => format!(
+                    "is not a field of cluster_config (known: {})",
+                    KNOWN.join(", ")
+                ),
+            };
+            f.report_in(FIELD, part, key.pos, message);
+            continue;
+        }
+        seen.push(name);
+        read.positions.push((part.clone(), value.pos));
+        let c = &mut read.config;
+        let result = match name {
+            "flow_id" => whole(value, u64::MAX.into()).map(|n| c.flow_id = n.map(|n| n as u64)),
+            "sample_count" => whole(value, u32::MAX.into())
+                .map(|n| c.sample_count = n.map_or(c.sample_count, |n| n as u32)),
+            "window_interval_ms" => whole(value, u64::MAX.into())
+                .map(|n| c.window_interval_ms = n.map_or(c.window_interval_ms, |n| n as u64)),
+            "fallback_to_local_when_fail" => flag(value).map(|b| {
+                c.fallback_to_local_when_fail = b.unwrap_or(c.fallback_to_local_when_fail)
+            }),
+            _ => threshold_type(value).map(|t| c.threshold_type = t.unwrap_or(c.threshold_type)),
+        };
+        if let Err(message) = result {
+            f.report_in(FIELD, part.clone(), value.pos, message);
+            read.bad.push(part);
+        }
+    }
+    read
+}
+
+fn scalar(node: &Node) -> Option<Scalar<'_>> {
+    match &node.value {
+        Value::Scalar { text, plain } => Some(resolve(text, *plain)),
+        _ => None,
+    }
+}
+
+/// A whole number in `0..=max`, `None` for null.
+fn whole(node: &Node, max: i128) -> Result<Option<i128>, String> {
+    match scalar(node) {
+        Some(Scalar::Null) => Ok(None),
+        Some(Scalar::Int(i)) if (0..=max).contains(&i) => Ok(Some(i)),
+        Some(Scalar::Int(i)) => Err(format!("must be a whole number in 0..={max}, got {i}")),
+        _ => Err(format!(
+            "must be a whole number in 0..={max}, got {}",
+            node.value.describe()
+        )),
+    }
+}
+
+fn flag(node: &Node) -> Result<Option<bool>, String> {
+    match scalar(node) {
+        Some(Scalar::Null) => Ok(None),
+        Some(Scalar::Bool(b)) => Ok(Some(b)),
+        _ => Err(format!(
+            "must be true or false, got {}",
+            node.value.describe()
+        )),
+    }
+}
+
+fn threshold_type(node: &Node) -> Result<Option<ClusterThresholdType>, String> {
+    match &node.value {
+        Value::Scalar { text, .. } if text == "global" => Ok(Some(ClusterThresholdType::Global)),
+        Value::Scalar { text, .. } if text == "avg_local" => {
+            Ok(Some(ClusterThresholdType::AvgLocal))
+        }
+        _ if matches!(scalar(node), Some(Scalar::Null)) => Ok(None),
+        other => Err(format!(
+            "must be one of global, avg_local, got {}",
+            other.describe()
+        )),
+    }
+}
+
+/// The flow rules of a file's `flow` list, then the problems between them:
+/// each rule whose flow id another rule uses with another threshold is
+/// reported at its `flow_id`.
+pub(crate) fn flow_rules(
+    nodes: &[Node],
+    problems: &mut Vec<Problem>,
+    max_name_len: usize,
+) -> Vec<FlowRule> {
+    let mut rules = Vec::new();
+    let mut read_from = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        if let Some(rule) = super::kinds::flow(i, node, max_name_len, problems) {
+            rules.push(rule);
+            read_from.push(i);
+        }
+    }
+    for error in cluster_problems(&rules) {
+        let index = read_from[error.index];
+        let node = &nodes[index];
+        problems.push(Problem {
+            rule: Some(RuleRef {
+                kind: "flow",
+                index,
+                resource: Some(error.resource.clone()),
+            }),
+            field: Some(error.field.to_owned()),
+            ..Problem::new(
+                Some(flow_id_position(node).unwrap_or(node.pos)),
+                error.message,
+            )
+        });
+    }
+    rules
+}
+
+/// Where `cluster_config.flow_id` is written in a rule's mapping.
+fn flow_id_position(rule: &Node) -> Option<Position> {
+    let field = |node: &Node, name: &str| -> Option<Position> {
+        let Value::Map(entries) = &node.value else {
+            return None;
+        };
+        entries.iter().find_map(|(key, value)| match &key.value {
+            Value::Scalar { text, .. } if text == name => Some(value.pos),
+            _ => None,
+        })
+    };
+    let Value::Map(entries) = &rule.value else {
+        return None;
+    };
+    let config = entries.iter().find_map(|(key, value)| match &key.value {
+        Value::Scalar { text, .. } if text == FIELD => Some(value),
+        _ => None,
+    })?;
+    field(config, "flow_id")
+}
