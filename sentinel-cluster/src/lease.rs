@@ -8,6 +8,11 @@
 //! that has ended: those are refunded to Redis instead.
 
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+
+// Under `--cfg sentinel_loom` the lease's atomics are loom's (see `loom_tests.rs`).
+#[cfg(sentinel_loom)]
+use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
+#[cfg(not(sentinel_loom))]
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 
 use crate::config::MAX_LEASE_LIMIT;
@@ -143,7 +148,11 @@ impl Lease {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, sentinel_loom))]
+#[path = "lease/loom_tests.rs"]
+mod loom_tests;
+
+#[cfg(all(test, not(sentinel_loom)))]
 mod tests {
     use super::*;
     use std::sync::Arc;

@@ -206,6 +206,10 @@ impl ClusterTokens for Tokens {
             flow,
         }))
     }
+
+    fn render_prometheus(&self, out: &mut String) {
+        out.push_str(&crate::ClusterSnapshot::of(&self.0).to_prometheus());
+    }
 }
 
 /// The service bound to one rule: its flow found once, not per entry.

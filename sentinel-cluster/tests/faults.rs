@@ -97,6 +97,14 @@ fn an_unreachable_redis_does_not_hold_up_startup() {
         cluster.instance_id()
     );
     assert!(text.contains(&line), "{text}");
+    // The instance's own scrape carries the cluster's families too.
+    let scrape = sentinel_core::prometheus::render_prometheus(&sentinel);
+    assert!(scrape.contains("sentinel_pass_total"), "{scrape}");
+    assert!(scrape.contains(&line), "{scrape}");
+    assert!(
+        scrape.contains("# TYPE sentinel_cluster_fallback gauge"),
+        "{scrape}"
+    );
     // It keeps trying with backoff, and nothing piles up meanwhile.
     std::thread::sleep(Duration::from_millis(600));
     let later = cluster.snapshot();

@@ -91,7 +91,9 @@ const COUNTERS: [Counter; 3] = [
 
 /// The text exposition of `sentinel` now: every figure read at the call,
 /// nothing remembered from an earlier one, so any number of endpoints or
-/// scrapers may call it.
+/// scrapers may call it. With a cluster service set
+/// ([`Sentinel::set_cluster_tokens`], e.g. `sentinel-cluster`), its own
+/// families follow ([`ClusterTokens::render_prometheus`](crate::flow::ClusterTokens::render_prometheus)).
 pub fn render_prometheus(sentinel: &Sentinel) -> String {
     let now = sentinel.now_ms();
     // The same resources in every family, whatever is entered meanwhile,
@@ -186,6 +188,8 @@ pub fn render_prometheus(sentinel: &Sentinel) -> String {
     if !tracked.is_empty() {
         percentiles(&mut out, &tracked);
     }
+    // The cluster service's families (`sentinel_cluster_fallback`, ...).
+    sentinel.cluster.render_prometheus(&mut out);
     out
 }
 

@@ -144,6 +144,15 @@ pub trait ClusterTokens: Send + Sync + fmt::Debug + 'static {
         let _ = flow;
         None
     }
+
+    /// Appends the service's own metric families (Prometheus text format,
+    /// each with its `# HELP` and `# TYPE`) to a scrape of the instance
+    /// (`prometheus::render_prometheus`), so that an operator sees the
+    /// cluster's state (fallback, round trips) beside the instance's
+    /// counters. The default appends nothing.
+    fn render_prometheus(&self, out: &mut String) {
+        let _ = out;
+    }
 }
 
 /// The instance's service, if any (in an `Arc` of its own: `arc_swap`
@@ -165,6 +174,14 @@ impl fmt::Debug for ClusterHook {
 }
 
 impl ClusterHook {
+    /// The families of the instance's service, if it has one.
+    #[cfg(feature = "prometheus")]
+    pub(crate) fn render_prometheus(&self, out: &mut String) {
+        if let Some(tokens) = &*self.tokens.load() {
+            tokens.render_prometheus(out);
+        }
+    }
+
     /// Asks the rule's bound service, or the instance's; `Unavailable`
     /// when there is none. Bound: two atomic loads and a call.
     #[inline]
