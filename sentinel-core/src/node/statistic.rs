@@ -136,7 +136,7 @@ impl NodeSnapshot {
     /// The figures of several nodes together (an entrance over its
     /// children): counts and rates added, the average RT weighted by
     /// completions, the smallest non-zero minimum RT.
-    pub(crate) fn sum<'a>(parts: impl IntoIterator<Item = &'a NodeSnapshot>) -> NodeSnapshot {
+    pub fn sum<'a>(parts: impl IntoIterator<Item = &'a NodeSnapshot>) -> NodeSnapshot {
         let mut total = NodeSnapshot::default();
         for s in parts {
             total.pass_qps += s.pass_qps;

@@ -160,28 +160,6 @@ pub(super) async fn origin(State(ctx): Ctx, params: Params) -> Response {
     text(format!("id: {id}\n\n{}", table("origin", rows)))
 }
 
-/// The sum of the contexts' figures: the root's.
-fn root_figures(parts: &[&NodeSnapshot]) -> NodeSnapshot {
-    let mut total = NodeSnapshot::default();
-    let mut rt_weight = 0.0;
-    for s in parts {
-        total.pass_qps += s.pass_qps;
-        total.block_qps += s.block_qps;
-        total.success_qps += s.success_qps;
-        total.exception_qps += s.exception_qps;
-        total.concurrency += s.concurrency;
-        total.total_pass += s.total_pass;
-        total.total_block += s.total_block;
-        total.total_success += s.total_success;
-        total.total_exception += s.total_exception;
-        rt_weight += s.avg_rt * s.success_qps;
-    }
-    if total.success_qps > 0.0 {
-        total.avg_rt = rt_weight / total.success_qps;
-    }
-    total
-}
-
 /// One node of the tree as the commands walk it.
 struct Walk<'a> {
     name: &'a str,
@@ -205,7 +183,8 @@ fn walk_tree(tree: &[sentinel_core::snapshot::TreeSnapshot]) -> Walk<'_> {
             children: c.children.iter().map(node).collect(),
         })
         .collect();
-    let stats = root_figures(&contexts.iter().map(|c| &c.stats).collect::<Vec<_>>());
+    // The root's figures: its contexts' together.
+    let stats = NodeSnapshot::sum(contexts.iter().map(|c| &c.stats));
     Walk {
         name: ROOT,
         stats,
