@@ -12,8 +12,9 @@ use crate::cache::NameCache;
 /// [`max_resource_names`](crate::SentinelLayer::max_resource_names) distinct
 /// names: still counted and still checked (rules can name it), never a new
 /// resource per name. A name that a loaded rule mentions
-/// ([`Sentinel::is_reserved`]) is never sent here: it keeps its own
-/// resource, past the cap, so its rules apply.
+/// ([`Sentinel::is_reserved`](sentinel_core::Sentinel::is_reserved)) is
+/// never sent here: it keeps its own resource, past the cap, so its rules
+/// apply.
 pub const OVERFLOW_RESOURCE: &str = "sentinel-tower:overflow";
 
 /// The default cap on distinct resource names one layer makes.
