@@ -11,8 +11,9 @@ use sentinel_core::{BlockError, EntryType, Sentinel};
 use tower_layer::Layer;
 
 use crate::block::{BlockFn, ErrorCheck};
+use crate::cache::NameCache;
 use crate::headers::HeaderSettings;
-use crate::name::{DEFAULT_MAX_RESOURCE_NAMES, Head, NameCache, Namer};
+use crate::name::{DEFAULT_MAX_RESOURCE_NAMES, Head, Namer};
 use crate::route::RouteMemo;
 use crate::service::SentinelService;
 

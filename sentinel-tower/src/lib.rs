@@ -37,6 +37,7 @@
 
 mod block;
 mod body;
+mod cache;
 mod future;
 mod headers;
 mod layer;

@@ -1,21 +1,20 @@
-//! Resource names of requests: the route template or a cleaned path, and a
-//! bounded cache of [`Resource`] handles so a known name costs one lookup.
+//! Resource names of requests: the route template or a cleaned path.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use http::request::Parts;
-use sentinel_core::{Resource, Sentinel};
+use sentinel_core::Resource;
+
+use crate::cache::NameCache;
 
 /// The resource every request is entered as once the layer has seen
 /// [`max_resource_names`](crate::SentinelLayer::max_resource_names) distinct
 /// names: still counted and still checked (rules can name it), never a new
 /// resource per name. A name that a loaded rule mentions
-/// ([`Sentinel::is_reserved`]) is never sent here: it keeps its own
-/// resource, past the cap, so its rules apply.
+/// ([`Sentinel::is_reserved`](sentinel_core::Sentinel::is_reserved)) is
+/// never sent here: it keeps its own resource, past the cap, so its rules
+/// apply.
 pub const OVERFLOW_RESOURCE: &str = "sentinel-tower:overflow";
 
 /// The default cap on distinct resource names one layer makes.
@@ -51,22 +50,27 @@ fn has_id(path: &str) -> bool {
     path.as_bytes().split(|b| *b == b'/').any(is_id)
 }
 
-/// Appends `path` to `out` with its identifier segments as `{id}`.
+/// Appends `path` to `out` with its identifier segments as `{id}`. The
+/// text between identifiers is copied in one piece (a copy per segment
+/// cost more than the scan).
 fn push_cleaned(out: &mut String, path: &str) {
-    for (i, segment) in path.split('/').enumerate() {
-        if i > 0 {
-            out.push('/');
+    let bytes = path.as_bytes();
+    // Where the text not yet copied starts, and where the segment starts.
+    let (mut copied, mut start) = (0, 0);
+    while start <= bytes.len() {
+        let end = bytes[start..]
+            .iter()
+            .position(|b| *b == b'/')
+            .map_or(bytes.len(), |i| start + i);
+        if is_id(&bytes[start..end]) {
+            // `start` and `end` border a `/` or an end: char boundaries.
+            out.push_str(&path[copied..start]);
+            out.push_str("{id}");
+            copied = end;
         }
-        out.push_str(if looks_like_id(segment) {
-            "{id}"
-        } else {
-            segment
-        });
+        start = end + 1;
     }
-}
-
-fn looks_like_id(segment: &str) -> bool {
-    is_id(segment.as_bytes())
+    out.push_str(&path[copied..]);
 }
 
 fn is_id(bytes: &[u8]) -> bool {
@@ -112,39 +116,37 @@ impl Namer {
         matches!(self, Namer::Custom(_))
     }
 
-    /// Calls `f` with the resource name of `head`; a name that fits a
-    /// stack buffer is built without allocating. `parts` is `Some` when
+    /// Calls `f` with the resource of `head`, from `names`. The default
+    /// names are looked up by method and path (the template, or the path
+    /// as it is when it has no identifier) without joining them; a cleaned
+    /// path is written into this thread's buffer. `parts` is `Some` when
     /// [`needs_parts`](Self::needs_parts).
     #[inline]
-    pub(crate) fn with_name<T>(
+    pub(crate) fn with_resource<T>(
         &self,
+        names: &NameCache,
         head: &impl Head,
         parts: Option<&Parts>,
-        f: impl FnOnce(&str) -> T,
+        f: impl FnOnce(&Resource<'static>) -> T,
     ) -> T {
         match self {
-            Namer::Custom(name) => f(&name(parts.expect("a custom namer is given the parts"))),
+            Namer::Custom(name) => {
+                names.with(&name(parts.expect("a custom namer is given the parts")), f)
+            }
             Namer::Route(cleaner) => {
-                let method = head.method().as_str();
+                let method = head.method();
                 #[cfg(feature = "axum")]
                 if let Some(matched) = head.extensions().get::<axum::extract::MatchedPath>() {
-                    return with_joined(method, matched.as_str(), f);
+                    return names.with_route(method, matched.as_str(), f);
                 }
                 let path = head.uri().path();
                 match cleaner {
+                    None if !has_id(path) => names.with_route(method, path, f),
                     None => with_buffer(
-                        |name| {
-                            name.push_str(method);
-                            name.push(':');
-                            if has_id(path) {
-                                push_cleaned(name, path);
-                            } else {
-                                name.push_str(path);
-                            }
-                        },
-                        f,
+                        |cleaned| push_cleaned(cleaned, path),
+                        |cleaned| names.with_route(method, cleaned, f),
                     ),
-                    Some(cleaner) => with_joined(method, &cleaner(path), f),
+                    Some(cleaner) => names.with_route(method, &cleaner(path), f),
                 }
             }
         }
@@ -201,7 +203,7 @@ thread_local! {
 const MAX_KEPT: usize = 1_024;
 
 /// `method:path`, in this thread's buffer.
-fn with_joined<T>(method: &str, path: &str, f: impl FnOnce(&str) -> T) -> T {
+pub(crate) fn with_joined<T>(method: &str, path: &str, f: impl FnOnce(&str) -> T) -> T {
     with_buffer(
         |name| {
             name.push_str(method);
@@ -239,96 +241,6 @@ fn with_buffer<T>(fill: impl Fn(&mut String), f: impl FnOnce(&str) -> T) -> T {
     }
 }
 
-type Map = HashMap<Box<str>, Arc<Resource<'static>>, foldhash::fast::RandomState>;
-
-/// Resource handles by name, at most `max` of them; read without a lock.
-pub(crate) struct NameCache {
-    sentinel: &'static Sentinel,
-    map: ArcSwap<Map>,
-    max: usize,
-    overflow: OnceLock<Resource<'static>>,
-    refused: AtomicU64,
-    insert: Mutex<()>,
-}
-
-impl NameCache {
-    pub(crate) fn new(sentinel: &'static Sentinel, max: usize) -> Self {
-        NameCache {
-            sentinel,
-            map: ArcSwap::from_pointee(Map::default()),
-            max,
-            overflow: OnceLock::new(),
-            refused: AtomicU64::new(0),
-            insert: Mutex::new(()),
-        }
-    }
-
-    pub(crate) fn sentinel(&self) -> &'static Sentinel {
-        self.sentinel
-    }
-
-    pub(crate) fn refused(&self) -> u64 {
-        self.refused.load(Ordering::Relaxed)
-    }
-
-    /// Calls `f` with the handle of `name`, made on first sight; the
-    /// overflow resource once `max` names are known, unless a rule names
-    /// it. A known name costs a lock-free map read and no reference count.
-    #[inline]
-    pub(crate) fn with<T>(&self, name: &str, f: impl FnOnce(&Resource<'static>) -> T) -> T {
-        let map = self.map.load();
-        if let Some(resource) = map.get(name) {
-            return f(resource);
-        }
-        if map.len() >= self.max && !self.sentinel.is_reserved(name) {
-            // Full: no lock for names that can never be added (asking the
-            // instance takes none either).
-            return f(self.overflow(name));
-        }
-        drop(map);
-        f(&self.insert(name))
-    }
-
-    #[cold]
-    fn insert(&self, name: &str) -> Arc<Resource<'static>> {
-        // One writer at a time: the map is copied on write, and names are
-        // bounded, so a copy is at most `max` entries.
-        let _writer = self
-            .insert
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let current = self.map.load_full();
-        if let Some(resource) = current.get(name) {
-            return Arc::clone(resource);
-        }
-        // A name that rules mention is cached past the cap: their names
-        // are bounded by the rules, not by traffic.
-        if current.len() >= self.max && !self.sentinel.is_reserved(name) {
-            return Arc::new(self.overflow(name).clone());
-        }
-        let resource = Arc::new(self.sentinel.resource(name));
-        let mut next = Map::clone(&current);
-        next.insert(name.into(), Arc::clone(&resource));
-        self.map.store(Arc::new(next));
-        resource
-    }
-
-    /// The overflow resource, for `name` refused by the cap.
-    #[cold]
-    fn overflow(&self, name: &str) -> &Resource<'static> {
-        if self.refused.fetch_add(1, Ordering::Relaxed) == 0 {
-            tracing::warn!(
-                resource = name,
-                max = self.max,
-                overflow = OVERFLOW_RESOURCE,
-                "sentinel-tower: resource name cap reached; further names enter the overflow resource"
-            );
-        }
-        self.overflow
-            .get_or_init(|| self.sentinel.resource(OVERFLOW_RESOURCE))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,19 +257,62 @@ mod tests {
 
     #[test]
     fn the_default_namer_cleans_into_the_name_and_a_users_cleaner_is_used() {
+        let sentinel: &'static sentinel_core::Sentinel =
+            Box::leak(Box::new(sentinel_core::Sentinel::builder().build()));
+        let names = NameCache::new(sentinel, 100);
         let request = http::Request::post("/orders/42/items/deadbeefdeadbeef?x=1")
             .body(())
             .unwrap();
-        let name = |namer: &Namer| namer.with_name(&request, None, str::to_owned);
-        assert_eq!(
-            name(&Namer::default_route()),
-            "POST:/orders/{id}/items/{id}"
-        );
+        let name = |namer: &Namer, request: &http::Request<()>| {
+            namer.with_resource(&names, request, None, |r| r.name().to_owned())
+        };
+        let default = Namer::default_route();
+        assert_eq!(name(&default, &request), "POST:/orders/{id}/items/{id}");
+        // Known now: found again, by its cleaned path.
+        assert_eq!(name(&default, &request), "POST:/orders/{id}/items/{id}");
         let upper = Namer::Route(Some(Arc::new(|path: &str| Cow::Owned(path.to_uppercase()))));
-        assert_eq!(name(&upper), "POST:/ORDERS/42/ITEMS/DEADBEEFDEADBEEF");
+        assert_eq!(
+            name(&upper, &request),
+            "POST:/ORDERS/42/ITEMS/DEADBEEFDEADBEEF"
+        );
         let plain = http::Request::get("/health").body(()).unwrap();
-        let name = Namer::default_route().with_name(&plain, None, str::to_owned);
-        assert_eq!(name, "GET:/health");
+        assert_eq!(name(&default, &plain), "GET:/health");
+        assert_eq!(name(&default, &plain), "GET:/health");
+        let odd = http::Request::builder()
+            .method("PURGE")
+            .uri("/health")
+            .body(())
+            .unwrap();
+        assert_eq!(name(&default, &odd), "PURGE:/health");
+        assert_eq!(name(&default, &odd), "PURGE:/health");
+    }
+
+    #[test]
+    fn cleaning_in_runs_matches_cleaning_segment_by_segment() {
+        let by_segment = |path: &str| {
+            path.split('/')
+                .map(|s| if is_id(s.as_bytes()) { "{id}" } else { s })
+                .collect::<Vec<_>>()
+                .join("/")
+        };
+        for path in [
+            "",
+            "/",
+            "42",
+            "/42",
+            "/42/",
+            "//",
+            "/a//42",
+            "/a/42/b/7",
+            "/é/42/ü",
+            "/a/deadbeefdeadbeef",
+            "42/x/42",
+            "/orders",
+        ] {
+            let mut cleaned = String::new();
+            push_cleaned(&mut cleaned, path);
+            assert_eq!(cleaned, by_segment(path), "{path:?}");
+        }
     }
 
     #[test]
@@ -369,17 +324,5 @@ mod tests {
             with_joined("POST", "/y", |inner| assert_eq!(inner, "POST:/y"));
             assert_eq!(outer, "GET:/x");
         });
-    }
-
-    #[test]
-    fn names_past_the_cap_share_the_overflow_resource() {
-        let sentinel: &'static Sentinel = Box::leak(Box::new(Sentinel::builder().build()));
-        let cache = NameCache::new(sentinel, 2);
-        let name = |n: &str| cache.with(n, |resource| resource.name().to_owned());
-        assert_eq!(name("a"), "a");
-        assert_eq!(name("b"), "b");
-        assert_eq!(name("c"), OVERFLOW_RESOURCE);
-        assert_eq!(name("a"), "a");
-        assert_eq!(cache.refused(), 1);
     }
 }

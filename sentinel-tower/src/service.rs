@@ -54,15 +54,14 @@ impl Config {
         if let Some(resource) = self.route.get(head.method(), head.extensions()) {
             return self.enter(resource, head, parts);
         }
-        self.namer.with_name(head, parts, |name| {
-            self.names.with(name, |resource| {
+        self.namer
+            .with_resource(&self.names, head, parts, |resource| {
                 if !self.namer.needs_parts() {
                     self.route
                         .remember(head.method(), head.extensions(), resource);
                 }
                 self.enter(resource, head, parts)
             })
-        })
     }
 
     /// Enters `resource` for a request.
