@@ -2,32 +2,14 @@
 //! problem refused with nothing changed, conflicts, permissions, symlinks,
 //! and other layouts. Each test has its own Sentinel and directory.
 
+mod support;
+
 use std::fs;
-use std::path::{Path, PathBuf};
 
 use sentinel_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_core::flow::FlowRule;
-use sentinel_core::{ManualClock, RuleBook, Sentinel};
-use sentinel_rules::{LoadOptions, RuleChange, RuleFileStore, StoreError};
-
-fn sentinel() -> Sentinel {
-    Sentinel::builder()
-        .clock(ManualClock::new(1_700_000_000_000))
-        .build()
-}
-
-fn temp_file(text: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("rules.yaml");
-    fs::write(&path, text).unwrap();
-    (dir, path)
-}
-
-fn book(path: &Path) -> RuleBook {
-    sentinel_rules::load_file(path, &LoadOptions::default())
-        .unwrap()
-        .book
-}
+use sentinel_rules::{RuleChange, RuleFileStore, StoreError};
+use support::{book, sentinel, temp_file};
 
 /// Every kind, a version, percentiles and comments everywhere.
 const COMMENTED: &str = "\

@@ -1,32 +1,14 @@
 //! `RuleFileStore` on files of every layout: the annotated example, a flow
 //! mapping, an empty file, CRLF line ends, a file that does not parse.
 
+mod support;
+
 use std::fs;
-use std::path::{Path, PathBuf};
 
 use sentinel_core::flow::FlowRule;
 use sentinel_core::system::SystemRule;
-use sentinel_core::{ManualClock, RuleBook, Sentinel};
 use sentinel_rules::{LoadOptions, RuleChange, RuleFileStore};
-
-fn sentinel() -> Sentinel {
-    Sentinel::builder()
-        .clock(ManualClock::new(1_700_000_000_000))
-        .build()
-}
-
-fn temp_file(text: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("rules.yaml");
-    fs::write(&path, text).unwrap();
-    (dir, path)
-}
-
-fn book(path: &Path) -> RuleBook {
-    sentinel_rules::load_file(path, &LoadOptions::default())
-        .unwrap()
-        .book
-}
+use support::{book, sentinel, temp_file};
 
 #[test]
 fn a_flow_mapping_file_is_rewritten_whole() {
