@@ -2,8 +2,13 @@
 //! entry and exit with `valgrind --tool=callgrind` (noise-free, unlike
 //! timings on a shared machine). Cases: `name` (`entry("res")`, no rule),
 //! `handle` (a `Resource` handle, no rule), `pass` (a reject QPS rule that
-//! never blocks), `block` (one that always blocks). Run it with 0 and with
-//! N entries and divide the difference by N, so that setup cancels out:
+//! never blocks), `block` (one that always blocks), `breaker` (one closed
+//! circuit breaker), `param` (a hot-parameter QPS rule on a short string),
+//! `authority` (a white list with the caller's origin), `system` (a system
+//! QPS limit on an inbound entry), `user` (a user slot that never
+//! refuses, among the rule checks). No case but `block` refuses. Run it
+//! with 0 and with N entries and divide the difference by N, so that setup
+//! cancels out:
 //!
 //! ```sh
 //! cargo build --release -p examples --example entry_loop
@@ -11,31 +16,85 @@
 //! valgrind --tool=callgrind target/release/examples/entry_loop handle 100000
 //! ```
 
+use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_core::flow::FlowRule;
-use sentinel_core::{ManualClock, Sentinel};
+use sentinel_core::hotspot::ParamFlowRule;
+use sentinel_core::slot::{EntryContext, Slot, order};
+use sentinel_core::system::SystemRule;
+use sentinel_core::{BlockError, EntryType, ManualClock, ParamValue, Sentinel};
+
+/// A threshold no case reaches.
+const NEVER: f64 = 1e12;
+/// Per second per value: the most a hot-parameter rule takes, and more
+/// than one thread reaches here.
+const PER_VALUE: f64 = 6e7;
+
+/// A user slot that lets every entry through.
+#[derive(Debug)]
+struct Open;
+
+impl Slot for Open {
+    fn order(&self) -> i32 {
+        order::FLOW - 1
+    }
+    fn entry(&self, _: &EntryContext<'_>) -> Result<(), BlockError> {
+        Ok(())
+    }
+}
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let case = args.next().unwrap_or_default();
     let n: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let clock = ManualClock::new(1_700_000_000_000);
-    let sentinel = Sentinel::builder().clock(clock.clone()).build();
-    let count = match case.as_str() {
-        "pass" => Some(1e12),
-        "block" => Some(0.0),
-        _ => None,
+    let mut builder = Sentinel::builder().clock(clock.clone());
+    if case == "user" {
+        builder = builder.slot(Open);
+    }
+    let sentinel = builder.build();
+    let load = |result: Result<_, _>| {
+        result.expect("valid rules");
     };
-    if let Some(count) = count {
-        sentinel
-            .flow_rules()
-            .load(vec![FlowRule::new("res", count)])
-            .unwrap();
+    match case.as_str() {
+        "pass" => load(
+            sentinel
+                .flow_rules()
+                .load(vec![FlowRule::new("res", NEVER)]),
+        ),
+        "block" => load(sentinel.flow_rules().load(vec![FlowRule::new("res", 0.0)])),
+        "breaker" => load(sentinel.degrade_rules().load(vec![DegradeRule::new(
+            "res",
+            DegradeGrade::ErrorRatio,
+            0.5,
+        )])),
+        "param" => load(
+            sentinel
+                .param_flow_rules()
+                .load(vec![ParamFlowRule::new("res", 0, PER_VALUE)]),
+        ),
+        "authority" => load(sentinel.authority_rules().load(vec![AuthorityRule::new(
+            "res",
+            AuthorityStrategy::White,
+            ["checkout", "ops"],
+        )])),
+        "system" => load(sentinel.system_rules().load(vec![SystemRule {
+            qps: Some(NEVER),
+            ..SystemRule::default()
+        }])),
+        _ => {}
     }
     let handle = sentinel.resource("res");
     let mut passed = 0u64;
     for i in 0..n {
         let entry = match case.as_str() {
             "name" => sentinel.entry("res"),
+            "param" => handle
+                .builder()
+                .args(&[ParamValue::from("sku-12345")])
+                .enter(),
+            "authority" => handle.builder().origin("checkout").enter(),
+            "system" => handle.builder().entry_type(EntryType::Inbound).enter(),
             _ => handle.entry(),
         };
         passed += u64::from(entry.is_ok());
@@ -44,5 +103,7 @@ fn main() {
             clock.advance_ms(1);
         }
     }
+    let expected = if case == "block" { 0 } else { n };
+    assert_eq!(passed, expected, "case {case}: passed {passed} of {n}");
     std::hint::black_box(passed);
 }

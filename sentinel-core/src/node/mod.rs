@@ -1,6 +1,7 @@
 //! Nodes: where statistics are kept (per resource, per context, per origin,
 //! and the inbound total) and how they form the invocation tree.
 
+pub(crate) mod invocation;
 pub(crate) mod overflow;
 pub(crate) mod registry;
 mod resource;

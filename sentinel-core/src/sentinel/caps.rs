@@ -49,7 +49,7 @@ impl Sentinel {
     /// How many entries named a context new past `max_contexts` (or longer
     /// than `max_name_len`), and ran in the default context instead.
     pub fn refused_contexts(&self) -> u64 {
-        self.contexts.refused()
+        self.tree.contexts.refused()
     }
 
     /// How many entries named an origin new past `max_origins` of their
@@ -106,9 +106,9 @@ impl Sentinel {
             },
             contexts: CapUsage {
                 // The default context is made first, by the instance.
-                max: self.contexts.cap().saturating_sub(1),
-                used: (self.contexts.len() - self.contexts.reserved()).saturating_sub(1),
-                reserved: self.contexts.reserved(),
+                max: self.tree.contexts.cap().saturating_sub(1),
+                used: (self.tree.contexts.len() - self.tree.contexts.reserved()).saturating_sub(1),
+                reserved: self.tree.contexts.reserved(),
                 refused: self.refused_contexts(),
             },
             origins: CapUsage {
@@ -139,7 +139,8 @@ impl Sentinel {
                     NameOf::Resource => named.extend(self.reserve_resource(name.name)),
                     NameOf::Context => {
                         let context = name.name;
-                        self.contexts
+                        self.tree
+                            .contexts
                             .reserve(context, |_| EntranceNode::new(context));
                     }
                     NameOf::Origin => {

@@ -7,8 +7,9 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::{Checked, Sentinel, Unadmitted};
+use super::Sentinel;
 use crate::entry::Request;
+use crate::slot::chain::{self, Checked, Unadmitted};
 use crate::{Entry, ParamValue};
 
 /// What [`EntryBuilder::enter_or_queue`](crate::EntryBuilder::enter_or_queue)
@@ -91,7 +92,7 @@ impl<'s> Queued<'s> {
         request.origin = &waiting.origin;
         request.args = &waiting.args;
         let now = sentinel.clock.now_ms().max(checked.pass_ms);
-        sentinel.admit(&request, &mut checked, now)
+        chain::admit(sentinel, &request, &mut checked, now)
     }
 }
 
@@ -111,12 +112,17 @@ impl Sentinel {
         &'s self,
         request: Request<'_, 's>,
     ) -> Result<Entering<'s>, crate::BlockError> {
-        let Some(mut checked) = self.begin(&request)? else {
+        let Some(mut checked) = chain::check(self, &request)? else {
             return Ok(Entering::Entered(Entry::pass_through()));
         };
         if checked.wait_ns == 0 {
             let now = checked.pass_ms;
-            return Ok(Entering::Entered(self.admit(&request, &mut checked, now)));
+            return Ok(Entering::Entered(chain::admit(
+                self,
+                &request,
+                &mut checked,
+                now,
+            )));
         }
         Ok(Entering::Queued(Queued::new(self, &request, checked)))
     }

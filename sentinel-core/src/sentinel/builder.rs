@@ -1,0 +1,165 @@
+//! `SentinelBuilder`: the settings of an instance of its own (clock, caps,
+//! windows, machine status, user slots).
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use parking_lot::Mutex;
+
+use super::Sentinel;
+use super::clock::InstanceClock;
+use super::rules::InstanceRules;
+use crate::Clock;
+use crate::flow::ClusterHook;
+use crate::log::BlockLedger;
+use crate::node::StatisticNode;
+use crate::node::invocation::InvocationTree;
+use crate::node::overflow::{OriginCap, Overflow};
+use crate::node::registry::Registry;
+use crate::rules::AllListeners;
+use crate::slot::{Slot, UserSlots};
+use crate::stat::StatConfig;
+use crate::system::{ProcStatus, SystemStatus};
+
+/// The default cap on resources.
+pub const DEFAULT_MAX_RESOURCES: usize = 6_000;
+/// The default cap on named contexts.
+pub const DEFAULT_MAX_CONTEXTS: usize = 2_000;
+/// The default cap on origins per resource.
+pub const DEFAULT_MAX_ORIGINS: usize = 1_000;
+/// The default limit on the length of a name (resource, context, origin),
+/// in bytes.
+pub const DEFAULT_MAX_NAME_LEN: usize = 1_024;
+
+/// Settings for a [`Sentinel`] of its own.
+#[derive(Default)]
+pub struct SentinelBuilder {
+    clock: Option<Arc<dyn Clock>>,
+    max_resources: Option<usize>,
+    max_contexts: Option<usize>,
+    max_origins: Option<usize>,
+    max_name_len: Option<usize>,
+    stat: StatConfig,
+    slots: Vec<Arc<dyn Slot>>,
+    status: Option<Arc<dyn SystemStatus>>,
+}
+
+impl SentinelBuilder {
+    /// The clock (default: [`SystemClock`](crate::SystemClock)). Tests pass a
+    /// [`ManualClock`](crate::ManualClock); a clock that goes backwards is
+    /// read as standing still.
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// At most this many resources that no rule names are counted and
+    /// checked (default [`DEFAULT_MAX_RESOURCES`]); entries of new names
+    /// past it pass unchecked, are counted in
+    /// [`Sentinel::refused_resources`], and the first is logged. A resource
+    /// that a loaded rule names (every kind, a relate rule's `ref_resource`
+    /// included) has its node made when the rule is loaded, outside the
+    /// cap: a cap filled by other names never switches a rule off.
+    pub fn max_resources(mut self, max: usize) -> Self {
+        self.max_resources = Some(max);
+        self
+    }
+
+    /// At most this many named contexts that no rule names (default
+    /// [`DEFAULT_MAX_CONTEXTS`]); an entry naming a new context past it is
+    /// counted and checked in the default context instead, and counted in
+    /// [`Sentinel::refused_contexts`]. Contexts of chain rules are made
+    /// when the rule is loaded, outside the cap.
+    pub fn max_contexts(mut self, max: usize) -> Self {
+        self.max_contexts = Some(max);
+        self
+    }
+
+    /// At most this many origins per resource that no rule names (default
+    /// [`DEFAULT_MAX_ORIGINS`]); past it an entry counts on its resource and
+    /// on one origin node that every origin past the cap shares
+    /// ([`ResourceNode::origins_past_cap`](crate::node::ResourceNode::origins_past_cap)), so a `limit_app: other` flow
+    /// rule limits them together (counted in [`Sentinel::refused_origins`]).
+    /// Origins named by flow `limit_app` and authority lists are made when
+    /// the rule is loaded, outside the cap.
+    pub fn max_origins(mut self, max: usize) -> Self {
+        self.max_origins = Some(max);
+        self
+    }
+
+    /// The longest name, in bytes, of a resource, context or origin
+    /// (default [`DEFAULT_MAX_NAME_LEN`]). A rule naming a longer one is
+    /// refused when loaded; an entry with a longer name is treated as past
+    /// the cap (passes unchecked, counted as refused, never stored).
+    pub fn max_name_len(mut self, bytes: usize) -> Self {
+        self.max_name_len = Some(bytes);
+        self
+    }
+
+    /// The windows of every node (default: 1 s in 2 buckets, 60 s in 60).
+    pub fn stat_config(mut self, config: StatConfig) -> Self {
+        self.stat = config;
+        self
+    }
+
+    /// Where system rules read the machine's load and CPU usage (default:
+    /// [`ProcStatus`], `/proc` on Linux); tests pass a
+    /// [`ManualStatus`](crate::system::ManualStatus).
+    pub fn system_status(mut self, status: impl SystemStatus) -> Self {
+        self.status = Some(Arc::new(status));
+        self
+    }
+
+    /// Adds a user slot, placed by its [`order`](Slot::order).
+    pub fn slot(mut self, slot: impl Slot) -> Self {
+        self.slots.push(Arc::new(slot));
+        self
+    }
+
+    /// The instance.
+    pub fn build(self) -> Sentinel {
+        let max_name_len = self.max_name_len.unwrap_or(DEFAULT_MAX_NAME_LEN);
+        Sentinel {
+            clock: InstanceClock::new(self.clock),
+            resources: Registry::new(
+                self.max_resources.unwrap_or(DEFAULT_MAX_RESOURCES),
+                max_name_len,
+                Overflow::new("resources"),
+            ),
+            tree: InvocationTree::new(
+                self.max_contexts.unwrap_or(DEFAULT_MAX_CONTEXTS),
+                max_name_len,
+            ),
+            inbound: StatisticNode::new(&self.stat),
+            user_slots: UserSlots::new(self.slots),
+            enabled: AtomicBool::new(true),
+            origin_cap: Arc::new(OriginCap::new(
+                self.max_origins.unwrap_or(DEFAULT_MAX_ORIGINS),
+                max_name_len,
+            )),
+            max_name_len,
+            named_by_rules: Mutex::new(Vec::new()),
+            config: self.stat,
+            rules: InstanceRules::default(),
+            listeners: AllListeners::default(),
+            status: self.status.unwrap_or_else(|| Arc::new(ProcStatus)),
+            blocks: BlockLedger::default(),
+            cluster: ClusterHook::default(),
+        }
+    }
+}
+
+impl fmt::Debug for SentinelBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SentinelBuilder")
+            .field("clock", &self.clock)
+            .field("max_resources", &self.max_resources)
+            .field("max_contexts", &self.max_contexts)
+            .field("max_origins", &self.max_origins)
+            .field("max_name_len", &self.max_name_len)
+            .field("stat", &self.stat)
+            .field("slots", &self.slots)
+            .finish()
+    }
+}

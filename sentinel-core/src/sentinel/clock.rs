@@ -1,0 +1,38 @@
+//! The instance's time: the system clock read directly, or a user's clock
+//! (a `ManualClock` in tests) kept from going backwards.
+
+use std::sync::Arc;
+
+use crate::{Clock, MonotonicClock, SystemClock};
+
+/// The instance's time. The system clock is monotonic already and read
+/// without indirection; any other clock is read through [`MonotonicClock`].
+pub(crate) enum InstanceClock {
+    System(SystemClock),
+    Custom(MonotonicClock<Arc<dyn Clock>>),
+}
+
+impl InstanceClock {
+    /// The system clock, or `clock` made monotonic.
+    pub(crate) fn new(clock: Option<Arc<dyn Clock>>) -> Self {
+        match clock {
+            None => InstanceClock::System(SystemClock),
+            Some(clock) => InstanceClock::Custom(MonotonicClock::new(clock)),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn now_ms(&self) -> u64 {
+        match self {
+            InstanceClock::System(clock) => clock.now_ms(),
+            InstanceClock::Custom(clock) => clock.now_ms(),
+        }
+    }
+
+    pub(crate) fn now_nanos(&self) -> u64 {
+        match self {
+            InstanceClock::System(clock) => clock.now_nanos(),
+            InstanceClock::Custom(clock) => clock.now_nanos(),
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! An instance's rules: the managers users load them through, the set in
+//! force (every kind, swapped as one), and the per-thread cache that lets
+//! an entry read the set without touching the `ArcSwap`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use arc_swap::{ArcSwap, Guard};
+use parking_lot::Mutex;
+
+use super::Sentinel;
+use crate::authority::{self, AuthorityRule};
+use crate::degrade::{self, DegradeRule};
+use crate::flow::{self, FlowRules};
+use crate::hotspot::{self, ParamFlowRule};
+use crate::rules::{RuleManager, RuleSet, RuleSetParts};
+use crate::system::{self, SystemRule};
+
+/// Instance ids, for the per-thread rule cache.
+static NEXT_UID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The rule set this thread last used: instance id, version, set.
+    static RULES_CACHE: std::cell::RefCell<Option<(u64, u32, Arc<RuleSet>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The rule set in force, its version, and what loads serialise on.
+pub(crate) struct InstanceRules {
+    /// Every rule kind, swapped as one.
+    set: ArcSwap<RuleSet>,
+    /// The version of `set`, stored after it (0: no rule loaded yet).
+    version: AtomicU32,
+    /// This instance among all (for the per-thread rule cache).
+    uid: u64,
+    /// Serialises rule loads (each builds on the set in force).
+    pub(crate) lock: Mutex<()>,
+}
+
+impl Default for InstanceRules {
+    fn default() -> Self {
+        InstanceRules {
+            set: ArcSwap::from_pointee(RuleSet::default()),
+            version: AtomicU32::new(0),
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
+            lock: Mutex::new(()),
+        }
+    }
+}
+
+impl Sentinel {
+    /// The flow rules of this instance: load, read, listen.
+    pub fn flow_rules(&self) -> FlowRules<'_> {
+        RuleManager::new(self, &flow::KIND)
+    }
+
+    /// The authority rules (origin white and black lists) of this instance.
+    pub fn authority_rules(&self) -> RuleManager<'_, AuthorityRule> {
+        RuleManager::new(self, &authority::KIND)
+    }
+
+    /// The degrade rules (circuit breakers) of this instance; see also
+    /// [`RuleManager::on_state_change`] and [`RuleManager::breakers`].
+    pub fn degrade_rules(&self) -> RuleManager<'_, DegradeRule> {
+        RuleManager::new(self, &degrade::KIND)
+    }
+
+    /// The hot-parameter rules of this instance.
+    pub fn param_flow_rules(&self) -> RuleManager<'_, ParamFlowRule> {
+        RuleManager::new(self, &hotspot::KIND)
+    }
+
+    /// The system rules of this instance.
+    pub fn system_rules(&self) -> RuleManager<'_, SystemRule> {
+        RuleManager::new(self, &system::KIND)
+    }
+
+    /// This instance among all.
+    pub(crate) fn uid(&self) -> u64 {
+        self.rules.uid
+    }
+
+    /// The rule set in force.
+    pub(crate) fn rule_set(&self) -> Guard<Arc<RuleSet>> {
+        self.rules.set.load()
+    }
+
+    /// The version of the rule set in force (0 before any load).
+    #[inline(always)]
+    pub(crate) fn rules_version(&self) -> u32 {
+        self.rules.version.load(Ordering::Acquire)
+    }
+
+    /// As [`with_rules`](Self::with_rules), with `None` while no rule was
+    /// ever loaded (version 0), without touching the thread's cache.
+    #[inline(always)]
+    pub(crate) fn with_rules_if_any<T>(
+        &self,
+        version: u32,
+        f: impl FnOnce(Option<&RuleSet>) -> T,
+    ) -> T {
+        let mut f = Some(f);
+        if version != 0 {
+            return self.with_rules(
+                version,
+                #[inline(always)]
+                |rules| (f.take().expect("called once"))(Some(rules)),
+            );
+        }
+        (f.take().expect("called once"))(None)
+    }
+
+    /// Calls `f` with the rule set of `version` (the one in force). Each
+    /// thread caches the set it last used, so while rules stay unchanged
+    /// this costs a thread-local read and a compare, where
+    /// `ArcSwap::load` costs two locked instructions.
+    #[inline(always)]
+    pub(crate) fn with_rules<T>(&self, version: u32, f: impl FnOnce(&RuleSet) -> T) -> T {
+        let mut f = Some(f);
+        let uid = self.rules.uid;
+        let cached = RULES_CACHE.try_with(
+            #[inline(always)]
+            |cache| {
+                let fresh = matches!(
+                    cache.try_borrow().as_deref(),
+                    Ok(Some((id, v, _))) if *id == uid && *v == version
+                );
+                if !fresh {
+                    // Refill, unless a caller up the stack is reading the cache
+                    // (a user slot entering a resource from inside a check).
+                    *cache.try_borrow_mut().ok()? =
+                        Some((uid, version, self.rules.set.load_full()));
+                }
+                let guard = cache.try_borrow().ok()?;
+                let (_, _, set) = guard.as_ref()?;
+                Some((f.take()?)(set))
+            },
+        );
+        match (cached, f) {
+            (Ok(Some(result)), _) => result,
+            (_, Some(f)) => f(&self.rules.set.load()),
+            (_, None) => unreachable!("the closure ran but gave no result"),
+        }
+    }
+
+    /// Builds and swaps in a new rule set from the one in force, one load at
+    /// a time.
+    pub(crate) fn update_rules(&self, change: impl FnOnce(&mut RuleSetParts)) -> Arc<RuleSet> {
+        let _guard = self.rules.lock.lock();
+        let current = self.rules.set.load_full();
+        let version = current.version.wrapping_add(1).max(1);
+        let mut parts = current.parts.clone();
+        change(&mut parts);
+        // Before the set is visible: its rules find their nodes made.
+        self.reserve_names(&parts);
+        let next = Arc::new(RuleSet::build(version, parts));
+        self.rules.set.store(Arc::clone(&next));
+        self.rules.version.store(version, Ordering::Release);
+        next
+    }
+}

@@ -1,0 +1,340 @@
+//! The chain, top to bottom: what one entry goes through, in Sentinel's
+//! order, and what its exit goes through.
+//!
+//! ```text
+//! enter
+//!   switch off, or the resource past its cap      -> passes, uncounted
+//!   node selector    the entry's context and node in the invocation tree
+//!   cluster builder  the origin's node
+//!   statistic        user slots placed before it (a refusal is not counted), then:
+//!     RuleChain      authority -> system -> hot params -> flow -> degrade,
+//!                    each after the user slots of smaller order;
+//!                    the first refusal wins, the slots before it give back
+//!   refused: a block counted on every node, held things given back -> Err(BlockError)
+//!   passed:  a rate limiter's wait, then a pass counted -> Ok(Entry)
+//! exit (the Entry dropped)
+//!   statistic        response time, success, error
+//!   RuleChain        flow releases its reservations, degrade feeds its breakers
+//!   holds            hot-parameter counts and probes ended
+//!   user slots       in order
+//! ```
+//!
+//! The chain runs only when something can refuse: a user slot, or a rule
+//! on the entry's resource (or a system limit, for an inbound entry).
+//! Otherwise an entry pays for the node lookups and the statistics alone.
+
+use super::authority::AuthoritySlot;
+use super::cluster_builder::ClusterBuilderSlot;
+use super::degrade::DegradeSlot;
+use super::flow::FlowSlot;
+use super::node_selector::NodeSelectorSlot;
+use super::param_flow::ParamFlowSlot;
+use super::rule_slot::{Exiting, RuleChecks, Verdict, rule_slots};
+use super::statistic::{Counted, StatisticSlot};
+use super::system::SystemSlot;
+use super::{EntryContext, ExitContext, Holds};
+use crate::entry::{Active, Request};
+use crate::node::{OriginNode, ResourceNode, StatisticNode};
+use crate::rules::RuleSet;
+use crate::{BlockError, Entry, EntryType, Sentinel};
+
+/// The rule checks, in Sentinel's order.
+pub(crate) type RuleChain = rule_slots![
+    AuthoritySlot,
+    SystemSlot,
+    ParamFlowSlot,
+    FlowSlot,
+    DegradeSlot
+];
+
+/// Enters `request`'s resource, sleeping the thread through a rate
+/// limiter's wait.
+#[inline(always)]
+pub(crate) fn enter<'s>(
+    sentinel: &'s Sentinel,
+    request: Request<'_, 's>,
+) -> Result<Entry<'s>, BlockError> {
+    let Some(mut checked) = check(sentinel, &request)? else {
+        return Ok(Entry::pass_through());
+    };
+    let now = match checked.wait_ns {
+        0 => checked.pass_ms,
+        wait => {
+            // A rate limiter's queue: wait with nothing held, then count.
+            std::thread::sleep(std::time::Duration::from_nanos(wait));
+            sentinel.clock.now_ms().max(checked.pass_ms)
+        }
+    };
+    Ok(admit(sentinel, &request, &mut checked, now))
+}
+
+/// As [`enter`], waiting in a rate limiter's queue with
+/// `tokio::time::sleep` instead of sleeping the thread.
+#[cfg(feature = "tokio")]
+pub(crate) async fn enter_async<'s>(
+    sentinel: &'s Sentinel,
+    request: Request<'_, 's>,
+) -> Result<Entry<'s>, BlockError> {
+    let Some(mut checked) = check(sentinel, &request)? else {
+        return Ok(Entry::pass_through());
+    };
+    if checked.wait_ns == 0 {
+        let now = checked.pass_ms;
+        return Ok(admit(sentinel, &request, &mut checked, now));
+    }
+    let wait = std::time::Duration::from_nanos(checked.wait_ns);
+    // Dropped while waiting (a cancelled future), the guard gives back
+    // what the checks took (concurrency, probes); nothing is counted.
+    let mut guard = Unadmitted {
+        sentinel,
+        batch: request.batch,
+        checked: Some(checked),
+    };
+    tokio::time::sleep(wait).await;
+    let mut checked = guard.checked.take().expect("taken once, after the wait");
+    let now = sentinel.clock.now_ms().max(checked.pass_ms);
+    Ok(admit(sentinel, &request, &mut checked, now))
+}
+
+/// Everything up to counting the pass: the resource's node, the node
+/// selector, the cluster builder, the statistic slot around the checks.
+/// `Ok(None)`: the entry passes uncounted.
+#[inline(always)]
+pub(crate) fn check<'a, 's>(
+    sentinel: &'s Sentinel,
+    request: &Request<'a, 's>,
+) -> Result<Option<Checked<'a, 's>>, BlockError> {
+    if !sentinel.is_enabled() {
+        return Ok(None);
+    }
+    let Some(resource) = sentinel.resource_of(request) else {
+        return Ok(None);
+    };
+    let now = sentinel.clock.now_ms();
+    let selected = NodeSelectorSlot::select(sentinel, resource, request);
+    let (origin_name, origin) =
+        ClusterBuilderSlot::origin(resource, request.origin, selected.parent);
+
+    // A refusal is left in `verdict` (with what a passing entry holds), so
+    // that the outcome of a pass travels in a register, and becomes a
+    // `BlockError` only here, in the caller's result.
+    let mut verdict = Verdict::default();
+    let version = sentinel.rules_version();
+    let verdict = &mut verdict;
+    // Inlined at each call (a closure called out of line reads its
+    // captures back wider than they were stored, and stalls).
+    let outcome = sentinel.with_rules_if_any(
+        version,
+        #[inline(always)]
+        |rules: Option<&RuleSet>| {
+            let resource_rules = rules.and_then(|set| set.for_resource(resource));
+            let system = match request.entry_type {
+                EntryType::Inbound => rules.and_then(RuleSet::system),
+                EntryType::Outbound => None,
+            };
+            if sentinel.user_slots.is_empty() && resource_rules.is_none() && system.is_none() {
+                return Some(Default::default());
+            }
+            let ctx = EntryContext {
+                resource,
+                entry_type: request.entry_type,
+                batch: request.batch,
+                origin,
+                origin_name,
+                context: selected.context,
+                sentinel,
+                context_stats: selected.context_stats,
+                args: request.args,
+                now_ms: now,
+            };
+            StatisticSlot::check(&ctx, resource_rules, system, verdict)
+        },
+    );
+    let Some(outcome) = outcome else {
+        return Err(verdict.take_error());
+    };
+    Ok(Some(Checked {
+        resource,
+        node: selected.node,
+        context: selected.context,
+        context_stats: selected.context_stats,
+        origin,
+        origin_name,
+        start_ms: now,
+        pass_ms: now.max(verdict.pass_ms),
+        wait_ns: outcome.wait_ns(),
+        reserved: outcome.reserved(),
+        windows: outcome.windows(),
+        breakers: outcome.breakers(),
+        #[cfg(feature = "tokio")]
+        leased: outcome.leased(),
+        holds: std::mem::take(&mut verdict.holds),
+    }))
+}
+
+/// Counts the pass of a checked entry at `now` and hands out its guard.
+#[inline(always)]
+pub(crate) fn admit<'a, 's>(
+    sentinel: &'s Sentinel,
+    request: &Request<'a, 's>,
+    checked: &mut Checked<'a, 's>,
+    now: u64,
+) -> Entry<'s> {
+    let nodes = Counted::new(
+        sentinel,
+        checked.resource,
+        checked.context_stats,
+        checked.origin,
+        request.entry_type,
+    );
+    StatisticSlot::count_pass(&nodes, now, request.batch);
+    if checked.windows {
+        FlowSlot::admitted(&EntryContext {
+            resource: checked.resource,
+            entry_type: request.entry_type,
+            batch: request.batch,
+            origin: checked.origin,
+            origin_name: checked.origin_name,
+            context: checked.context,
+            sentinel,
+            context_stats: checked.context_stats,
+            args: request.args,
+            now_ms: now,
+        });
+    }
+    Entry::active(Active::new(
+        sentinel,
+        checked.resource,
+        checked.node,
+        checked.context,
+        checked.context_stats,
+        checked.origin,
+        checked.origin_name,
+        request.entry_type,
+        checked.start_ms,
+        request.batch,
+        checked.reserved,
+        checked.breakers,
+        std::mem::take(&mut checked.holds),
+    ))
+}
+
+/// Completes an entry that passed.
+#[inline]
+pub(crate) fn exit(sentinel: &Sentinel, active: &mut Active<'_>) {
+    let now = sentinel.clock.now_ms();
+    let rt = now.saturating_sub(active.start_ms);
+    let error = active.has_error();
+    StatisticSlot::exit(sentinel, active, now, rt, error);
+    RuleChain::exit(&Exiting {
+        sentinel,
+        active,
+        now,
+        rt,
+        error,
+    });
+    active.holds.finish();
+    if !sentinel.user_slots.is_empty() {
+        let ctx = ExitContext {
+            resource: active.resource,
+            entry_type: active.entry_type,
+            batch: active.batch,
+            origin: active.origin,
+            origin_name: active.origin_name(),
+            rt_ms: rt,
+            error,
+            now_ms: now,
+        };
+        for slot in sentinel.user_slots.all.iter() {
+            slot.exit(&ctx);
+        }
+    }
+}
+
+/// An entry that passed its checks, not counted yet.
+pub(crate) struct Checked<'a, 's> {
+    pub(crate) resource: &'s ResourceNode,
+    node: u32,
+    context: u32,
+    context_stats: Option<&'s StatisticNode>,
+    origin: Option<&'s OriginNode>,
+    /// The caller's origin, given or inherited from the parent.
+    pub(crate) origin_name: &'a str,
+    start_ms: u64,
+    /// When the pass is counted, unless it waits: `start_ms`, or later
+    /// (see `Verdict::pass_ms`).
+    pub(crate) pass_ms: u64,
+    pub(crate) wait_ns: u64,
+    reserved: u8,
+    /// A flow rule of the resource keeps a window of its own.
+    windows: bool,
+    /// The resource has circuit breakers, to hear of the exit.
+    breakers: bool,
+    /// The entry spent permits of reject rules' quotas (given back if a
+    /// queued entry's wait is cancelled).
+    #[cfg(feature = "tokio")]
+    leased: bool,
+    /// Hot-parameter counts and half-open probes the entry holds.
+    holds: Holds,
+}
+
+#[cfg(feature = "tokio")]
+impl<'s> Checked<'_, 's> {
+    /// The same entry without its borrowed origin name (`""`), for a
+    /// queued entry that keeps its own copy of the name.
+    pub(crate) fn detached(self) -> Checked<'static, 's> {
+        Checked {
+            origin_name: "",
+            resource: self.resource,
+            node: self.node,
+            context: self.context,
+            context_stats: self.context_stats,
+            origin: self.origin,
+            start_ms: self.start_ms,
+            pass_ms: self.pass_ms,
+            wait_ns: self.wait_ns,
+            reserved: self.reserved,
+            windows: self.windows,
+            breakers: self.breakers,
+            leased: self.leased,
+            holds: self.holds,
+        }
+    }
+}
+
+/// Gives back what a checked entry holds if it is never admitted.
+#[cfg(feature = "tokio")]
+pub(crate) struct Unadmitted<'a, 's> {
+    pub(crate) sentinel: &'s Sentinel,
+    pub(crate) batch: u32,
+    pub(crate) checked: Option<Checked<'a, 's>>,
+}
+
+#[cfg(feature = "tokio")]
+impl Drop for Unadmitted<'_, '_> {
+    fn drop(&mut self) {
+        let Some(mut checked) = self.checked.take() else {
+            return;
+        };
+        let sentinel = self.sentinel;
+        // The entry type is of no matter here: nothing is counted.
+        let nodes = Counted::new(
+            sentinel,
+            checked.resource,
+            checked.context_stats,
+            checked.origin,
+            EntryType::Outbound,
+        );
+        FlowSlot::unadmitted(
+            sentinel,
+            &nodes,
+            checked.reserved,
+            checked.leased,
+            self.batch,
+            checked.pass_ms,
+        );
+        checked.holds.give_back(sentinel.now_ms(), &|change| {
+            sentinel.listeners.states.notify(change)
+        });
+    }
+}

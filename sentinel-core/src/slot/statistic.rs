@@ -1,0 +1,208 @@
+//! `StatisticSlot` ([`order::STATISTIC`](super::order::STATISTIC)): counts
+//! what the checks after it decide, on every node of the entry.
+//!
+//! An entry counts on its resource node, its named context's node (the
+//! default context's figures are derived), its origin's node and, when
+//! inbound, the instance's inbound total. A refused entry counts a block on
+//! each, and on this thread's block tally (by resource, kind, rule and
+//! origin, for the block log). An admitted one counts a pass at admission;
+//! its exit counts the response time, a success, and an error if recorded.
+
+use std::sync::Arc;
+
+use super::rule_slot::{Checking, RuleChecks, Verdict};
+use super::{EntryContext, Outcome, RuleChain};
+use crate::degrade::StateChange;
+use crate::entry::Active;
+use crate::node::{OriginNode, ResourceNode, StatisticNode};
+use crate::stat::tally::{self, BlockKey, BlockSource};
+use crate::{BlockError, BlockKind, EntryType, Rule, Sentinel};
+
+/// Counts passes, blocks and completions around the rule checks.
+pub(crate) struct StatisticSlot;
+
+impl StatisticSlot {
+    /// The user slots placed before this one, then the rule checks: `None`
+    /// (and the reason in `verdict`) if refused, counted as blocked on
+    /// every node of the entry, with what the entry held given back.
+    #[inline(never)]
+    pub(crate) fn check(
+        ctx: &EntryContext<'_>,
+        rules: Option<&crate::rules::ResourceRules>,
+        system: Option<&crate::system::SystemLimits>,
+        verdict: &mut Verdict,
+    ) -> Option<Outcome> {
+        let sentinel = ctx.sentinel;
+        // User slots before the statistic slot refuse without a block count.
+        if let Err(block) = sentinel
+            .user_slots
+            .before_statistic
+            .iter()
+            .try_for_each(|slot| slot.entry(ctx))
+        {
+            verdict.block = Some(block);
+            return None;
+        }
+        let mut checking = Checking {
+            ctx,
+            rules,
+            system,
+            outcome: Outcome::default(),
+            verdict,
+        };
+        if RuleChain::check(&mut checking, 0).is_ok() {
+            return Some(checking.outcome);
+        }
+        let notify = |change: &StateChange<'_>| sentinel.listeners.states.notify(change);
+        checking.verdict.holds.give_back(ctx.now_ms, &notify);
+        let batch = u64::from(ctx.batch);
+        Counted::of_context(ctx).each(|node| node.add_block(ctx.now_ms, batch));
+        None
+    }
+
+    /// Counts the pass of an admitted entry at `now`.
+    #[inline(always)]
+    pub(crate) fn count_pass(nodes: &Counted<'_>, now: u64, batch: u32) {
+        let batch = u64::from(batch);
+        nodes.each(
+            #[inline(always)]
+            |node| node.add_pass(now, batch),
+        );
+    }
+
+    /// Counts the completion of an entry: response time, success, and the
+    /// error if one was recorded; and its response time in the resource's
+    /// percentiles while they are tracked.
+    #[inline(always)]
+    pub(crate) fn exit(sentinel: &Sentinel, active: &Active<'_>, now: u64, rt: u64, error: bool) {
+        let batch = u64::from(active.batch);
+        Counted::of(sentinel, active).each(
+            #[inline(always)]
+            |node| {
+                if error {
+                    node.add_exception(now, batch);
+                }
+                node.add_rt_and_success(now, rt, batch);
+            },
+        );
+        if let Some(percentiles) = active.resource.percentiles() {
+            percentiles.record(now, rt);
+        }
+    }
+
+    /// Counts a block by its resource, kind, rule and origin, for the
+    /// block log and the per-kind counts (on this thread's tally: no
+    /// atomic read-modify-write). Called where the check refuses.
+    ///
+    /// `by_rule`: counted apart from the kind's other rules (a built-in
+    /// rule, whose reference lives as long as the rule); a user slot's
+    /// blocks are counted per kind, as it may make a rule per block.
+    #[inline(always)]
+    pub(crate) fn count_block(
+        ctx: &EntryContext<'_>,
+        kind: BlockKind,
+        rule: Option<&Arc<dyn Rule>>,
+        by_rule: bool,
+    ) {
+        let origin = ctx.origin.map_or(0, |o| std::ptr::from_ref(o) as usize);
+        let keyed = if by_rule { rule } else { None };
+        let key = BlockKey::new(ctx.sentinel.uid(), ctx.resource.id(), kind, keyed, origin);
+        tally::count(
+            &key,
+            ctx.now_ms,
+            u64::from(ctx.batch),
+            #[inline(never)]
+            || BlockSource {
+                key,
+                resource: Arc::clone(ctx.resource.name_arc()),
+                kind,
+                rule: rule.cloned(),
+                origin: ctx.origin.map(|o| Arc::clone(o.name_arc())),
+            },
+        );
+    }
+
+    /// Counts the block by the rule in `verdict`, read where it was stored
+    /// (copying the rule's reference out first and back would stall on
+    /// its halves).
+    #[inline(always)]
+    pub(crate) fn count_rule_block(ctx: &EntryContext<'_>, verdict: &Verdict) {
+        if let Some((kind, rule)) = &verdict.rule {
+            Self::count_block(ctx, *kind, Some(rule), true);
+        }
+    }
+
+    /// Counts a block made whole by a slot or a check (a `BlockError`).
+    #[cold]
+    pub(crate) fn count_block_error(ctx: &EntryContext<'_>, block: &BlockError) {
+        Self::count_block(ctx, block.kind(), block.rule_arc(), false);
+    }
+}
+
+/// The nodes one entry counts on.
+pub(crate) struct Counted<'a> {
+    pub(crate) resource: &'a ResourceNode,
+    pub(crate) context: Option<&'a StatisticNode>,
+    pub(crate) origin: Option<&'a OriginNode>,
+    inbound: Option<&'a StatisticNode>,
+}
+
+impl<'a> Counted<'a> {
+    /// The nodes of an entry: its resource, its context's node, its
+    /// origin's, and the inbound total for inbound entries.
+    #[inline(always)]
+    pub(crate) fn new(
+        sentinel: &'a Sentinel,
+        resource: &'a ResourceNode,
+        context: Option<&'a StatisticNode>,
+        origin: Option<&'a OriginNode>,
+        entry_type: EntryType,
+    ) -> Self {
+        Counted {
+            resource,
+            context,
+            origin,
+            inbound: (entry_type == EntryType::Inbound).then_some(&sentinel.inbound),
+        }
+    }
+
+    #[inline(always)]
+    fn of(sentinel: &'a Sentinel, active: &Active<'a>) -> Self {
+        Self::new(
+            sentinel,
+            active.resource,
+            active.context_stats,
+            active.origin,
+            active.entry_type,
+        )
+    }
+
+    #[inline(always)]
+    fn of_context(ctx: &EntryContext<'a>) -> Self {
+        Self::new(
+            ctx.sentinel,
+            ctx.resource,
+            ctx.context_stats,
+            ctx.origin,
+            ctx.entry_type,
+        )
+    }
+
+    /// Calls `f` on every node of the entry: the resource's inline, the
+    /// others (context, origin, inbound), when there are any, in a loop.
+    #[inline(always)]
+    pub(crate) fn each(&self, f: impl Fn(&StatisticNode)) {
+        f(self.resource.stats());
+        if self.context.is_some() || self.origin.is_some() || self.inbound.is_some() {
+            self.each_other(f);
+        }
+    }
+
+    #[inline(never)]
+    fn each_other(&self, f: impl Fn(&StatisticNode)) {
+        let origin = self.origin.map(OriginNode::stats);
+        for node in [self.context, origin, self.inbound].into_iter().flatten() {
+            f(node);
+        }
+    }
+}
