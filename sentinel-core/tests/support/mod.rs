@@ -2,12 +2,17 @@
 //! reads as the scenario it checks: an instance of its own on a
 //! [`ManualClock`], rules loaded in one line, `n` entries tried at one
 //! instant, calls that take a response time or end with an error, the rule
-//! behind a block, and the errors of a refused load.
+//! behind a block, the errors of a refused load; and in submodules a strict
+//! reader of the Prometheus text ([`prometheus`]) and a counter of
+//! `tracing` warnings ([`warnings`]).
 //!
 //! Each test binary uses a part of this module; `dead_code` is allowed for
 //! the rest.
 
 #![allow(dead_code)]
+
+pub(crate) mod prometheus;
+pub(crate) mod warnings;
 
 use sentinel_core::authority::AuthorityRule;
 use sentinel_core::degrade::DegradeRule;
