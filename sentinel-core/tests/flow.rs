@@ -869,73 +869,13 @@ fn rate_limiter_without_a_queue_admits_one_entry_per_half_millisecond() {
 mod queue {
     use super::*;
 
-    use std::future::Future;
-    use std::pin::Pin;
-    use std::task::Poll;
-
-    use sentinel_core::Entry;
-
-    type Entering<'s> = Pin<Box<dyn Future<Output = Result<Entry<'s>, BlockError>> + 's>>;
+    use crate::support::queue::{Entering, drive, start};
 
     /// `n` entries of `resource` through `enter_async`, not started.
     fn entering<'s>(sentinel: &'s Sentinel, resource: &'static str, n: usize) -> Vec<Entering<'s>> {
         (0..n)
             .map(|_| Box::pin(sentinel.entry_builder(resource).enter_async()) as Entering<'s>)
             .collect()
-    }
-
-    /// Polls each future once, in order, at one instant: each runs its
-    /// checks and takes its place in the queue. The results of those that
-    /// finished at once; `None` for those that wait.
-    async fn start<'s>(futures: &mut [Entering<'s>]) -> Vec<Option<Result<Entry<'s>, BlockError>>> {
-        std::future::poll_fn(|cx| {
-            Poll::Ready(
-                futures
-                    .iter_mut()
-                    .map(|f| match f.as_mut().poll(cx) {
-                        Poll::Ready(result) => Some(result),
-                        Poll::Pending => None,
-                    })
-                    .collect(),
-            )
-        })
-        .await
-    }
-
-    /// Moves tokio's paused time by `step` at a time, `steps` times (time is
-    /// driven by hand, never read), and after each step polls the futures
-    /// still waiting. Returns, per future, the time driven when it was let
-    /// through (`None` if it never was), and the entries.
-    async fn drive<'s>(
-        futures: &mut [Entering<'s>],
-        waiting: &[usize],
-        step: Duration,
-        steps: u32,
-    ) -> Vec<(usize, Duration, Entry<'s>)> {
-        let mut driven = Duration::ZERO;
-        let mut through = Vec::new();
-        let mut pending: Vec<usize> = waiting.to_vec();
-        for _ in 0..steps {
-            tokio::time::advance(step).await;
-            driven += step;
-            let ready: Vec<(usize, Result<Entry<'s>, BlockError>)> = std::future::poll_fn(|cx| {
-                let mut ready = Vec::new();
-                pending.retain(|&k| match futures[k].as_mut().poll(cx) {
-                    Poll::Ready(result) => {
-                        ready.push((k, result));
-                        false
-                    }
-                    Poll::Pending => true,
-                });
-                Poll::Ready(ready)
-            })
-            .await;
-            for (k, result) in ready {
-                through.push((k, driven, result.expect("a queued entry passes")));
-            }
-        }
-        assert!(pending.is_empty(), "entries {pending:?} never got through");
-        through
     }
 
     #[tokio::test(start_paused = true)]

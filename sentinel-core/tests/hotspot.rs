@@ -452,13 +452,11 @@ fn rate_limiter_makes_sync_entries_queue_up_to_the_limit() {
 mod queue {
     use super::*;
 
-    use sentinel_core::flow::ControlBehavior;
-    use std::future::Future;
-    use std::pin::Pin;
-    use std::task::Poll;
     use std::time::Duration;
 
-    type Entering<'s> = Pin<Box<dyn Future<Output = Result<Entry<'s>, BlockError>> + 's>>;
+    use sentinel_core::flow::ControlBehavior;
+
+    use crate::support::queue::{Entering, drive, start};
 
     fn entering<'s>(
         sentinel: &'s Sentinel,
@@ -466,54 +464,6 @@ mod queue {
         args: &'s [ParamValue],
     ) -> Entering<'s> {
         Box::pin(sentinel.entry_builder(resource).args(args).enter_async())
-    }
-
-    /// Polls each future once, in order, at one instant. The results of
-    /// those that finished at once; `None` for those that wait.
-    async fn start<'s>(futures: &mut [Entering<'s>]) -> Vec<Option<Result<Entry<'s>, BlockError>>> {
-        std::future::poll_fn(|cx| {
-            Poll::Ready(
-                futures
-                    .iter_mut()
-                    .map(|f| match f.as_mut().poll(cx) {
-                        Poll::Ready(result) => Some(result),
-                        Poll::Pending => None,
-                    })
-                    .collect(),
-            )
-        })
-        .await
-    }
-
-    /// Moves tokio's paused time 1 ms at a time, `steps` times, polling the
-    /// futures in `waiting` after each step; when each got through, in ms.
-    async fn drive<'s>(
-        futures: &mut [Entering<'s>],
-        waiting: &[usize],
-        steps: u64,
-    ) -> Vec<(usize, u64, Entry<'s>)> {
-        let mut through = Vec::new();
-        let mut pending = waiting.to_vec();
-        for ms in 1..=steps {
-            tokio::time::advance(Duration::from_millis(1)).await;
-            let ready: Vec<(usize, Result<Entry<'s>, BlockError>)> = std::future::poll_fn(|cx| {
-                let mut ready = Vec::new();
-                pending.retain(|&k| match futures[k].as_mut().poll(cx) {
-                    Poll::Ready(result) => {
-                        ready.push((k, result));
-                        false
-                    }
-                    Poll::Pending => true,
-                });
-                Poll::Ready(ready)
-            })
-            .await;
-            for (k, result) in ready {
-                through.push((k, ms, result.expect("a queued entry passes")));
-            }
-        }
-        assert!(pending.is_empty(), "entries {pending:?} never got through");
-        through
     }
 
     #[tokio::test(start_paused = true)]
@@ -543,8 +493,9 @@ mod queue {
         );
         assert!(matches!(results[4], Some(Ok(_))), "b has its own pace");
 
-        for (k, ms, entry) in drive(&mut futures, &[1, 2], 250).await {
-            let due = 100 * k as u64;
+        let step = Duration::from_millis(1);
+        for (k, driven, entry) in drive(&mut futures, &[1, 2], step, 250).await {
+            let (due, ms) = (100 * k as u128, driven.as_millis());
             assert!(
                 (due..=due + 1).contains(&ms),
                 "entry {k} let through after {ms} ms, due after {due}"
@@ -571,7 +522,7 @@ mod queue {
             200,
             "200 ms waits too long"
         );
-        let through = drive(&mut futures, &[1], 101).await;
+        let through = drive(&mut futures, &[1], Duration::from_millis(1), 101).await;
         assert_eq!(through.len(), 1);
     }
 

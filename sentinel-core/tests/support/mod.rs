@@ -3,8 +3,9 @@
 //! [`ManualClock`], rules loaded in one line, `n` entries tried at one
 //! instant, calls that take a response time or end with an error, the rule
 //! behind a block, the errors of a refused load; and in submodules a strict
-//! reader of the Prometheus text ([`prometheus`]) and a counter of
-//! `tracing` warnings ([`warnings`]).
+//! reader of the Prometheus text ([`prometheus`]), a counter of `tracing`
+//! warnings ([`warnings`]) and a driver of entries queued by `enter_async`
+//! ([`queue`]).
 //!
 //! Each test binary uses a part of this module; `dead_code` is allowed for
 //! the rest.
@@ -12,6 +13,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod prometheus;
+pub(crate) mod queue;
 pub(crate) mod warnings;
 
 use sentinel_core::authority::AuthorityRule;
