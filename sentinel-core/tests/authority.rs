@@ -5,13 +5,10 @@ use std::sync::{Arc, Mutex};
 
 use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_core::flow::FlowRule;
-use sentinel_core::{BlockKind, ManualClock, Sentinel};
+use sentinel_core::{BlockKind, Sentinel};
 
-const T0: u64 = 1_700_000_000_000;
-
-fn setup() -> Sentinel {
-    Sentinel::builder().clock(ManualClock::new(T0)).build()
-}
+mod support;
+use support::{instance, load, refusals};
 
 fn enter(sentinel: &Sentinel, resource: &str, origin: &str) -> Result<(), BlockKind> {
     sentinel
@@ -24,15 +21,15 @@ fn enter(sentinel: &Sentinel, resource: &str, origin: &str) -> Result<(), BlockK
 
 #[test]
 fn a_white_list_admits_only_its_origins() {
-    let sentinel = setup();
-    sentinel
-        .authority_rules()
-        .load(vec![AuthorityRule::new(
+    let (_clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [AuthorityRule::new(
             "GET:/admin",
             AuthorityStrategy::White,
             ["ops", "billing"],
-        )])
-        .unwrap();
+        )],
+    );
     assert_eq!(enter(&sentinel, "GET:/admin", "ops"), Ok(()));
     assert_eq!(enter(&sentinel, "GET:/admin", "billing"), Ok(()));
     assert_eq!(
@@ -81,15 +78,15 @@ fn a_white_list_admits_only_its_origins() {
 
 #[test]
 fn a_black_list_keeps_out_only_its_origins() {
-    let sentinel = setup();
-    sentinel
-        .authority_rules()
-        .load(vec![AuthorityRule::new(
+    let (_clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [AuthorityRule::new(
             "GET:/feed",
             AuthorityStrategy::Black,
             ["crawler"],
-        )])
-        .unwrap();
+        )],
+    );
     assert_eq!(
         enter(&sentinel, "GET:/feed", "crawler"),
         Err(BlockKind::Authority)
@@ -100,14 +97,14 @@ fn a_black_list_keeps_out_only_its_origins() {
 
 #[test]
 fn every_authority_rule_of_a_resource_must_pass() {
-    let sentinel = setup();
-    sentinel
-        .authority_rules()
-        .load(vec![
+    let (_clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [
             AuthorityRule::new("r", AuthorityStrategy::White, ["a", "b"]),
             AuthorityRule::new("r", AuthorityStrategy::Black, ["b"]),
-        ])
-        .unwrap();
+        ],
+    );
     assert_eq!(enter(&sentinel, "r", "a"), Ok(()));
     assert_eq!(enter(&sentinel, "r", "b"), Err(BlockKind::Authority));
     assert_eq!(enter(&sentinel, "r", "c"), Err(BlockKind::Authority));
@@ -115,19 +112,12 @@ fn every_authority_rule_of_a_resource_must_pass() {
 
 #[test]
 fn authority_runs_before_flow_so_refused_callers_use_no_quota() {
-    let sentinel = setup();
-    sentinel
-        .authority_rules()
-        .load(vec![AuthorityRule::new(
-            "r",
-            AuthorityStrategy::Black,
-            ["bot"],
-        )])
-        .unwrap();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("r", 2.0)])
-        .unwrap();
+    let (_clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [AuthorityRule::new("r", AuthorityStrategy::Black, ["bot"])],
+    );
+    load(&sentinel, [FlowRule::new("r", 2.0)]);
     for _ in 0..5 {
         assert_eq!(enter(&sentinel, "r", "bot"), Err(BlockKind::Authority));
     }
@@ -138,9 +128,9 @@ fn authority_runs_before_flow_so_refused_callers_use_no_quota() {
 
 #[test]
 fn a_bad_list_is_refused_whole_and_the_rules_in_force_stay() {
-    let sentinel = setup();
+    let (_clock, sentinel) = instance();
     let good = AuthorityRule::new("r", AuthorityStrategy::White, ["a"]);
-    sentinel.authority_rules().load(vec![good.clone()]).unwrap();
+    load(&sentinel, [good.clone()]);
     let errors = sentinel
         .authority_rules()
         .load(vec![
@@ -150,13 +140,8 @@ fn a_bad_list_is_refused_whole_and_the_rules_in_force_stay() {
             AuthorityRule::new("t", AuthorityStrategy::White, Vec::<String>::new()),
         ])
         .unwrap_err();
-    let found: Vec<_> = errors
-        .errors()
-        .iter()
-        .map(|e| (e.kind, e.index, e.field))
-        .collect();
     assert_eq!(
-        found,
+        refusals(&errors),
         [
             ("authority", 1, "resource"),
             ("authority", 2, "limit_app"),
@@ -169,7 +154,7 @@ fn a_bad_list_is_refused_whole_and_the_rules_in_force_stay() {
 
 #[test]
 fn listeners_hear_each_load_of_their_kind_only() {
-    let sentinel = setup();
+    let (_clock, sentinel) = instance();
     let heard = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&heard);
     sentinel
@@ -183,10 +168,7 @@ fn listeners_hear_each_load_of_their_kind_only() {
             ["a"],
         )])
         .unwrap();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("r", 1.0)])
-        .unwrap();
+    load(&sentinel, [FlowRule::new("r", 1.0)]);
     sentinel.authority_rules().load(vec![]).unwrap();
     assert_eq!(*heard.lock().unwrap(), [1, 0]);
     // Loading another kind kept the authority rules in force.

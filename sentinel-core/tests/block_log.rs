@@ -11,22 +11,13 @@ use sentinel_core::log::{BlockCount, MetricLogConfig, MetricWriter};
 use sentinel_core::system::SystemRule;
 use sentinel_core::{BlockKind, EntryType, ManualClock, Sentinel};
 
-/// 2023-11-14 22:13:20 UTC, on a second.
-const T0: u64 = 1_700_000_000_000;
-
-fn setup() -> (ManualClock, Sentinel) {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder().clock(clock.clone()).build();
-    (clock, sentinel)
-}
+mod support;
+use support::{instance, instance_with, load};
 
 /// An instance whose resource `a` refuses every entry.
 fn blocking_a() -> (ManualClock, Sentinel) {
-    let (clock, sentinel) = setup();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("a", 0.0)])
-        .unwrap();
+    let (clock, sentinel) = instance();
+    load(&sentinel, [FlowRule::new("a", 0.0)]);
     (clock, sentinel)
 }
 
@@ -85,19 +76,12 @@ fn block_lines(dir: &Path) -> Vec<String> {
 
 #[test]
 fn blocks_are_counted_per_resource_and_kind() {
-    let (_clock, sentinel) = setup();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("a", 2.0)])
-        .unwrap();
-    sentinel
-        .authority_rules()
-        .load(vec![AuthorityRule::new(
-            "b",
-            AuthorityStrategy::Black,
-            ["bad"],
-        )])
-        .unwrap();
+    let (_clock, sentinel) = instance();
+    load(&sentinel, [FlowRule::new("a", 2.0)]);
+    load(
+        &sentinel,
+        [AuthorityRule::new("b", AuthorityStrategy::Black, ["bad"])],
+    );
     assert!(counts(&sentinel).is_empty());
     assert_eq!(hit(&sentinel, "a", "", 5), 3);
     assert_eq!(hit(&sentinel, "b", "bad", 4), 4);
@@ -161,22 +145,19 @@ fn blocks_of_threads_are_all_counted() {
 
 #[test]
 fn the_block_log_has_a_line_per_second_resource_kind_rule_and_origin() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let dir = tempfile::tempdir().unwrap();
     let mut writer = writer(&sentinel, dir.path());
     let mut per_origin = FlowRule::new("a", 1.0);
     per_origin.limit_app = "app1".into();
-    sentinel
-        .flow_rules()
-        .load(vec![per_origin, FlowRule::new("a", 1.0)])
-        .unwrap();
-    sentinel
-        .system_rules()
-        .load(vec![SystemRule {
+    load(&sentinel, [per_origin, FlowRule::new("a", 1.0)]);
+    load(
+        &sentinel,
+        [SystemRule {
             qps: Some(100.0),
             ..SystemRule::default()
-        }])
-        .unwrap();
+        }],
+    );
 
     // Second 0: app1 goes past its rule, everyone past the other.
     assert_eq!(hit(&sentinel, "a", "app1", 4), 3);
@@ -346,11 +327,11 @@ impl tracing::Subscriber for Seen {
 
 #[test]
 fn blocks_are_sent_as_one_event_per_line_at_the_chosen_level() {
-    let (clock, sentinel) = setup();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("a", 0.0), FlowRule::new("b", 0.0)])
-        .unwrap();
+    let (clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [FlowRule::new("a", 0.0), FlowRule::new("b", 0.0)],
+    );
     let config = MetricLogConfig::new("app")
         .block_log(false)
         .block_events(Some(tracing::Level::WARN));
@@ -440,11 +421,7 @@ impl sentinel_core::slot::Slot for FreshRuleSlot {
 
 #[test]
 fn a_user_slot_s_blocks_are_counted_per_kind_however_many_rules_it_makes() {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .slot(FreshRuleSlot)
-        .build();
+    let (clock, sentinel) = instance_with(|builder| builder.slot(FreshRuleSlot));
     let dir = tempfile::tempdir().unwrap();
     let mut writer = writer(&sentinel, dir.path());
     assert_eq!(hit(&sentinel, "a", "", 500), 500);

@@ -8,7 +8,8 @@ use sentinel_core::flow::{FlowGrade, FlowRule, FlowStrategy};
 use sentinel_core::hotspot::ParamFlowRule;
 use sentinel_core::{BlockKind, ManualClock, ParamValue, RuleBook, Sentinel};
 
-const T0: u64 = 1_700_000_000_000;
+mod support;
+use support::{instance, instance_with, load};
 
 #[derive(Debug)]
 struct Oops;
@@ -23,14 +24,7 @@ impl std::error::Error for Oops {}
 
 /// An instance with small caps: 50 resources, 10 contexts, 5 origins.
 fn small_caps() -> (ManualClock, Sentinel) {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .max_resources(50)
-        .max_contexts(10)
-        .max_origins(5)
-        .build();
-    (clock, sentinel)
+    instance_with(|builder| builder.max_resources(50).max_contexts(10).max_origins(5))
 }
 
 /// Fills every cap from four threads: 1 000 resource names, 100 contexts,
@@ -75,10 +69,7 @@ fn a_flow_rule_on_a_new_name_applies_past_a_full_cap() {
     let (_clock, sentinel) = small_caps();
     fill_every_cap(&sentinel);
     let refused_before = sentinel.refused_resources();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("flow/new", 0.0)])
-        .unwrap();
+    load(&sentinel, [FlowRule::new("flow/new", 0.0)]);
     assert_eq!(blocked_kind(sentinel.entry("flow/new")), BlockKind::Flow);
     assert_eq!(sentinel.refused_resources(), refused_before);
     assert!(sentinel.is_reserved("flow/new"));
@@ -223,7 +214,7 @@ fn an_other_rule_limits_the_origins_past_the_cap_together() {
     fill_every_cap(&sentinel);
     let mut other = FlowRule::new("crowded", 2.0);
     other.limit_app = "other".into();
-    sentinel.flow_rules().load(vec![other]).unwrap();
+    load(&sentinel, [other]);
     clock.advance_ms(1_000);
     let enter = |origin: &str| sentinel.entry_builder("crowded").origin(origin).enter();
     // Origins with their own node: 2 each.
@@ -254,7 +245,7 @@ fn a_reload_keeps_nodes_and_never_makes_one_twice() {
     sentinel.flow_rules().load(rules).unwrap();
     // Another kind on the same names, and a manager load after a book load.
     let breaker = DegradeRule::new("a", DegradeGrade::ErrorCount, 5.0);
-    sentinel.degrade_rules().load(vec![breaker]).unwrap();
+    load(&sentinel, [breaker]);
     assert_eq!(sentinel.caps().resources.reserved, 2);
     let names = || {
         sentinel
@@ -266,10 +257,7 @@ fn a_reload_keeps_nodes_and_never_makes_one_twice() {
 
     // Dropping "b"'s rule keeps its node (entries still count on it) but
     // it is no longer named by rules.
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("a", 0.0)])
-        .unwrap();
+    load(&sentinel, [FlowRule::new("a", 0.0)]);
     assert!(sentinel.is_reserved("a"));
     assert!(!sentinel.is_reserved("b"));
     let b = sentinel.entry("b").unwrap();
@@ -292,10 +280,7 @@ fn a_handle_made_past_the_cap_finds_the_node_a_later_rule_made() {
     let before = sentinel.refused_resources();
     drop(handle.entry().unwrap());
     assert_eq!(sentinel.refused_resources(), before + 1);
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("late", 0.0)])
-        .unwrap();
+    load(&sentinel, [FlowRule::new("late", 0.0)]);
     assert_eq!(blocked_kind(handle.entry()), BlockKind::Flow);
     assert_eq!(sentinel.refused_resources(), before + 1);
 }
@@ -305,10 +290,7 @@ fn past_the_context_cap_an_entry_is_checked_in_the_default_context() {
     let (_clock, sentinel) = small_caps();
     fill_every_cap(&sentinel);
     // "crowded" exists; its rule must hold whatever context is named.
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("crowded", 0.0)])
-        .unwrap();
+    load(&sentinel, [FlowRule::new("crowded", 0.0)]);
     let entry = sentinel.entry_builder("crowded").context("ctx/new");
     assert_eq!(blocked_kind(entry.enter()), BlockKind::Flow);
     assert!(sentinel.context_node("ctx/new", "crowded").is_none());
@@ -317,8 +299,7 @@ fn past_the_context_cap_an_entry_is_checked_in_the_default_context() {
 
 #[test]
 fn names_over_the_length_limit_are_refused_by_rules_and_never_stored() {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder().clock(clock).build();
+    let (_clock, sentinel) = instance();
     assert_eq!(sentinel.max_name_len(), 1_024);
     let long = "r".repeat(1_025);
 
@@ -385,10 +366,7 @@ fn names_over_the_length_limit_are_refused_by_rules_and_never_stored() {
     assert_eq!(sentinel.resource_nodes().count(), 1, "only \"ok\"");
 
     // A larger limit takes the same names.
-    let roomy = Sentinel::builder()
-        .clock(ManualClock::new(T0))
-        .max_name_len(2_048)
-        .build();
+    let (_clock, roomy) = instance_with(|builder| builder.max_name_len(2_048));
     roomy.load_rule_book(book).unwrap();
     assert!(roomy.entry(&long).is_ok());
     assert!(roomy.resource_node(&long).is_some());
@@ -423,14 +401,15 @@ fn a_concurrency_rule_on_a_reserved_resource_is_exact_under_threads() {
 fn refusals_are_exported_to_prometheus() {
     let (_clock, sentinel) = small_caps();
     fill_every_cap(&sentinel);
-    let text = sentinel_core::prometheus::render_prometheus(&sentinel);
+    use support::prometheus::{key, parse};
+
+    let (samples, _) = parse(&sentinel_core::prometheus::render_prometheus(&sentinel));
+    let get = |name: &str, labels: &[(&str, &str)]| samples[&key(name, labels)];
     let refused = sentinel.refused_resources();
-    assert!(
-        text.contains(&format!("sentinel_refused_resources_total {refused}\n")),
-        "{text}"
-    );
-    assert!(text.contains("sentinel_refused_contexts_total 90\n"));
-    assert!(text.contains("sentinel_refused_origins_total 95\n"));
-    assert!(text.contains("sentinel_cap_used{cap=\"resources\",made_by=\"entries\"} 50\n"));
-    assert!(text.contains("sentinel_cap{cap=\"resources\"} 50\n"));
+    assert_eq!(get("sentinel_refused_resources_total", &[]), refused as f64);
+    assert_eq!(get("sentinel_refused_contexts_total", &[]), 90.0);
+    assert_eq!(get("sentinel_refused_origins_total", &[]), 95.0);
+    let made_by_entries = [("cap", "resources"), ("made_by", "entries")];
+    assert_eq!(get("sentinel_cap_used", &made_by_entries), 50.0);
+    assert_eq!(get("sentinel_cap", &[("cap", "resources")]), 50.0);
 }

@@ -10,9 +10,10 @@ use sentinel_core::flow::{
     ClusterFlow, ClusterFlowConfig, ClusterThresholdType, ClusterTokens, FlowGrade, FlowRule,
     TokenAnswer,
 };
-use sentinel_core::{BlockKind, ManualClock, RuleBook, Sentinel};
+use sentinel_core::{BlockKind, RuleBook, Sentinel};
 
-const T0: u64 = 1_700_000_000_000;
+mod support;
+use support::{T0, instance, load};
 
 /// Answers what it is told, counting the calls and the permits asked for.
 #[derive(Debug)]
@@ -69,10 +70,6 @@ fn cluster_rule(resource: &str, count: f64, flow_id: u64, fallback: bool) -> Flo
     }
 }
 
-fn setup() -> Sentinel {
-    Sentinel::builder().clock(ManualClock::new(T0)).build()
-}
-
 /// Passes out of `n` entries (each held until the end).
 fn passes(sentinel: &Sentinel, resource: &str, n: usize) -> usize {
     let entries: Vec<_> = (0..n).map(|_| sentinel.entry(resource)).collect();
@@ -81,13 +78,10 @@ fn passes(sentinel: &Sentinel, resource: &str, n: usize) -> usize {
 
 #[test]
 fn granted_permits_pass_past_the_local_count() {
-    let sentinel = setup();
+    let (_clock, sentinel) = instance();
     let tokens = Scripted::new(TokenAnswer::Granted);
     sentinel.set_cluster_tokens(Some(tokens.clone()));
-    sentinel
-        .flow_rules()
-        .load(vec![cluster_rule("pay", 2.0, 7, true)])
-        .unwrap();
+    load(&sentinel, [cluster_rule("pay", 2.0, 7, true)]);
     assert_eq!(passes(&sentinel, "pay", 10), 10);
     assert_eq!(tokens.calls.load(Ordering::SeqCst), 10);
     assert_eq!(tokens.last_flow.load(Ordering::SeqCst), 7);
@@ -101,10 +95,10 @@ fn granted_permits_pass_past_the_local_count() {
 
 #[test]
 fn refused_blocks_with_the_rule() {
-    let sentinel = setup();
+    let (_clock, sentinel) = instance();
     sentinel.set_cluster_tokens(Some(Scripted::new(TokenAnswer::Refused)));
     let rule = cluster_rule("pay", 100.0, 7, true);
-    sentinel.flow_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     let error = sentinel.entry("pay").unwrap_err();
     assert_eq!(error.kind(), BlockKind::Flow);
     assert_eq!(error.rule_as::<FlowRule>(), Some(&rule));
@@ -120,16 +114,16 @@ fn refused_blocks_with_the_rule() {
 
 #[test]
 fn unavailable_falls_back_to_the_local_count_or_passes() {
-    let sentinel = setup();
+    let (_clock, sentinel) = instance();
     let tokens = Scripted::new(TokenAnswer::Unavailable);
     sentinel.set_cluster_tokens(Some(tokens.clone()));
-    sentinel
-        .flow_rules()
-        .load(vec![
+    load(
+        &sentinel,
+        [
             cluster_rule("local", 3.0, 1, true),
             cluster_rule("open", 3.0, 2, false),
-        ])
-        .unwrap();
+        ],
+    );
     assert_eq!(passes(&sentinel, "local", 10), 3);
     assert_eq!(passes(&sentinel, "open", 10), 10);
     // The service comes back: its answers count again.
@@ -139,12 +133,9 @@ fn unavailable_falls_back_to_the_local_count_or_passes() {
 
 #[test]
 fn without_a_service_cluster_rules_fall_back() {
-    let sentinel = setup();
+    let (_clock, sentinel) = instance();
     assert!(!sentinel.has_cluster_tokens());
-    sentinel
-        .flow_rules()
-        .load(vec![cluster_rule("pay", 2.0, 7, true)])
-        .unwrap();
+    load(&sentinel, [cluster_rule("pay", 2.0, 7, true)]);
     assert_eq!(passes(&sentinel, "pay", 5), 2);
     let tokens = Scripted::new(TokenAnswer::Granted);
     sentinel.set_cluster_tokens(Some(tokens.clone()));
@@ -156,15 +147,12 @@ fn without_a_service_cluster_rules_fall_back() {
 
 #[test]
 fn local_rules_never_ask_the_service() {
-    let sentinel = setup();
+    let (_clock, sentinel) = instance();
     let tokens = Scripted::new(TokenAnswer::Refused);
     sentinel.set_cluster_tokens(Some(tokens.clone()));
     let mut not_cluster = cluster_rule("a", 2.0, 7, true);
     not_cluster.cluster_mode = false;
-    sentinel
-        .flow_rules()
-        .load(vec![not_cluster, FlowRule::new("b", 2.0)])
-        .unwrap();
+    load(&sentinel, [not_cluster, FlowRule::new("b", 2.0)]);
     assert_eq!(passes(&sentinel, "a", 5), 2);
     assert_eq!(passes(&sentinel, "b", 5), 2);
     assert_eq!(tokens.calls.load(Ordering::SeqCst), 0);
@@ -172,13 +160,13 @@ fn local_rules_never_ask_the_service() {
 
 #[test]
 fn a_later_local_rule_still_blocks_a_granted_entry() {
-    let sentinel = setup();
+    let (_clock, sentinel) = instance();
     sentinel.set_cluster_tokens(Some(Scripted::new(TokenAnswer::Granted)));
     let local = FlowRule::new("pay", 1.0);
-    sentinel
-        .flow_rules()
-        .load(vec![cluster_rule("pay", 100.0, 7, true), local.clone()])
-        .unwrap();
+    load(
+        &sentinel,
+        [cluster_rule("pay", 100.0, 7, true), local.clone()],
+    );
     assert!(sentinel.entry("pay").is_ok());
     let error = sentinel.entry("pay").unwrap_err();
     assert_eq!(error.rule_as::<FlowRule>(), Some(&local));
@@ -186,7 +174,7 @@ fn a_later_local_rule_still_blocks_a_granted_entry() {
 
 #[test]
 fn cluster_fields_are_checked() {
-    let sentinel = setup();
+    let (_clock, sentinel) = instance();
     let mut no_id = cluster_rule("a", 1.0, 0, true);
     no_id.cluster_config.flow_id = None;
     let mut concurrency = cluster_rule("b", 1.0, 2, true);
@@ -235,7 +223,7 @@ fn cluster_fields_are_checked() {
 
 #[test]
 fn one_flow_id_needs_one_threshold() {
-    let sentinel = setup();
+    let (_clock, sentinel) = instance();
     let same = vec![
         cluster_rule("a", 10.0, 7, true),
         cluster_rule("b", 10.0, 7, false),
@@ -293,7 +281,7 @@ impl ClusterTokens for Binding {
 
 #[test]
 fn a_bound_rule_asks_its_binding_until_the_service_changes() {
-    let sentinel = setup();
+    let (_clock, sentinel) = instance();
     let bound = Scripted::new(TokenAnswer::Granted);
     let binding = Arc::new(Binding {
         binds: AtomicU64::new(0),
@@ -302,10 +290,7 @@ fn a_bound_rule_asks_its_binding_until_the_service_changes() {
     });
     assert_eq!(binding.answer, TokenAnswer::Granted);
     sentinel.set_cluster_tokens(Some(binding.clone()));
-    sentinel
-        .flow_rules()
-        .load(vec![cluster_rule("pay", 1.0, 7, true)])
-        .unwrap();
+    load(&sentinel, [cluster_rule("pay", 1.0, 7, true)]);
     assert_eq!(passes(&sentinel, "pay", 5), 5);
     assert_eq!(binding.binds.load(Ordering::SeqCst), 1, "bound once");
     assert_eq!(bound.calls.load(Ordering::SeqCst), 5);

@@ -13,20 +13,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
 use sentinel_core::degrade::{BreakerSnapshot, BreakerState, DegradeGrade, DegradeRule};
-use sentinel_core::node::StatisticNode;
 use sentinel_core::slot::{self, EntryContext, Slot};
 use sentinel_core::{BlockError, BlockKind, Entry, ManualClock, Sentinel};
 
+mod support;
+use support::{T0, call_taking, enter, fail, instance, instance_with, load, stats, succeed};
+
 use BreakerState::{Closed, HalfOpen, Open};
-
-/// A start time on a whole second, so statistics windows line up with it.
-const T0: u64 = 1_700_000_000_000;
-
-fn setup() -> (ManualClock, Sentinel) {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder().clock(clock.clone()).build();
-    (clock, sentinel)
-}
 
 /// A rule that opens at the first error (error count over 0, one call in
 /// the window is enough), for `time_window_sec`.
@@ -63,42 +56,9 @@ fn window(sentinel: &Sentinel, rule: &DegradeRule) -> (u64, u64) {
     (snapshot.total, snapshot.bad)
 }
 
-fn stats<'s>(sentinel: &'s Sentinel, name: &str) -> &'s StatisticNode {
-    sentinel
-        .resource_node(name)
-        .unwrap_or_else(|| panic!("no resource node for {name}"))
-        .stats()
-}
-
 /// The degrade rule that refused an entry (and checks that one did).
 fn degrade_rule(err: &BlockError) -> &DegradeRule {
-    assert_eq!(err.kind(), BlockKind::Degrade, "{err}");
-    err.rule_as::<DegradeRule>()
-        .unwrap_or_else(|| panic!("a degrade block names its rule: {err}"))
-}
-
-fn enter<'s>(sentinel: &'s Sentinel, resource: &str) -> Entry<'s> {
-    sentinel
-        .entry(resource)
-        .unwrap_or_else(|err| panic!("entry of {resource} refused: {err}"))
-}
-
-/// One call that fails at once.
-fn fail(sentinel: &Sentinel, resource: &str) {
-    let entry = enter(sentinel, resource);
-    entry.set_error("boom");
-}
-
-/// One call that succeeds at once.
-fn succeed(sentinel: &Sentinel, resource: &str) {
-    drop(enter(sentinel, resource));
-}
-
-/// One call that succeeds after `rt_ms` on the clock.
-fn call_taking(clock: &ManualClock, sentinel: &Sentinel, resource: &str, rt_ms: u64) {
-    let entry = enter(sentinel, resource);
-    clock.advance_ms(rt_ms);
-    drop(entry);
+    support::rule_of(err)
 }
 
 /// Moves the clock to the start of the next statistics second, so that a
@@ -144,13 +104,13 @@ impl Changes {
 
 #[test]
 fn error_count_trips_once_the_window_holds_min_request_amount_and_blocks_naming_the_rule() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let rule = DegradeRule {
         min_request_amount: 4,
         time_window_sec: 10,
         ..DegradeRule::new("r", DegradeGrade::ErrorCount, 2.0)
     };
-    sentinel.degrade_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     let changes = Changes::listen(&sentinel);
 
     for _ in 0..3 {
@@ -195,12 +155,12 @@ fn error_count_trips_once_the_window_holds_min_request_amount_and_blocks_naming_
 
 #[test]
 fn error_count_equal_to_count_does_not_trip() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let rule = DegradeRule {
         min_request_amount: 1,
         ..DegradeRule::new("r", DegradeGrade::ErrorCount, 2.0)
     };
-    sentinel.degrade_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     fail(&sentinel, "r");
     fail(&sentinel, "r");
     for _ in 0..5 {
@@ -216,12 +176,12 @@ fn error_count_equal_to_count_does_not_trip() {
 
 #[test]
 fn error_ratio_respects_min_request_amount_and_trips_only_over_the_ratio() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let rule = DegradeRule {
         min_request_amount: 5,
         ..DegradeRule::new("r", DegradeGrade::ErrorRatio, 0.5)
     };
-    sentinel.degrade_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     let changes = Changes::listen(&sentinel);
 
     // Every call fails, but the window holds fewer than 5.
@@ -253,12 +213,12 @@ fn error_ratio_respects_min_request_amount_and_trips_only_over_the_ratio() {
 
 #[test]
 fn error_ratio_ignores_slowness() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let rule = DegradeRule {
         min_request_amount: 2,
         ..DegradeRule::new("r", DegradeGrade::ErrorRatio, 0.0)
     };
-    sentinel.degrade_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     for _ in 0..5 {
         call_taking(&clock, &sentinel, "r", 150);
     }
@@ -276,13 +236,13 @@ fn error_ratio_ignores_slowness() {
 
 #[test]
 fn slow_ratio_counts_calls_over_count_ms_and_trips_over_the_threshold() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let rule = DegradeRule {
         min_request_amount: 4,
         slow_ratio_threshold: 0.5,
         ..DegradeRule::new("r", DegradeGrade::SlowRequestRatio, 100.0)
     };
-    sentinel.degrade_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     let changes = Changes::listen(&sentinel);
 
     // 100 ms is not slow (slow is over count); 101 ms is. 2 of 4 is 0.5.
@@ -310,13 +270,13 @@ fn slow_ratio_counts_calls_over_count_ms_and_trips_over_the_threshold() {
 
 #[test]
 fn a_slow_ratio_threshold_of_one_trips_only_when_every_call_is_slow() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let rule = DegradeRule {
         min_request_amount: 3,
         slow_ratio_threshold: 1.0,
         ..DegradeRule::new("r", DegradeGrade::SlowRequestRatio, 50.0)
     };
-    sentinel.degrade_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     let changes = Changes::listen(&sentinel);
 
     // One call of exactly 50 ms among slow ones: never every call slow.
@@ -337,14 +297,14 @@ fn a_slow_ratio_threshold_of_one_trips_only_when_every_call_is_slow() {
 
 #[test]
 fn a_fractional_count_is_rounded_to_a_whole_millisecond() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     // 99.6 ms rounds to 100: a call of 100 ms is not slow.
     let rule = DegradeRule {
         min_request_amount: 2,
         slow_ratio_threshold: 0.0,
         ..DegradeRule::new("r", DegradeGrade::SlowRequestRatio, 99.6)
     };
-    sentinel.degrade_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     call_taking(&clock, &sentinel, "r", 100);
     call_taking(&clock, &sentinel, "r", 100);
     assert_eq!(window(&sentinel, &rule), (2, 0));
@@ -357,13 +317,13 @@ fn a_fractional_count_is_rounded_to_a_whole_millisecond() {
 
 #[test]
 fn closed_open_half_open_and_back_as_listeners_hear_it() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let rule = DegradeRule {
         min_request_amount: 2,
         time_window_sec: 5,
         ..DegradeRule::new("r", DegradeGrade::ErrorCount, 1.0)
     };
-    sentinel.degrade_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     let changes = Changes::listen(&sentinel);
 
     fail(&sentinel, "r");
@@ -438,14 +398,14 @@ fn closed_open_half_open_and_back_as_listeners_hear_it() {
 
 #[test]
 fn a_slow_probe_opens_the_breaker_again() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let rule = DegradeRule {
         min_request_amount: 1,
         slow_ratio_threshold: 0.0,
         time_window_sec: 1,
         ..DegradeRule::new("r", DegradeGrade::SlowRequestRatio, 100.0)
     };
-    sentinel.degrade_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     let changes = Changes::listen(&sentinel);
     call_taking(&clock, &sentinel, "r", 101);
     clock.set(T0 + 101 + 1_000);
@@ -473,12 +433,12 @@ fn a_slow_probe_opens_the_breaker_again() {
 fn exactly_probe_num_probes_are_let_through_to_threads_entering_at_once() {
     const THREADS: usize = 8;
     const PERIODS: u64 = 12;
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let rule = DegradeRule {
         probe_num: 3,
         ..opens_at_first_error("r", 1)
     };
-    sentinel.degrade_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     let half_opened = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&half_opened);
     sentinel.degrade_rules().on_state_change(move |change| {
@@ -560,12 +520,12 @@ fn exactly_probe_num_probes_are_let_through_to_threads_entering_at_once() {
 #[test]
 fn probes_completing_on_their_threads_close_the_breaker() {
     const THREADS: usize = 8;
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let rule = DegradeRule {
         probe_num: 3,
         ..opens_at_first_error("r", 1)
     };
-    sentinel.degrade_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     for period in 0..10 {
         fail(&sentinel, "r");
         assert_eq!(state(&sentinel, &rule), Open);
@@ -612,13 +572,9 @@ impl Slot for Veto {
 #[test]
 fn issue_1638_a_probe_blocked_by_a_later_slot_opens_the_breaker_again() {
     let veto = Arc::new(AtomicBool::new(false));
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .slot(Veto(Arc::clone(&veto)))
-        .build();
+    let (clock, sentinel) = instance_with(|builder| builder.slot(Veto(Arc::clone(&veto))));
     let rule = opens_at_first_error("r", 10);
-    sentinel.degrade_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     let changes = Changes::listen(&sentinel);
 
     fail(&sentinel, "r");
@@ -657,7 +613,7 @@ fn issue_1638_a_probe_blocked_by_a_later_slot_opens_the_breaker_again() {
 
 #[test]
 fn a_probe_refused_by_a_second_breaker_gives_its_place_back() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     // Two breakers on one resource: the first opens for 1 s, the second for
     // 10 s; both open at one failure.
     let short = opens_at_first_error("r", 1);
@@ -665,10 +621,7 @@ fn a_probe_refused_by_a_second_breaker_gives_its_place_back() {
         grade: DegradeGrade::ErrorRatio,
         ..opens_at_first_error("r", 10)
     };
-    sentinel
-        .degrade_rules()
-        .load(vec![short.clone(), long.clone()])
-        .unwrap();
+    load(&sentinel, [short.clone(), long.clone()]);
     let changes = Changes::listen(&sentinel);
     fail(&sentinel, "r");
     assert_eq!(state(&sentinel, &short), Open);
@@ -694,19 +647,19 @@ async fn a_probe_cancelled_in_a_rate_limiters_queue_opens_the_breaker_again() {
 
     use sentinel_core::flow::{ControlBehavior, FlowRule};
 
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let rule = opens_at_first_error("r", 1);
-    sentinel.degrade_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     // One call per 10 s, queueing up to 20 s: the call after the first
     // waits.
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule {
+    load(
+        &sentinel,
+        [FlowRule {
             control_behavior: ControlBehavior::RateLimiter,
             max_queueing_time_ms: 20_000,
             ..FlowRule::new("r", 0.1)
-        }])
-        .unwrap();
+        }],
+    );
     let changes = Changes::listen(&sentinel);
 
     let first = sentinel.entry_builder("r").enter_async().await.unwrap();
@@ -755,10 +708,10 @@ async fn a_probe_cancelled_in_a_rate_limiters_queue_opens_the_breaker_again() {
 
 #[test]
 fn reloading_an_unchanged_rule_keeps_its_breaker_and_a_changed_one_starts_closed() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let rule = opens_at_first_error("r", 10);
     let elsewhere = opens_at_first_error("other", 10);
-    sentinel.degrade_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     succeed(&sentinel, "r");
     fail(&sentinel, "r");
     assert_eq!(state(&sentinel, &rule), Open);
@@ -778,12 +731,9 @@ fn reloading_an_unchanged_rule_keeps_its_breaker_and_a_changed_one_starts_closed
 
     // The same list, then the same rule beside a new one: still open, same
     // retry time, same window.
-    sentinel.degrade_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     assert_eq!(breaker(&sentinel, &rule), open);
-    sentinel
-        .degrade_rules()
-        .load(vec![elsewhere.clone(), rule.clone()])
-        .unwrap();
+    load(&sentinel, [elsewhere.clone(), rule.clone()]);
     assert_eq!(breaker(&sentinel, &rule), open);
     assert_eq!(degrade_rule(&sentinel.entry("r").unwrap_err()), &rule);
     assert_eq!(node(&sentinel), (2, 2, 1, 2));
@@ -791,7 +741,7 @@ fn reloading_an_unchanged_rule_keeps_its_breaker_and_a_changed_one_starts_closed
     // A probe held across an unchanged reload still decides.
     clock.advance_ms(10_000);
     let probe = enter(&sentinel, "r");
-    sentinel.degrade_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     assert_eq!(state(&sentinel, &rule), HalfOpen);
     drop(probe);
     assert_eq!(state(&sentinel, &rule), Closed);
@@ -804,10 +754,7 @@ fn reloading_an_unchanged_rule_keeps_its_breaker_and_a_changed_one_starts_closed
         time_window_sec: 20,
         ..rule.clone()
     };
-    sentinel
-        .degrade_rules()
-        .load(vec![changed.clone()])
-        .unwrap();
+    load(&sentinel, [changed.clone()]);
     let snapshot = breaker(&sentinel, &changed);
     assert_eq!(
         (snapshot.state, snapshot.total, snapshot.bad),
@@ -833,12 +780,9 @@ fn reloading_an_unchanged_rule_keeps_its_breaker_and_a_changed_one_starts_closed
 
 #[test]
 fn bad_rules_are_refused_by_field_and_the_rules_in_force_stay() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let in_force = opens_at_first_error("r", 10);
-    sentinel
-        .degrade_rules()
-        .load(vec![in_force.clone()])
-        .unwrap();
+    load(&sentinel, [in_force.clone()]);
     fail(&sentinel, "r");
     let open = breaker(&sentinel, &in_force);
     assert_eq!(open.state, Open);
@@ -948,7 +892,7 @@ fn bad_rules_are_refused_by_field_and_the_rules_in_force_stay() {
 
 #[test]
 fn refused_entries_are_not_completions_and_a_plain_exit_is_a_good_one() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let rule = DegradeRule {
         min_request_amount: 4,
         time_window_sec: 1,
@@ -995,12 +939,12 @@ fn refused_entries_are_not_completions_and_a_plain_exit_is_a_good_one() {
 
 #[test]
 fn a_batch_entry_completes_as_one_call() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let rule = DegradeRule {
         min_request_amount: 3,
         ..DegradeRule::new("r", DegradeGrade::ErrorCount, 0.0)
     };
-    sentinel.degrade_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     let entry = sentinel.entry_builder("r").batch_count(5).enter().unwrap();
     entry.set_error("boom");
     drop(entry);
@@ -1016,9 +960,9 @@ fn a_batch_entry_completes_as_one_call() {
 
 #[test]
 fn calls_that_completed_after_the_trip_decide_nothing() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let rule = opens_at_first_error("r", 1);
-    sentinel.degrade_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
     let changes = Changes::listen(&sentinel);
     // Let through before the trip, completing after it: counted, but the
     // breaker stays open, and during half-open only the probe decides.

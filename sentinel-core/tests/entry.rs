@@ -15,17 +15,11 @@ use sentinel_core::node::{ContextNode, NodeSnapshot};
 use sentinel_core::slot::{self, EntryContext, ExitContext, Slot};
 use sentinel_core::stat::{StatConfig, WindowShape};
 use sentinel_core::{
-    BlockError, BlockKind, DEFAULT_CONTEXT, Entry, EntryType, ManualClock, ParamValue, Sentinel,
+    BlockError, BlockKind, DEFAULT_CONTEXT, Entry, EntryType, ParamValue, Sentinel,
 };
 
-/// A start time on a whole second, so a few milliseconds stay in one bucket.
-const T0: u64 = 1_700_000_000_000;
-
-fn setup() -> (ManualClock, Sentinel) {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder().clock(clock.clone()).build();
-    (clock, sentinel)
-}
+mod support;
+use support::{T0, instance, instance_with};
 
 /// Everything the resource node of `name` reports now.
 fn res(sentinel: &Sentinel, name: &str) -> NodeSnapshot {
@@ -73,7 +67,7 @@ impl std::error::Error for Oops {}
 
 #[test]
 fn drop_counts_pass_success_and_rt() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let entry = sentinel.entry("A").unwrap();
     assert!(entry.is_counted());
     assert_eq!(entry.resource_name(), Some("A"));
@@ -100,7 +94,7 @@ fn drop_counts_pass_success_and_rt() {
 
 #[test]
 fn explicit_exit_is_the_same_as_drop() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let entry = sentinel.entry("A").unwrap();
     clock.advance_ms(12);
     entry.exit();
@@ -114,7 +108,7 @@ fn explicit_exit_is_the_same_as_drop() {
 
 #[test]
 fn response_times_average_over_entries_and_are_capped() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     for rt in [10, 20, 30] {
         let entry = sentinel.entry("A").unwrap();
         clock.advance_ms(rt);
@@ -138,7 +132,7 @@ fn response_times_average_over_entries_and_are_capped() {
 
 #[test]
 fn a_clock_set_back_reads_as_standing_still() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     clock.advance_ms(100);
     let entry = sentinel.entry("A").unwrap();
     clock.set(T0);
@@ -151,7 +145,7 @@ fn a_clock_set_back_reads_as_standing_still() {
 
 #[test]
 fn an_entry_describes_itself() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let entry = sentinel
         .entry_builder("A")
         .context("web")
@@ -174,7 +168,7 @@ fn an_entry_describes_itself() {
 
 #[test]
 fn batch_count_counts_pass_and_success_by_the_batch() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let entry = sentinel.entry_builder("A").batch_count(3).enter().unwrap();
     let s = res(&sentinel, "A");
     assert_eq!(s.total_pass, 3);
@@ -193,7 +187,7 @@ fn batch_count_counts_pass_and_success_by_the_batch() {
 
 #[test]
 fn batch_count_zero_is_one() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     drop(sentinel.entry_builder("A").batch_count(0).enter().unwrap());
     let s = res(&sentinel, "A");
     assert_eq!(s.total_pass, 1);
@@ -204,7 +198,7 @@ fn batch_count_zero_is_one() {
 
 #[test]
 fn errors_count_once_per_entry_with_its_batch() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let entry = sentinel.entry_builder("A").batch_count(3).enter().unwrap();
     assert!(!entry.has_error());
     entry.set_error(&Oops);
@@ -231,7 +225,7 @@ fn errors_count_once_per_entry_with_its_batch() {
 
 #[test]
 fn errors_count_on_every_node_of_the_entry() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let entry = sentinel
         .entry_builder("A")
         .entry_type(EntryType::Inbound)
@@ -253,7 +247,7 @@ fn errors_count_on_every_node_of_the_entry() {
 
 #[test]
 fn only_inbound_entries_count_on_the_inbound_node() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let inbound = sentinel
         .entry_builder("in")
         .entry_type(EntryType::Inbound)
@@ -286,7 +280,7 @@ fn only_inbound_entries_count_on_the_inbound_node() {
 
 #[test]
 fn origin_counts_on_the_origin_node() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let a = sentinel.entry_builder("A").origin("app").enter().unwrap();
     assert_eq!(origin(&sentinel, "A", "app").concurrency, 1);
     clock.advance_ms(5);
@@ -317,7 +311,7 @@ fn origin_counts_on_the_origin_node() {
 
 #[test]
 fn empty_origin_makes_no_origin_node() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     drop(sentinel.entry_builder("A").origin("").enter().unwrap());
     drop(sentinel.entry("A").unwrap());
     let node = sentinel.resource_node("A").unwrap();
@@ -329,7 +323,7 @@ fn empty_origin_makes_no_origin_node() {
 
 #[test]
 fn nested_entry_inherits_its_parents_origin_unless_given() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let parent = sentinel.entry_builder("A").origin("app").enter().unwrap();
     let inherits = sentinel.entry_builder("B").parent(&parent).enter().unwrap();
     let own = sentinel
@@ -351,7 +345,7 @@ fn nested_entry_inherits_its_parents_origin_unless_given() {
 
 #[test]
 fn named_context_counts_per_node_and_builds_the_tree() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let a = sentinel.entry_builder("A").context("web").enter().unwrap();
     // The context given to a nested entry is ignored: it joins its parent's.
     let b = sentinel
@@ -416,7 +410,7 @@ fn named_context_counts_per_node_and_builds_the_tree() {
 
 #[test]
 fn nested_entries_in_the_default_context_hang_under_their_parent() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let a = sentinel.entry("A").unwrap();
     let b = sentinel.entry_builder("B").parent(&a).enter().unwrap();
     let c = sentinel.entry_builder("C").parent(&b).enter().unwrap();
@@ -433,7 +427,7 @@ fn nested_entries_in_the_default_context_hang_under_their_parent() {
 
 #[test]
 fn a_node_hangs_under_every_parent_it_was_entered_from() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let a = sentinel.entry_builder("A").context("web").enter().unwrap();
     drop(sentinel.entry_builder("C").parent(&a).enter().unwrap());
     drop(a);
@@ -459,7 +453,7 @@ fn a_node_hangs_under_every_parent_it_was_entered_from() {
 
 #[test]
 fn a_default_context_node_entered_nested_first_joins_the_top_when_entered_there() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let a = sentinel.entry("A").unwrap();
     drop(sentinel.entry_builder("B").parent(&a).enter().unwrap());
     drop(a);
@@ -475,7 +469,7 @@ fn a_default_context_node_entered_nested_first_joins_the_top_when_entered_there(
 
 #[test]
 fn default_context_node_is_the_resource_less_its_named_context_nodes() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let mut held = Vec::new();
     for _ in 0..3 {
         held.push(sentinel.entry("R").unwrap());
@@ -550,7 +544,7 @@ fn default_context_node_is_the_resource_less_its_named_context_nodes() {
 
 #[test]
 fn default_context_node_subtracts_every_named_context() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     for _ in 0..3 {
         drop(sentinel.entry("R").unwrap());
     }
@@ -581,7 +575,7 @@ fn default_context_node_subtracts_every_named_context() {
 
 #[test]
 fn an_uncounted_parent_is_ignored() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     sentinel.set_enabled(false);
     let parent = sentinel.entry_builder("A").context("web").enter().unwrap();
     sentinel.set_enabled(true);
@@ -603,7 +597,7 @@ fn an_uncounted_parent_is_ignored() {
 
 #[test]
 fn naming_the_default_context_is_the_default_context() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     drop(
         sentinel
             .entry_builder("A")
@@ -620,8 +614,8 @@ fn naming_the_default_context_is_the_default_context() {
 
 #[test]
 fn a_parent_from_another_instance_is_ignored() {
-    let (_c1, one) = setup();
-    let (_c2, two) = setup();
+    let (_c1, one) = instance();
+    let (_c2, two) = instance();
     let parent = one.entry_builder("A").context("web").enter().unwrap();
     let child = two.entry_builder("B").parent(&parent).enter().unwrap();
     assert!(child.is_counted());
@@ -637,11 +631,7 @@ fn a_parent_from_another_instance_is_ignored() {
 
 #[test]
 fn resources_past_the_cap_pass_uncounted() {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .max_resources(2)
-        .build();
+    let (_clock, sentinel) = instance_with(|builder| builder.max_resources(2));
     drop(sentinel.entry("a").unwrap());
     drop(sentinel.entry("b").unwrap());
     assert_eq!(sentinel.refused_resources(), 0);
@@ -677,11 +667,7 @@ fn resources_past_the_cap_pass_uncounted() {
 
 #[test]
 fn contexts_past_the_cap_run_in_the_default_context() {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .max_contexts(1)
-        .build();
+    let (_clock, sentinel) = instance_with(|builder| builder.max_contexts(1));
     drop(sentinel.entry_builder("A").context("web").enter().unwrap());
     // Issue 21: past the cap the entry still counts (and is checked) on its
     // resource, in the default context, so a full context cap never
@@ -710,11 +696,7 @@ fn contexts_past_the_cap_run_in_the_default_context() {
 
 #[test]
 fn origins_past_the_cap_count_on_the_resource_and_a_shared_node() {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .max_origins(1)
-        .build();
+    let (_clock, sentinel) = instance_with(|builder| builder.max_origins(1));
     drop(sentinel.entry_builder("A").origin("first").enter().unwrap());
     let second = sentinel
         .entry_builder("A")
@@ -761,11 +743,7 @@ fn origins_past_the_cap_count_on_the_resource_and_a_shared_node() {
 
 #[test]
 fn a_handle_past_the_cap_passes_uncounted() {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .max_resources(1)
-        .build();
+    let (_clock, sentinel) = instance_with(|builder| builder.max_resources(1));
     let a = sentinel.resource("a");
     assert!(a.node().is_some());
     let c = sentinel.resource("c");
@@ -787,11 +765,7 @@ fn a_handle_past_the_cap_passes_uncounted() {
 
 #[test]
 fn disabled_instance_passes_everything_uncounted() {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .slot(BlockAll)
-        .build();
+    let (_clock, sentinel) = instance_with(|builder| builder.slot(BlockAll));
     assert!(sentinel.is_enabled());
     assert!(sentinel.entry("A").is_err());
 
@@ -819,7 +793,7 @@ fn disabled_instance_passes_everything_uncounted() {
 
 #[test]
 fn re_enabling_counts_again_and_held_entries_count_their_exit() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let before = sentinel.entry("A").unwrap();
     sentinel.set_enabled(false);
     let during = sentinel.entry("A").unwrap();
@@ -874,13 +848,11 @@ impl Slot for Guard {
 
 #[test]
 fn a_slot_among_the_checks_blocks_and_the_block_is_counted() {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .slot(Guard {
+    let (_clock, sentinel) = instance_with(|builder| {
+        builder.slot(Guard {
             order: slot::order::FLOW,
         })
-        .build();
+    });
     let bad = [ParamValue::from(1), ParamValue::from("bad")];
     let good = [ParamValue::from(1), ParamValue::from("good")];
 
@@ -936,11 +908,7 @@ fn a_slot_among_the_checks_blocks_and_the_block_is_counted() {
 
 #[test]
 fn a_slot_sees_the_inherited_origin_of_a_nested_entry() {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .slot(EvilOnDb)
-        .build();
+    let (_clock, sentinel) = instance_with(|builder| builder.slot(EvilOnDb));
     let api = sentinel
         .entry_builder("api")
         .origin("evil")
@@ -976,13 +944,11 @@ impl Slot for EvilOnDb {
 
 #[test]
 fn a_block_before_the_statistic_slot_is_not_counted() {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .slot(Guard {
+    let (_clock, sentinel) = instance_with(|builder| {
+        builder.slot(Guard {
             order: slot::order::STATISTIC - 1,
         })
-        .build();
+    });
     let bad = [ParamValue::from("bad")];
     let err = sentinel
         .entry_builder("A")
@@ -1004,13 +970,11 @@ fn a_block_before_the_statistic_slot_is_not_counted() {
 
 #[test]
 fn a_block_at_the_statistic_order_is_counted() {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .slot(Guard {
+    let (_clock, sentinel) = instance_with(|builder| {
+        builder.slot(Guard {
             order: slot::order::STATISTIC,
         })
-        .build();
+    });
     let bad = [ParamValue::from("bad")];
     assert!(sentinel.entry_builder("A").args(&bad).enter().is_err());
     assert_eq!(res(&sentinel, "A").total_block, 1);
@@ -1072,17 +1036,16 @@ fn take(log: &Arc<Mutex<Vec<String>>>) -> Vec<String> {
 #[test]
 fn slots_run_by_order_and_see_exits() {
     let log = Arc::new(Mutex::new(Vec::new()));
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .slot(Recorder::new("max", i32::MAX, &log))
-        .slot(Recorder::new("flow", slot::order::FLOW, &log))
-        .slot(Recorder::new("auth", slot::order::AUTHORITY + 1, &log))
-        .slot(Recorder::new("pre", slot::order::STATISTIC - 1, &log))
-        .slot(Recorder::new("flow2", slot::order::FLOW, &log))
-        .slot(Recorder::new("degrade", slot::order::DEGRADE + 1, &log))
-        .slot(Recorder::new("min", i32::MIN, &log))
-        .build();
+    let (clock, sentinel) = instance_with(|builder| {
+        builder
+            .slot(Recorder::new("max", i32::MAX, &log))
+            .slot(Recorder::new("flow", slot::order::FLOW, &log))
+            .slot(Recorder::new("auth", slot::order::AUTHORITY + 1, &log))
+            .slot(Recorder::new("pre", slot::order::STATISTIC - 1, &log))
+            .slot(Recorder::new("flow2", slot::order::FLOW, &log))
+            .slot(Recorder::new("degrade", slot::order::DEGRADE + 1, &log))
+            .slot(Recorder::new("min", i32::MIN, &log))
+    });
     let entry = sentinel.entry("A").unwrap();
     assert_eq!(
         take(&log),
@@ -1118,13 +1081,12 @@ fn slots_run_by_order_and_see_exits() {
 #[test]
 fn the_first_block_wins() {
     let log = Arc::new(Mutex::new(Vec::new()));
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .slot(Recorder::new("late", slot::order::DEGRADE, &log).blocking())
-        .slot(Recorder::new("early", slot::order::SYSTEM, &log).blocking())
-        .slot(Recorder::new("first", slot::order::AUTHORITY, &log))
-        .build();
+    let (_clock, sentinel) = instance_with(|builder| {
+        builder
+            .slot(Recorder::new("late", slot::order::DEGRADE, &log).blocking())
+            .slot(Recorder::new("early", slot::order::SYSTEM, &log).blocking())
+            .slot(Recorder::new("first", slot::order::AUTHORITY, &log))
+    });
     let err = sentinel.entry("A").unwrap_err();
     assert_eq!(err.kind(), BlockKind::Custom("early"));
     assert_eq!(
@@ -1138,12 +1100,11 @@ fn the_first_block_wins() {
 #[test]
 fn a_block_before_the_statistic_slot_skips_the_checks() {
     let log = Arc::new(Mutex::new(Vec::new()));
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .slot(Recorder::new("check", slot::order::FLOW, &log))
-        .slot(Recorder::new("pre", slot::order::NODE_SELECTOR, &log).blocking())
-        .build();
+    let (_clock, sentinel) = instance_with(|builder| {
+        builder
+            .slot(Recorder::new("check", slot::order::FLOW, &log))
+            .slot(Recorder::new("pre", slot::order::NODE_SELECTOR, &log).blocking())
+    });
     let err = sentinel.entry("A").unwrap_err();
     assert_eq!(err.kind(), BlockKind::Custom("pre"));
     assert_eq!(take(&log), ["entry pre"]);
@@ -1197,11 +1158,7 @@ impl Slot for Inspector {
 #[test]
 fn slots_see_the_entry_and_its_exit() {
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .slot(Inspector { seen: seen.clone() })
-        .build();
+    let (clock, sentinel) = instance_with(|builder| builder.slot(Inspector { seen: seen.clone() }));
     let args = [ParamValue::from(7u8), ParamValue::from("x")];
     let entry = sentinel
         .entry_builder("A")
@@ -1248,10 +1205,7 @@ impl Slot for OriginLog {
 #[test]
 fn slots_see_the_origin_under_the_origin_cap() {
     let log = Arc::new(Mutex::new(Vec::new()));
-    let sentinel = Sentinel::builder()
-        .clock(ManualClock::new(T0))
-        .slot(OriginLog(log.clone()))
-        .build();
+    let (_clock, sentinel) = instance_with(|builder| builder.slot(OriginLog(log.clone())));
     let parent = sentinel.entry_builder("api").origin("app").enter().unwrap();
     drop(
         sentinel
@@ -1275,11 +1229,8 @@ fn slots_see_the_origin_under_the_origin_cap() {
 #[test]
 fn slots_see_the_origin_past_the_origin_cap() {
     let log = Arc::new(Mutex::new(Vec::new()));
-    let sentinel = Sentinel::builder()
-        .clock(ManualClock::new(T0))
-        .max_origins(0)
-        .slot(OriginLog(log.clone()))
-        .build();
+    let (_clock, sentinel) =
+        instance_with(|builder| builder.max_origins(0).slot(OriginLog(log.clone())));
     let parent = sentinel.entry_builder("api").origin("app").enter().unwrap();
     drop(
         sentinel
@@ -1307,7 +1258,7 @@ fn slots_see_the_origin_past_the_origin_cap() {
 
 #[test]
 fn a_handle_counts_on_the_same_node_as_entries_by_name() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let handle = sentinel.resource("r");
     assert_eq!(handle.name(), "r");
     let node = handle.node().unwrap();
@@ -1376,7 +1327,7 @@ const _: () = assert_sync::<BlockError>();
 
 #[test]
 fn an_entry_dropped_on_another_thread_exits() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let entry = sentinel
         .entry_builder("A")
         .context("web")
@@ -1417,7 +1368,7 @@ impl Future for YieldOnce {
 
 #[test]
 fn a_future_dropped_while_holding_an_entry_exits_it() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let mut cx = Context::from_waker(Waker::noop());
     {
         let mut fut = pin!(async {
@@ -1452,7 +1403,7 @@ fn a_future_holding_an_entry_is_send() {
     fn require_send<F: Future + Send>(f: F) -> F {
         f
     }
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let fut = require_send(async {
         let _entry = sentinel.entry("A").unwrap();
         YieldOnce(false).await;
@@ -1478,7 +1429,7 @@ fn threads_entering_one_resource_count_exactly() {
     const THREADS: usize = 4;
     const PER_THREAD: u64 = 10_000;
     const OWN: u64 = 1_000;
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let own_names: Vec<String> = (0..THREADS).map(|t| format!("own-{t}")).collect();
     let barrier = Barrier::new(THREADS);
     std::thread::scope(|s| {
@@ -1529,7 +1480,7 @@ fn threads_entering_one_resource_count_exactly() {
 fn threads_entering_new_names_make_each_once() {
     const THREADS: u64 = 4;
     const NAMES: usize = 50;
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let names_: Vec<String> = (0..NAMES).map(|i| format!("new-{i}")).collect();
     let barrier = Barrier::new(THREADS as usize);
     std::thread::scope(|s| {
@@ -1575,7 +1526,7 @@ fn threads_entering_new_names_make_each_once() {
     web_top.sort();
     assert_eq!(web_top, expected);
 
-    let only_new = Sentinel::builder().clock(ManualClock::new(T0)).build();
+    let (_clock, only_new) = instance();
     std::thread::scope(|s| {
         for _ in 0..THREADS {
             let (sentinel, list) = (&only_new, &names_);
@@ -1600,12 +1551,8 @@ fn threads_entering_new_names_make_each_once() {
 
 #[test]
 fn the_second_window_length_divides_the_rates() {
-    let clock = ManualClock::new(T0);
     let config = StatConfig::default().second_window(WindowShape::new(2_000, 4).unwrap());
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .stat_config(config)
-        .build();
+    let (clock, sentinel) = instance_with(|builder| builder.stat_config(config));
     for _ in 0..10 {
         drop(sentinel.entry("A").unwrap());
     }
@@ -1635,7 +1582,7 @@ fn the_second_window_length_divides_the_rates() {
     assert_eq!(res(&sentinel, "A").total_pass, 15);
 
     // The default shape: one second.
-    let (_clock, default) = setup();
+    let (_clock, default) = instance();
     for _ in 0..10 {
         drop(default.entry("A").unwrap());
     }

@@ -17,18 +17,11 @@ use std::time::Duration;
 use sentinel_core::flow::{
     ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
 };
-use sentinel_core::node::StatisticNode;
 use sentinel_core::slot::{self, EntryContext, Slot};
 use sentinel_core::{BlockError, BlockKind, EntryType, ManualClock, Sentinel};
 
-/// A start time on a whole second, so buckets and seconds line up with it.
-const T0: u64 = 1_700_000_000_000;
-
-fn setup() -> (ManualClock, Sentinel) {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder().clock(clock.clone()).build();
-    (clock, sentinel)
-}
+mod support;
+use support::{T0, admit, admitted, instance, instance_with, load, stats};
 
 /// A QPS rule on `resource` for the callers `limit_app` selects.
 fn for_app(resource: &str, limit_app: &str, count: f64) -> FlowRule {
@@ -38,38 +31,20 @@ fn for_app(resource: &str, limit_app: &str, count: f64) -> FlowRule {
     }
 }
 
-/// The statistics of resource `name`.
-fn stats<'s>(sentinel: &'s Sentinel, name: &str) -> &'s StatisticNode {
-    sentinel
-        .resource_node(name)
-        .unwrap_or_else(|| panic!("no resource node for {name}"))
-        .stats()
-}
-
 /// The flow rule that refused an entry (and checks that a flow rule did).
 fn blocking_rule(err: &BlockError) -> &FlowRule {
-    assert_eq!(err.kind(), BlockKind::Flow, "{err}");
-    err.rule_as::<FlowRule>()
-        .unwrap_or_else(|| panic!("a flow block names its flow rule: {err}"))
+    support::rule_of(err)
 }
 
-/// Tries `n` entries of `resource` now, each exited at once; how many passed.
-fn admit(sentinel: &Sentinel, resource: &str, n: usize) -> usize {
-    (0..n).filter(|_| sentinel.entry(resource).is_ok()).count()
-}
-
-/// As [`admit`], from `origin`.
+/// As [`admit`], inbound from `origin`.
 fn admit_from(sentinel: &Sentinel, resource: &str, origin: &str, n: usize) -> usize {
-    (0..n)
-        .filter(|_| {
-            sentinel
-                .entry_builder(resource)
-                .origin(origin)
-                .entry_type(EntryType::Inbound)
-                .enter()
-                .is_ok()
-        })
-        .count()
+    admitted(n, || {
+        sentinel
+            .entry_builder(resource)
+            .origin(origin)
+            .entry_type(EntryType::Inbound)
+            .enter()
+    })
 }
 
 /// One simulated second of traffic on `resource`, from the current time (a
@@ -99,9 +74,9 @@ fn one_second_of_traffic(
 
 #[test]
 fn qps_reject_admits_count_per_second_and_names_the_rule_when_blocking() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let rule = FlowRule::new("r", 5.0);
-    sentinel.flow_rules().load(vec![rule.clone()]).unwrap();
+    load(&sentinel, [rule.clone()]);
 
     for i in 0..5 {
         assert!(sentinel.entry("r").is_ok(), "entry {i} is within the count");
@@ -129,11 +104,8 @@ fn qps_reject_admits_count_per_second_and_names_the_rule_when_blocking() {
 
 #[test]
 fn qps_reject_counts_a_batch_as_that_many_permits() {
-    let (_clock, sentinel) = setup();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("r", 5.0)])
-        .unwrap();
+    let (_clock, sentinel) = instance();
+    load(&sentinel, [FlowRule::new("r", 5.0)]);
     let batch = |n| sentinel.entry_builder("r").batch_count(n).enter();
 
     assert!(batch(3).is_ok(), "0 + 3 <= 5");
@@ -152,12 +124,9 @@ fn qps_reject_counts_a_batch_as_that_many_permits() {
 
 #[test]
 fn qps_reject_under_three_times_overload_admits_the_count_each_second() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let count = 100;
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("r", count as f64)])
-        .unwrap();
+    load(&sentinel, [FlowRule::new("r", count as f64)]);
 
     let mut admitted_at = Vec::new();
     for _ in 0..10 {
@@ -227,12 +196,9 @@ fn hammer(sentinel: &Sentinel, resource: &str, threads: usize, attempts: usize) 
 
 #[test]
 fn qps_reject_admits_exactly_the_count_to_threads_racing_for_it() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let count = 1_000;
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("r", count as f64)])
-        .unwrap();
+    load(&sentinel, [FlowRule::new("r", count as f64)]);
     // Threads take permits in leases; every permit is spent and none twice,
     // in every bucket, while the window slides over 10 s.
     let mut per_bucket = Vec::new();
@@ -256,12 +222,9 @@ fn qps_reject_admits_exactly_the_count_to_threads_racing_for_it() {
 
 #[test]
 fn permits_leased_to_an_idle_thread_serve_the_others() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let count = 800;
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("r", count as f64)])
-        .unwrap();
+    load(&sentinel, [FlowRule::new("r", count as f64)]);
     let sentinel = &sentinel;
     let (entered_tx, entered) = std::sync::mpsc::channel();
     let (done, stay) = std::sync::mpsc::channel::<()>();
@@ -299,16 +262,12 @@ impl Slot for After {
 
 #[test]
 fn permits_of_entries_refused_after_the_flow_check_are_given_back() {
-    let clock = ManualClock::new(T0);
     let after = Arc::new(After::default());
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .slot(SharedSlot(Arc::clone(&after)))
-        .build();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("r", 10.0), FlowRule::new("r", 20.0)])
-        .unwrap();
+    let (_clock, sentinel) = instance_with(|builder| builder.slot(SharedSlot(Arc::clone(&after))));
+    load(
+        &sentinel,
+        [FlowRule::new("r", 10.0), FlowRule::new("r", 20.0)],
+    );
     after.0.store(true, Ordering::Relaxed);
     // Refused later, from this thread and others: nothing spent.
     assert_eq!(admit(&sentinel, "r", 50), 0);
@@ -320,23 +279,21 @@ fn permits_of_entries_refused_after_the_flow_check_are_given_back() {
 
 #[test]
 fn a_rule_that_refuses_gives_back_the_permits_of_the_rules_before_it() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     // Every caller's 20 a second (checked first), and 5 of them through
     // context `c`.
-    sentinel
-        .flow_rules()
-        .load(vec![
+    load(
+        &sentinel,
+        [
             FlowRule::new("r", 20.0),
             FlowRule {
                 strategy: FlowStrategy::Chain,
                 ref_resource: Some("c".into()),
                 ..FlowRule::new("r", 5.0)
             },
-        ])
-        .unwrap();
-    let through_c = (0..30)
-        .filter(|_| sentinel.entry_builder("r").context("c").enter().is_ok())
-        .count();
+        ],
+    );
+    let through_c = admitted(30, || sentinel.entry_builder("r").context("c").enter());
     assert_eq!(through_c, 5);
     // The 20-rule counted the 5 passes, not the 25 the chain rule refused.
     assert_eq!(admit(&sentinel, "r", 30), 15);
@@ -385,16 +342,10 @@ fn paused_at_an_edge(
     origin: &'static str,
     count: f64,
 ) -> (ManualClock, Arc<Pause>, Sentinel) {
-    let clock = ManualClock::new(T0 + 499);
     let pause = Pause::new(order, origin);
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .slot(SharedSlot(Arc::clone(&pause)))
-        .build();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("r", count)])
-        .unwrap();
+    let (clock, sentinel) = instance_with(|builder| builder.slot(SharedSlot(Arc::clone(&pause))));
+    clock.set(T0 + 499);
+    load(&sentinel, [FlowRule::new("r", count)]);
     (clock, pause, sentinel)
 }
 
@@ -471,14 +422,14 @@ impl<S: Slot> Slot for SharedSlot<S> {
 
 #[test]
 fn concurrency_grade_is_exact_under_threads_and_gives_every_reservation_back() {
-    let (_clock, sentinel) = setup();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule {
+    let (_clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [FlowRule {
             grade: FlowGrade::Concurrency,
             ..FlowRule::new("r", 3.0)
-        }])
-        .unwrap();
+        }],
+    );
 
     let inside = AtomicI64::new(0);
     let max_inside = AtomicI64::new(0);
@@ -526,14 +477,14 @@ fn concurrency_grade_is_exact_under_threads_and_gives_every_reservation_back() {
 
 #[test]
 fn a_blocked_concurrency_entry_leaks_no_reservation() {
-    let (_clock, sentinel) = setup();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule {
+    let (_clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [FlowRule {
             grade: FlowGrade::Concurrency,
             ..FlowRule::new("r", 1.0)
-        }])
-        .unwrap();
+        }],
+    );
 
     let held = sentinel.entry("r").unwrap();
     for _ in 0..100 {
@@ -552,14 +503,14 @@ fn a_blocked_concurrency_entry_leaks_no_reservation() {
 
 #[test]
 fn a_rule_naming_an_origin_limits_only_that_origin() {
-    let (_clock, sentinel) = setup();
-    sentinel
-        .flow_rules()
-        .load(vec![
+    let (_clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [
             for_app("r", "a", 1.0),
             for_app("r", LIMIT_APP_DEFAULT, 100.0),
-        ])
-        .unwrap();
+        ],
+    );
 
     assert_eq!(admit_from(&sentinel, "r", "a", 1), 1);
     let err = sentinel.entry_builder("r").origin("a").enter().unwrap_err();
@@ -583,14 +534,11 @@ fn a_rule_naming_an_origin_limits_only_that_origin() {
 
 #[test]
 fn an_other_rule_limits_each_unnamed_origin_on_its_own() {
-    let (_clock, sentinel) = setup();
-    sentinel
-        .flow_rules()
-        .load(vec![
-            for_app("r", "a", 100.0),
-            for_app("r", LIMIT_APP_OTHER, 1.0),
-        ])
-        .unwrap();
+    let (_clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [for_app("r", "a", 100.0), for_app("r", LIMIT_APP_OTHER, 1.0)],
+    );
 
     assert_eq!(admit_from(&sentinel, "r", "b", 1), 1);
     let err = sentinel.entry_builder("r").origin("b").enter().unwrap_err();
@@ -616,7 +564,7 @@ fn an_other_rule_limits_each_unnamed_origin_on_its_own() {
 
 #[test]
 fn origin_rules_are_checked_before_default_rules_and_every_rule_applies() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let origin_rule = |count| FlowRule {
         limit_app: "a".into(),
         ..FlowRule::new("r", count)
@@ -625,28 +573,19 @@ fn origin_rules_are_checked_before_default_rules_and_every_rule_applies() {
 
     // The origin rule lets it through; the default rule, listed first but
     // checked last, still applies and blocks.
-    sentinel
-        .flow_rules()
-        .load(vec![default_rule(0.0), origin_rule(100.0)])
-        .unwrap();
+    load(&sentinel, [default_rule(0.0), origin_rule(100.0)]);
     let err = sentinel.entry_builder("r").origin("a").enter().unwrap_err();
     assert_eq!(blocking_rule(&err), &default_rule(0.0));
 
     // The origin rule blocks: it is the one reported.
-    sentinel
-        .flow_rules()
-        .load(vec![default_rule(100.0), origin_rule(0.0)])
-        .unwrap();
+    load(&sentinel, [default_rule(100.0), origin_rule(0.0)]);
     let err = sentinel.entry_builder("r").origin("a").enter().unwrap_err();
     assert_eq!(blocking_rule(&err), &origin_rule(0.0));
     assert_eq!(admit(&sentinel, "r", 3), 3, "calls without an origin pass");
 
     // Both would block: the origin rule, checked first, is the one reported
     // although the default rule is listed first.
-    sentinel
-        .flow_rules()
-        .load(vec![default_rule(0.0), origin_rule(0.0)])
-        .unwrap();
+    load(&sentinel, [default_rule(0.0), origin_rule(0.0)]);
     let err = sentinel.entry_builder("r").origin("a").enter().unwrap_err();
     assert_eq!(blocking_rule(&err), &origin_rule(0.0));
     let err = sentinel.entry("r").unwrap_err();
@@ -657,15 +596,15 @@ fn origin_rules_are_checked_before_default_rules_and_every_rule_applies() {
 
 #[test]
 fn relate_limits_a_resource_by_the_qps_of_another() {
-    let (clock, sentinel) = setup();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule {
+    let (clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [FlowRule {
             strategy: FlowStrategy::Relate,
             ref_resource: Some("read".into()),
             ..FlowRule::new("write", 2.0)
-        }])
-        .unwrap();
+        }],
+    );
 
     // "read" not entered yet: the rule selects no node and does not apply.
     assert_eq!(admit(&sentinel, "write", 5), 5);
@@ -689,15 +628,15 @@ fn relate_limits_a_resource_by_the_qps_of_another() {
 
 #[test]
 fn relate_to_a_resource_never_entered_reads_its_empty_node() {
-    let (_clock, sentinel) = setup();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule {
+    let (_clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [FlowRule {
             strategy: FlowStrategy::Relate,
             ref_resource: Some("never".into()),
             ..FlowRule::new("write", 1.0)
-        }])
-        .unwrap();
+        }],
+    );
     // Issue 21: the rule made the reference's node when loaded (so that no
     // cap can leave it without one); nothing entered it, so "write" is
     // limited by a quiet reference: 0 + 1 <= 1 each time.
@@ -712,19 +651,17 @@ fn relate_to_a_resource_never_entered_reads_its_empty_node() {
 
 #[test]
 fn chain_limits_only_entries_through_the_named_context() {
-    let (_clock, sentinel) = setup();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule {
+    let (_clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [FlowRule {
             strategy: FlowStrategy::Chain,
             ref_resource: Some("ctx-a".into()),
             ..FlowRule::new("r", 1.0)
-        }])
-        .unwrap();
+        }],
+    );
     let in_context = |context: &str, n: usize| {
-        (0..n)
-            .filter(|_| sentinel.entry_builder("r").context(context).enter().is_ok())
-            .count()
+        admitted(n, || sentinel.entry_builder("r").context(context).enter())
     };
 
     assert_eq!(in_context("ctx-a", 1), 1);
@@ -855,10 +792,10 @@ fn warm_up_rule(resource: &str, count: f64) -> FlowRule {
 
 #[test]
 fn warm_up_follows_sentinels_curve_second_by_second() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let rule = warm_up_rule("r", 100.0);
     assert_eq!((rule.warm_up_period_sec, rule.warm_up_cold_factor), (10, 3));
-    sentinel.flow_rules().load(vec![rule]).unwrap();
+    load(&sentinel, [rule]);
     let mut model = WarmUpModel::new(100.0, 10, 3);
     assert_eq!((model.warning_token, model.max_token), (500, 1_000));
 
@@ -908,11 +845,8 @@ fn rate_limiter(resource: &str, count: f64, max_queueing_time_ms: u64) -> FlowRu
 
 #[test]
 fn rate_limiter_without_a_queue_admits_one_entry_per_half_millisecond() {
-    let (clock, sentinel) = setup();
-    sentinel
-        .flow_rules()
-        .load(vec![rate_limiter("r", 2_000.0, 0)])
-        .unwrap();
+    let (clock, sentinel) = instance();
+    load(&sentinel, [rate_limiter("r", 2_000.0, 0)]);
 
     for i in 0..100 {
         assert!(sentinel.entry("r").is_ok(), "slot {i}");
@@ -935,13 +869,7 @@ fn rate_limiter_without_a_queue_admits_one_entry_per_half_millisecond() {
 mod queue {
     use super::*;
 
-    use std::future::Future;
-    use std::pin::Pin;
-    use std::task::Poll;
-
-    use sentinel_core::Entry;
-
-    type Entering<'s> = Pin<Box<dyn Future<Output = Result<Entry<'s>, BlockError>> + 's>>;
+    use crate::support::queue::{Entering, drive, start};
 
     /// `n` entries of `resource` through `enter_async`, not started.
     fn entering<'s>(sentinel: &'s Sentinel, resource: &'static str, n: usize) -> Vec<Entering<'s>> {
@@ -950,67 +878,10 @@ mod queue {
             .collect()
     }
 
-    /// Polls each future once, in order, at one instant: each runs its
-    /// checks and takes its place in the queue. The results of those that
-    /// finished at once; `None` for those that wait.
-    async fn start<'s>(futures: &mut [Entering<'s>]) -> Vec<Option<Result<Entry<'s>, BlockError>>> {
-        std::future::poll_fn(|cx| {
-            Poll::Ready(
-                futures
-                    .iter_mut()
-                    .map(|f| match f.as_mut().poll(cx) {
-                        Poll::Ready(result) => Some(result),
-                        Poll::Pending => None,
-                    })
-                    .collect(),
-            )
-        })
-        .await
-    }
-
-    /// Moves tokio's paused time by `step` at a time, `steps` times (time is
-    /// driven by hand, never read), and after each step polls the futures
-    /// still waiting. Returns, per future, the time driven when it was let
-    /// through (`None` if it never was), and the entries.
-    async fn drive<'s>(
-        futures: &mut [Entering<'s>],
-        waiting: &[usize],
-        step: Duration,
-        steps: u32,
-    ) -> Vec<(usize, Duration, Entry<'s>)> {
-        let mut driven = Duration::ZERO;
-        let mut through = Vec::new();
-        let mut pending: Vec<usize> = waiting.to_vec();
-        for _ in 0..steps {
-            tokio::time::advance(step).await;
-            driven += step;
-            let ready: Vec<(usize, Result<Entry<'s>, BlockError>)> = std::future::poll_fn(|cx| {
-                let mut ready = Vec::new();
-                pending.retain(|&k| match futures[k].as_mut().poll(cx) {
-                    Poll::Ready(result) => {
-                        ready.push((k, result));
-                        false
-                    }
-                    Poll::Pending => true,
-                });
-                Poll::Ready(ready)
-            })
-            .await;
-            for (k, result) in ready {
-                through.push((k, driven, result.expect("a queued entry passes")));
-            }
-        }
-        assert!(pending.is_empty(), "entries {pending:?} never got through");
-        through
-    }
-
     #[tokio::test(start_paused = true)]
     async fn rate_limiter_above_1000_qps_queues_each_entry_half_a_millisecond_later() {
-        let (_clock, sentinel) = setup();
-        sentinel
-            .flow_rules()
-            .load(vec![rate_limiter("r", 2_000.0, 500)])
-            .unwrap();
+        let (_clock, sentinel) = instance();
+        load(&sentinel, [rate_limiter("r", 2_000.0, 500)]);
 
         let mut futures = entering(&sentinel, "r", 1_002);
         let mut results = start(&mut futures).await;
@@ -1052,11 +923,8 @@ mod queue {
 
     #[tokio::test(start_paused = true)]
     async fn rate_limiter_queues_up_to_the_max_queueing_time() {
-        let (_clock, sentinel) = setup();
-        sentinel
-            .flow_rules()
-            .load(vec![rate_limiter("r", 10.0, 250)])
-            .unwrap();
+        let (_clock, sentinel) = instance();
+        load(&sentinel, [rate_limiter("r", 10.0, 250)]);
 
         let mut futures = entering(&sentinel, "r", 4);
         let mut results = start(&mut futures).await;
@@ -1090,11 +958,8 @@ mod queue {
 
     #[tokio::test(start_paused = true)]
     async fn a_cancelled_queued_entry_counts_nothing() {
-        let (_clock, sentinel) = setup();
-        sentinel
-            .flow_rules()
-            .load(vec![rate_limiter("r", 10.0, 500)])
-            .unwrap();
+        let (_clock, sentinel) = instance();
+        load(&sentinel, [rate_limiter("r", 10.0, 500)]);
 
         let first = sentinel.entry_builder("r").enter_async().await.unwrap();
         drop(first);
@@ -1119,11 +984,11 @@ mod queue {
 
     #[tokio::test(start_paused = true)]
     async fn a_cancelled_queued_entry_gives_its_reject_permits_back() {
-        let (_clock, sentinel) = setup();
-        sentinel
-            .flow_rules()
-            .load(vec![FlowRule::new("r", 2.0), rate_limiter("r", 10.0, 500)])
-            .unwrap();
+        let (_clock, sentinel) = instance();
+        load(
+            &sentinel,
+            [FlowRule::new("r", 2.0), rate_limiter("r", 10.0, 500)],
+        );
         drop(sentinel.entry_builder("r").enter_async().await.unwrap());
         // Passed the reject rule, then queued for 100 ms; dropped after 1.
         let cancelled = tokio::time::timeout(
@@ -1139,17 +1004,17 @@ mod queue {
 
     #[tokio::test(start_paused = true)]
     async fn a_cancelled_queued_entry_gives_its_concurrency_back() {
-        let (clock, sentinel) = setup();
-        sentinel
-            .flow_rules()
-            .load(vec![
+        let (clock, sentinel) = instance();
+        load(
+            &sentinel,
+            [
                 FlowRule {
                     grade: FlowGrade::Concurrency,
                     ..FlowRule::new("r", 1.0)
                 },
                 rate_limiter("r", 10.0, 500),
-            ])
-            .unwrap();
+            ],
+        );
 
         drop(sentinel.entry_builder("r").enter_async().await.unwrap());
         // Passes the concurrency rule (holding its place) and queues 100 ms.
@@ -1179,10 +1044,10 @@ mod queue {
     #[tokio::test(start_paused = true)]
 
     async fn a_cancelled_queued_entry_counts_nothing_in_a_rules_own_window() {
-        let (clock, sentinel) = setup();
-        sentinel
-            .flow_rules()
-            .load(vec![
+        let (clock, sentinel) = instance();
+        load(
+            &sentinel,
+            [
                 // Its own window of one 500 ms bucket: QPS = 2 x passes, so
                 // 4 QPS admits 2 per bucket.
                 FlowRule {
@@ -1191,8 +1056,8 @@ mod queue {
                     ..FlowRule::new("r", 4.0)
                 },
                 rate_limiter("r", 10.0, 500),
-            ])
-            .unwrap();
+            ],
+        );
 
         drop(sentinel.entry_builder("r").enter_async().await.unwrap());
         let cancelled = tokio::time::timeout(
@@ -1220,10 +1085,10 @@ mod queue {
 fn reloading_unchanged_rules_keeps_warm_up_state_and_statistics() {
     // Three instances see the same traffic: one never reloads, one reloads
     // the same rule (plus a rule elsewhere), one reloads a changed rule.
-    let instances: Vec<(ManualClock, Sentinel)> = (0..3).map(|_| setup()).collect();
+    let instances: Vec<(ManualClock, Sentinel)> = (0..3).map(|_| instance()).collect();
     let rule = warm_up_rule("r", 100.0);
     for (_, sentinel) in &instances {
-        sentinel.flow_rules().load(vec![rule.clone()]).unwrap();
+        load(sentinel, [rule.clone()]);
     }
     let mut first_seconds = Vec::new();
     for (clock, sentinel) in &instances {
@@ -1239,23 +1104,20 @@ fn reloading_unchanged_rules_keeps_warm_up_state_and_statistics() {
     };
     let now = reloaded.now_ms();
     let total_before = stats(reloaded, "r").total_pass(now);
-    reloaded
-        .flow_rules()
-        .load(vec![rule.clone(), FlowRule::new("elsewhere", 5.0)])
-        .unwrap();
+    load(reloaded, [rule.clone(), FlowRule::new("elsewhere", 5.0)]);
     assert_eq!(reloaded.flow_rules().rules().len(), 2);
     assert_eq!(
         stats(reloaded, "r").total_pass(now),
         total_before,
         "statistics are not reset"
     );
-    changed
-        .flow_rules()
-        .load(vec![FlowRule {
+    load(
+        changed,
+        [FlowRule {
             id: Some(7),
             ..rule.clone()
-        }])
-        .unwrap();
+        }],
+    );
 
     let next: Vec<usize> = instances
         .iter()
@@ -1279,24 +1141,15 @@ fn reloading_unchanged_rules_keeps_warm_up_state_and_statistics() {
 
 #[test]
 fn reloading_a_changed_count_applies_at_once() {
-    let (_clock, sentinel) = setup();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("r", 10.0)])
-        .unwrap();
+    let (_clock, sentinel) = instance();
+    load(&sentinel, [FlowRule::new("r", 10.0)]);
     assert_eq!(admit(&sentinel, "r", 5), 5);
 
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("r", 5.0)])
-        .unwrap();
+    load(&sentinel, [FlowRule::new("r", 5.0)]);
     let err = sentinel.entry("r").unwrap_err();
     assert_eq!(blocking_rule(&err).count, 5.0);
 
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("r", 8.0)])
-        .unwrap();
+    load(&sentinel, [FlowRule::new("r", 8.0)]);
     assert_eq!(
         admit(&sentinel, "r", 10),
         3,
@@ -1311,7 +1164,7 @@ fn reloading_a_changed_count_applies_at_once() {
 
 #[test]
 fn bad_rules_are_refused_by_field_and_the_rules_in_force_stay() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let in_force = vec![FlowRule::new("r", 1.0)];
     sentinel.flow_rules().load(in_force.clone()).unwrap();
 
@@ -1448,7 +1301,7 @@ fn bad_rules_are_refused_by_field_and_the_rules_in_force_stay() {
 
 #[test]
 fn listeners_hear_each_successful_load_and_no_refused_one() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let heard: Arc<Mutex<Vec<Vec<FlowRule>>>> = Arc::default();
     let log = Arc::clone(&heard);
     sentinel
@@ -1482,8 +1335,8 @@ fn two_second_rule() -> FlowRule {
 
 #[test]
 fn a_rule_with_its_own_two_second_window_counts_passes_over_two_seconds() {
-    let (clock, sentinel) = setup();
-    sentinel.flow_rules().load(vec![two_second_rule()]).unwrap();
+    let (clock, sentinel) = instance();
+    load(&sentinel, [two_second_rule()]);
 
     // The check is `trunc(passes in 2 s / 2) + 1 <= 10`, as Sentinel's:
     // 20 fit at one instant (the next test pins it exactly).
@@ -1513,8 +1366,8 @@ fn a_rule_with_its_own_two_second_window_counts_passes_over_two_seconds() {
 #[test]
 
 fn a_rule_with_its_own_two_second_window_admits_count_times_its_seconds() {
-    let (_clock, sentinel) = setup();
-    sentinel.flow_rules().load(vec![two_second_rule()]).unwrap();
+    let (_clock, sentinel) = instance();
+    load(&sentinel, [two_second_rule()]);
     // 10 QPS over a 2 s window: 20 passes in the window. Sentinel's
     // DefaultController reads `(int) node.passQps()`: 19 / 2 = 9 and
     // 9 + 1 <= 10 lets the 20th through; 20 / 2 + 1 > 10 blocks the 21st.
@@ -1542,19 +1395,15 @@ impl Slot for BlockLate {
 #[test]
 
 fn a_rules_own_window_counts_only_entries_that_pass() {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .slot(BlockLate)
-        .build();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule {
+    let (_clock, sentinel) = instance_with(|builder| builder.slot(BlockLate));
+    load(
+        &sentinel,
+        [FlowRule {
             stat_interval_ms: 500,
             stat_sample_count: 1,
             ..FlowRule::new("r", 4.0)
-        }])
-        .unwrap();
+        }],
+    );
 
     // Passes the flow rule, then is blocked by the slot: no pass anywhere.
     let err = sentinel
@@ -1574,10 +1423,10 @@ fn warm_up_rate_limiter_paces_at_the_cold_rate_first() {
     // Cold, the bucket is full: the warm-up rate is count / cold_factor,
     // 33.3 QPS, so entries are paced 30 ms apart (a plain rate limiter at
     // the same count paces them 10 ms apart).
-    let (clock, sentinel) = setup();
-    sentinel
-        .flow_rules()
-        .load(vec![
+    let (clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [
             FlowRule {
                 control_behavior: ControlBehavior::WarmUpRateLimiter,
                 max_queueing_time_ms: 0,
@@ -1588,8 +1437,8 @@ fn warm_up_rate_limiter_paces_at_the_cold_rate_first() {
                 max_queueing_time_ms: 0,
                 ..FlowRule::new("plain", 100.0)
             },
-        ])
-        .unwrap();
+        ],
+    );
     assert!(sentinel.entry("warm").is_ok());
     assert!(sentinel.entry("plain").is_ok());
     clock.advance_ms(10);
@@ -1609,7 +1458,7 @@ fn warm_up_rate_limiter_paces_at_the_cold_rate_first() {
 fn a_listener_may_load_rules_itself() {
     // A listener that reacts to a load by loading again (say, adding a
     // derived rule) must not deadlock, and hears both loads.
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let sentinel = Arc::new(sentinel);
     let heard = Arc::new(Mutex::new(Vec::new()));
     let (inner, log) = (Arc::downgrade(&sentinel), Arc::clone(&heard));
@@ -1623,10 +1472,7 @@ fn a_listener_may_load_rules_itself() {
             sentinel.flow_rules().load(more).unwrap();
         }
     });
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("r", 1.0)])
-        .unwrap();
+    load(&sentinel, [FlowRule::new("r", 1.0)]);
     assert_eq!(sentinel.flow_rules().rules().len(), 2);
     let heard = heard.lock().unwrap().clone();
     assert_eq!(heard, vec![1, 2]);

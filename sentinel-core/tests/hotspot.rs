@@ -12,7 +12,6 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::time::Duration;
 
 use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_core::degrade::{DegradeGrade, DegradeRule};
@@ -20,20 +19,11 @@ use sentinel_core::flow::FlowRule;
 use sentinel_core::hotspot::{
     ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule, ParamTableStats,
 };
-use sentinel_core::node::StatisticNode;
 use sentinel_core::slot::{EntryContext, Slot};
-use sentinel_core::{
-    BlockError, BlockKind, Entry, ManualClock, ParamKey, ParamValue, RuleError, Sentinel,
-};
+use sentinel_core::{BlockError, BlockKind, Entry, ParamKey, ParamValue, RuleError, Sentinel};
 
-/// A start time on a whole second.
-const T0: u64 = 1_700_000_000_000;
-
-fn setup() -> (ManualClock, Sentinel) {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder().clock(clock.clone()).build();
-    (clock, sentinel)
-}
+mod support;
+use support::{admitted, instance, instance_with, load, refusals, stats};
 
 /// One argument.
 fn arg(value: impl Into<ParamValue>) -> [ParamValue; 1] {
@@ -51,24 +41,12 @@ fn enter<'s>(
 /// Tries `n` entries of `resource` with `args` now, each exited at once;
 /// how many passed.
 fn admit(sentinel: &Sentinel, resource: &str, args: &[ParamValue], n: usize) -> usize {
-    (0..n)
-        .filter(|_| enter(sentinel, resource, args).is_ok())
-        .count()
+    admitted(n, || enter(sentinel, resource, args))
 }
 
 /// The hot-parameter rule that refused an entry (and checks that one did).
 fn hot_rule(err: &BlockError) -> &ParamFlowRule {
-    assert_eq!(err.kind(), BlockKind::HotParam, "{err}");
-    err.rule_as::<ParamFlowRule>()
-        .unwrap_or_else(|| panic!("a hot-parameter block names its rule: {err}"))
-}
-
-/// The statistics of resource `name`.
-fn stats<'s>(sentinel: &'s Sentinel, name: &str) -> &'s StatisticNode {
-    sentinel
-        .resource_node(name)
-        .unwrap_or_else(|| panic!("no resource node for {name}"))
-        .stats()
+    support::rule_of(err)
 }
 
 fn concurrency(resource: &str, param_idx: i32, count: f64) -> ParamFlowRule {
@@ -102,12 +80,9 @@ fn table_of(sentinel: &Sentinel, resource: &str) -> ParamTableStats {
 
 #[test]
 fn qps_reject_limits_each_value_on_its_own_and_refills_by_sentinels_formula() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let rule = ParamFlowRule::new("r", 0, 2.0);
-    sentinel
-        .param_flow_rules()
-        .load(vec![rule.clone()])
-        .unwrap();
+    load(&sentinel, [rule.clone()]);
     let alice = [ParamValue::from("alice"), ParamValue::from(42)];
     let bob = [ParamValue::from("bob"), ParamValue::from(42)];
 
@@ -148,11 +123,8 @@ fn qps_reject_limits_each_value_on_its_own_and_refills_by_sentinels_formula() {
 
 #[test]
 fn qps_reject_takes_a_batch_of_tokens() {
-    let (_clock, sentinel) = setup();
-    sentinel
-        .param_flow_rules()
-        .load(vec![ParamFlowRule::new("r", 0, 3.0)])
-        .unwrap();
+    let (_clock, sentinel) = instance();
+    load(&sentinel, [ParamFlowRule::new("r", 0, 3.0)]);
     let batch = |value: &str, n: u32| {
         sentinel
             .entry_builder("r")
@@ -172,7 +144,7 @@ fn qps_reject_takes_a_batch_of_tokens() {
 
 #[test]
 fn items_have_thresholds_of_their_own_whatever_the_values_representation() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let rule = ParamFlowRule {
         param_flow_item_list: vec![
             ParamFlowItem::new("vip", 5.0),
@@ -182,10 +154,7 @@ fn items_have_thresholds_of_their_own_whatever_the_values_representation() {
         ],
         ..ParamFlowRule::new("r", 0, 1.0)
     };
-    sentinel
-        .param_flow_rules()
-        .load(vec![rule.clone()])
-        .unwrap();
+    load(&sentinel, [rule.clone()]);
 
     assert_eq!(admit(&sentinel, "r", &arg("vip"), 10), 5);
     assert_eq!(
@@ -215,18 +184,18 @@ fn items_have_thresholds_of_their_own_whatever_the_values_representation() {
 
 #[test]
 fn param_idx_counts_from_the_end_and_a_missing_argument_passes() {
-    let (_clock, sentinel) = setup();
-    sentinel
-        .param_flow_rules()
-        .load(vec![
+    let (_clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [
             ParamFlowRule::new("last", -1, 1.0),
             // Threshold 0 refuses every value it sees: entries pass only
             // when the argument is missing.
             ParamFlowRule::new("fifth", 5, 0.0),
             ParamFlowRule::new("third_from_end", -3, 0.0),
             ParamFlowRule::new("first", 0, 0.0),
-        ])
-        .unwrap();
+        ],
+    );
     let args = |values: &[&str]| -> Vec<ParamValue> {
         values.iter().map(|&v| ParamValue::from(v)).collect()
     };
@@ -276,11 +245,8 @@ fn param_idx_counts_from_the_end_and_a_missing_argument_passes() {
 
 #[test]
 fn a_list_argument_is_checked_per_element_and_one_hot_element_blocks_it() {
-    let (_clock, sentinel) = setup();
-    sentinel
-        .param_flow_rules()
-        .load(vec![ParamFlowRule::new("r", 0, 1.0)])
-        .unwrap();
+    let (_clock, sentinel) = instance();
+    load(&sentinel, [ParamFlowRule::new("r", 0, 1.0)]);
     let list = |values: &[&str]| [ParamValue::list(values.iter().copied())];
 
     assert!(enter(&sentinel, "r", &list(&["a", "b"])).is_ok());
@@ -319,11 +285,8 @@ fn a_list_argument_is_checked_per_element_and_one_hot_element_blocks_it() {
 
 #[test]
 fn a_list_argument_under_the_concurrency_grade_holds_each_element() {
-    let (_clock, sentinel) = setup();
-    sentinel
-        .param_flow_rules()
-        .load(vec![concurrency("r", 0, 1.0)])
-        .unwrap();
+    let (_clock, sentinel) = instance();
+    load(&sentinel, [concurrency("r", 0, 1.0)]);
     let xy = [ParamValue::list(["x", "y"])];
 
     let held = enter(&sentinel, "r", &xy).unwrap();
@@ -347,14 +310,14 @@ fn a_list_argument_under_the_concurrency_grade_holds_each_element() {
 
 #[test]
 fn burst_lets_a_quiet_value_pass_more_up_to_count_plus_burst() {
-    let (clock, sentinel) = setup();
-    sentinel
-        .param_flow_rules()
-        .load(vec![ParamFlowRule {
+    let (clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [ParamFlowRule {
             burst_count: 3,
             ..ParamFlowRule::new("r", 0, 2.0)
-        }])
-        .unwrap();
+        }],
+    );
     let a = arg("a");
 
     // A fresh value starts with count + burst = 5 tokens.
@@ -379,10 +342,10 @@ fn burst_lets_a_quiet_value_pass_more_up_to_count_plus_burst() {
 
 #[test]
 fn a_longer_duration_spreads_count_over_its_seconds() {
-    let (clock, sentinel) = setup();
-    sentinel
-        .param_flow_rules()
-        .load(vec![
+    let (clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [
             ParamFlowRule {
                 duration_in_sec: 2,
                 ..ParamFlowRule::new("r", 0, 4.0)
@@ -392,8 +355,8 @@ fn a_longer_duration_spreads_count_over_its_seconds() {
                 burst_count: 2,
                 ..ParamFlowRule::new("burst", 0, 4.0)
             },
-        ])
-        .unwrap();
+        ],
+    );
     let a = arg("a");
 
     assert_eq!(admit(&sentinel, "r", &a, 10), 4);
@@ -424,10 +387,10 @@ fn a_longer_duration_spreads_count_over_its_seconds() {
 
 #[test]
 fn rate_limiter_without_a_queue_spaces_each_value_on_its_own() {
-    let (clock, sentinel) = setup();
-    sentinel
-        .param_flow_rules()
-        .load(vec![
+    let (clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [
             // 1000 / 4 = 250 ms apart.
             rate_limiter("r", 4.0, 0),
             // round(1000 × 2 / 3) = 667 ms apart.
@@ -435,8 +398,8 @@ fn rate_limiter_without_a_queue_spaces_each_value_on_its_own() {
                 duration_in_sec: 2,
                 ..rate_limiter("slow", 3.0, 0)
             },
-        ])
-        .unwrap();
+        ],
+    );
     let (a, b) = (arg("a"), arg("b"));
 
     for step in 0..4 {
@@ -466,14 +429,11 @@ fn rate_limiter_without_a_queue_spaces_each_value_on_its_own() {
 
 #[test]
 fn rate_limiter_makes_sync_entries_queue_up_to_the_limit() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     // 1 ms apart, a queue of 5 ms, the clock standing still: the k-th
     // entry after the first waits k ms (the thread sleeps), until a wait of
     // 5 ms, not under the limit, is refused.
-    sentinel
-        .param_flow_rules()
-        .load(vec![rate_limiter("r", 1_000.0, 5)])
-        .unwrap();
+    load(&sentinel, [rate_limiter("r", 1_000.0, 5)]);
     let a = arg("a");
     for k in 0..5 {
         assert!(
@@ -492,12 +452,11 @@ fn rate_limiter_makes_sync_entries_queue_up_to_the_limit() {
 mod queue {
     use super::*;
 
-    use sentinel_core::flow::ControlBehavior;
-    use std::future::Future;
-    use std::pin::Pin;
-    use std::task::Poll;
+    use std::time::Duration;
 
-    type Entering<'s> = Pin<Box<dyn Future<Output = Result<Entry<'s>, BlockError>> + 's>>;
+    use sentinel_core::flow::ControlBehavior;
+
+    use crate::support::queue::{Entering, drive, start};
 
     fn entering<'s>(
         sentinel: &'s Sentinel,
@@ -507,66 +466,12 @@ mod queue {
         Box::pin(sentinel.entry_builder(resource).args(args).enter_async())
     }
 
-    /// Polls each future once, in order, at one instant. The results of
-    /// those that finished at once; `None` for those that wait.
-    async fn start<'s>(futures: &mut [Entering<'s>]) -> Vec<Option<Result<Entry<'s>, BlockError>>> {
-        std::future::poll_fn(|cx| {
-            Poll::Ready(
-                futures
-                    .iter_mut()
-                    .map(|f| match f.as_mut().poll(cx) {
-                        Poll::Ready(result) => Some(result),
-                        Poll::Pending => None,
-                    })
-                    .collect(),
-            )
-        })
-        .await
-    }
-
-    /// Moves tokio's paused time 1 ms at a time, `steps` times, polling the
-    /// futures in `waiting` after each step; when each got through, in ms.
-    async fn drive<'s>(
-        futures: &mut [Entering<'s>],
-        waiting: &[usize],
-        steps: u64,
-    ) -> Vec<(usize, u64, Entry<'s>)> {
-        let mut through = Vec::new();
-        let mut pending = waiting.to_vec();
-        for ms in 1..=steps {
-            tokio::time::advance(Duration::from_millis(1)).await;
-            let ready: Vec<(usize, Result<Entry<'s>, BlockError>)> = std::future::poll_fn(|cx| {
-                let mut ready = Vec::new();
-                pending.retain(|&k| match futures[k].as_mut().poll(cx) {
-                    Poll::Ready(result) => {
-                        ready.push((k, result));
-                        false
-                    }
-                    Poll::Pending => true,
-                });
-                Poll::Ready(ready)
-            })
-            .await;
-            for (k, result) in ready {
-                through.push((k, ms, result.expect("a queued entry passes")));
-            }
-        }
-        assert!(pending.is_empty(), "entries {pending:?} never got through");
-        through
-    }
-
     #[tokio::test(start_paused = true)]
     async fn rate_limiter_queues_each_value_up_to_the_max_queueing_time() {
-        let (_clock, sentinel) = setup();
-        sentinel
-            .param_flow_rules()
-            .load(vec![rate_limiter("r", 10.0, 250)])
-            .unwrap();
+        let (_clock, sentinel) = instance();
+        load(&sentinel, [rate_limiter("r", 10.0, 250)]);
         // A flow rule that passes leaves the hot-parameter wait alone.
-        sentinel
-            .flow_rules()
-            .load(vec![FlowRule::new("r", 100.0)])
-            .unwrap();
+        load(&sentinel, [FlowRule::new("r", 100.0)]);
         let (a, b) = (arg("a"), arg("b"));
 
         let mut futures: Vec<Entering<'_>> = vec![
@@ -588,8 +493,9 @@ mod queue {
         );
         assert!(matches!(results[4], Some(Ok(_))), "b has its own pace");
 
-        for (k, ms, entry) in drive(&mut futures, &[1, 2], 250).await {
-            let due = 100 * k as u64;
+        let step = Duration::from_millis(1);
+        for (k, driven, entry) in drive(&mut futures, &[1, 2], step, 250).await {
+            let (due, ms) = (100 * k as u128, driven.as_millis());
             assert!(
                 (due..=due + 1).contains(&ms),
                 "entry {k} let through after {ms} ms, due after {due}"
@@ -603,11 +509,8 @@ mod queue {
 
     #[tokio::test(start_paused = true)]
     async fn a_wait_of_exactly_the_max_queueing_time_is_refused() {
-        let (_clock, sentinel) = setup();
-        sentinel
-            .param_flow_rules()
-            .load(vec![rate_limiter("r", 10.0, 200)])
-            .unwrap();
+        let (_clock, sentinel) = instance();
+        load(&sentinel, [rate_limiter("r", 10.0, 200)]);
         let a = arg("a");
         let mut futures: Vec<Entering<'_>> = (0..3).map(|_| entering(&sentinel, "r", &a)).collect();
         let mut results = start(&mut futures).await;
@@ -619,25 +522,22 @@ mod queue {
             200,
             "200 ms waits too long"
         );
-        let through = drive(&mut futures, &[1], 101).await;
+        let through = drive(&mut futures, &[1], Duration::from_millis(1), 101).await;
         assert_eq!(through.len(), 1);
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_cancelled_wait_in_a_flow_queue_gives_the_hot_count_back() {
-        let (clock, sentinel) = setup();
-        sentinel
-            .param_flow_rules()
-            .load(vec![concurrency("r", 0, 1.0)])
-            .unwrap();
-        sentinel
-            .flow_rules()
-            .load(vec![FlowRule {
+        let (clock, sentinel) = instance();
+        load(&sentinel, [concurrency("r", 0, 1.0)]);
+        load(
+            &sentinel,
+            [FlowRule {
                 control_behavior: ControlBehavior::RateLimiter,
                 max_queueing_time_ms: 500,
                 ..FlowRule::new("r", 10.0)
-            }])
-            .unwrap();
+            }],
+        );
         let k = arg("k");
 
         drop(
@@ -679,11 +579,11 @@ mod queue {
 
     #[tokio::test(start_paused = true)]
     async fn a_cancelled_wait_in_a_hot_parameter_queue_gives_the_hot_count_back() {
-        let (clock, sentinel) = setup();
-        sentinel
-            .param_flow_rules()
-            .load(vec![concurrency("r", 0, 1.0), rate_limiter("r", 10.0, 500)])
-            .unwrap();
+        let (clock, sentinel) = instance();
+        load(
+            &sentinel,
+            [concurrency("r", 0, 1.0), rate_limiter("r", 10.0, 500)],
+        );
         let k = arg("k");
 
         drop(
@@ -719,11 +619,8 @@ mod queue {
 #[test]
 fn concurrency_is_exact_under_threads_and_leaks_nothing() {
     const LIMIT: i64 = 3;
-    let (_clock, sentinel) = setup();
-    sentinel
-        .param_flow_rules()
-        .load(vec![concurrency("r", 0, LIMIT as f64)])
-        .unwrap();
+    let (_clock, sentinel) = instance();
+    load(&sentinel, [concurrency("r", 0, LIMIT as f64)]);
 
     let inside = AtomicI64::new(0);
     let max_inside = AtomicI64::new(0);
@@ -777,11 +674,8 @@ fn concurrency_is_exact_under_threads_and_leaks_nothing() {
 
 #[test]
 fn concurrency_counts_calls_not_permits_and_values_apart() {
-    let (_clock, sentinel) = setup();
-    sentinel
-        .param_flow_rules()
-        .load(vec![concurrency("r", 0, 2.0)])
-        .unwrap();
+    let (_clock, sentinel) = instance();
+    load(&sentinel, [concurrency("r", 0, 2.0)]);
     let (a, b) = (arg("a"), arg("b"));
     let big = sentinel
         .entry_builder("r")
@@ -801,15 +695,9 @@ fn concurrency_counts_calls_not_permits_and_values_apart() {
 
 #[test]
 fn a_flow_refusal_gives_the_hot_concurrency_count_back() {
-    let (_clock, sentinel) = setup();
-    sentinel
-        .param_flow_rules()
-        .load(vec![concurrency("r", 0, 1.0)])
-        .unwrap();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("r", 0.0)])
-        .unwrap();
+    let (_clock, sentinel) = instance();
+    load(&sentinel, [concurrency("r", 0, 1.0)]);
+    load(&sentinel, [FlowRule::new("r", 0.0)]);
     let k = arg("k");
 
     // Each is refused by flow, not by the hot-parameter rule: the count
@@ -828,14 +716,11 @@ fn a_flow_refusal_gives_the_hot_concurrency_count_back() {
 
 #[test]
 fn a_later_hot_parameter_rule_refusing_gives_the_count_back() {
-    let (_clock, sentinel) = setup();
-    sentinel
-        .param_flow_rules()
-        .load(vec![
-            concurrency("r", 0, 1.0),
-            ParamFlowRule::new("r", 0, 1.0),
-        ])
-        .unwrap();
+    let (_clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [concurrency("r", 0, 1.0), ParamFlowRule::new("r", 0, 1.0)],
+    );
     let k = arg("k");
     drop(enter(&sentinel, "r", &k).unwrap());
     // The QPS rule refuses each time, not the concurrency rule: the count
@@ -845,13 +730,13 @@ fn a_later_hot_parameter_rule_refusing_gives_the_count_back() {
         assert_eq!(hot_rule(&err).grade, ParamFlowGrade::Qps);
     }
     // An item's threshold applies to the concurrency grade too.
-    sentinel
-        .param_flow_rules()
-        .load(vec![ParamFlowRule {
+    load(
+        &sentinel,
+        [ParamFlowRule {
             param_flow_item_list: vec![ParamFlowItem::new("pair", 2.0)],
             ..concurrency("c", 0, 1.0)
-        }])
-        .unwrap();
+        }],
+    );
     let (pair, solo) = (arg("pair"), arg("solo"));
     let held: Vec<_> = (0..2)
         .map(|_| enter(&sentinel, "c", &pair).unwrap())
@@ -881,16 +766,9 @@ impl Slot for Refuse {
 
 #[test]
 fn a_user_slot_or_breaker_refusal_gives_the_hot_concurrency_count_back() {
-    let clock = ManualClock::new(T0);
     let refuse = Arc::new(AtomicBool::new(true));
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .slot(Refuse(refuse.clone()))
-        .build();
-    sentinel
-        .param_flow_rules()
-        .load(vec![concurrency("r", 0, 1.0)])
-        .unwrap();
+    let (_clock, sentinel) = instance_with(|builder| builder.slot(Refuse(refuse.clone())));
+    load(&sentinel, [concurrency("r", 0, 1.0)]);
     let k = arg("k");
 
     for _ in 0..3 {
@@ -900,13 +778,13 @@ fn a_user_slot_or_breaker_refusal_gives_the_hot_concurrency_count_back() {
     refuse.store(false, Ordering::SeqCst);
 
     // An open circuit breaker: one error trips it for 10 s.
-    sentinel
-        .degrade_rules()
-        .load(vec![DegradeRule {
+    load(
+        &sentinel,
+        [DegradeRule {
             min_request_amount: 1,
             ..DegradeRule::new("r", DegradeGrade::ErrorCount, 0.0)
-        }])
-        .unwrap();
+        }],
+    );
     let failing = enter(&sentinel, "r", &arg("other")).unwrap();
     failing.set_error("boom");
     drop(failing);
@@ -923,22 +801,18 @@ fn a_user_slot_or_breaker_refusal_gives_the_hot_concurrency_count_back() {
 
 #[test]
 fn hot_parameters_are_checked_after_authority_and_before_flow() {
-    let (_clock, sentinel) = setup();
-    sentinel
-        .param_flow_rules()
-        .load(vec![ParamFlowRule {
+    let (_clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [ParamFlowRule {
             param_flow_item_list: vec![ParamFlowItem::new("never", 0.0)],
             ..ParamFlowRule::new("r", 0, 1.0)
-        }])
-        .unwrap();
-    sentinel
-        .authority_rules()
-        .load(vec![AuthorityRule::new(
-            "r",
-            AuthorityStrategy::Black,
-            ["bad"],
-        )])
-        .unwrap();
+        }],
+    );
+    load(
+        &sentinel,
+        [AuthorityRule::new("r", AuthorityStrategy::Black, ["bad"])],
+    );
     let a = arg("a");
 
     // Refused by authority first: a's token is not spent.
@@ -962,10 +836,7 @@ fn hot_parameters_are_checked_after_authority_and_before_flow() {
 
     // Refused by the hot-parameter rule before a flow rule that would
     // refuse everything.
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("r", 0.0)])
-        .unwrap();
+    load(&sentinel, [FlowRule::new("r", 0.0)]);
     let err = enter(&sentinel, "r", &arg("never")).unwrap_err();
     assert_eq!(hot_rule(&err).param_flow_item_list.len(), 1);
     assert_eq!(
@@ -980,17 +851,17 @@ fn hot_parameters_are_checked_after_authority_and_before_flow() {
 fn a_million_distinct_values_stay_within_capacity_and_a_hot_value_keeps_its_state() {
     const VALUES: u64 = 1_000_000;
     const CAPACITY: usize = 1_000;
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     // An hour's duration: a spent value stays refused for the whole run
     // unless its state is forgotten (a forgotten value starts afresh).
-    sentinel
-        .param_flow_rules()
-        .load(vec![ParamFlowRule {
+    load(
+        &sentinel,
+        [ParamFlowRule {
             duration_in_sec: 3_600,
             capacity: Some(CAPACITY),
             ..ParamFlowRule::new("r", 0, 1.0)
-        }])
-        .unwrap();
+        }],
+    );
     let hot = arg("hot");
     assert!(enter(&sentinel, "r", &hot).is_ok());
 
@@ -1017,10 +888,10 @@ fn a_million_distinct_values_stay_within_capacity_and_a_hot_value_keeps_its_stat
 
 #[test]
 fn the_default_capacity_is_4000_values_per_second_of_duration() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let rule = ParamFlowRule::new("r", 0, 1.0);
     assert_eq!(rule.effective_capacity(), 4_000);
-    sentinel.param_flow_rules().load(vec![rule]).unwrap();
+    load(&sentinel, [rule]);
     for i in 0..100_000u64 {
         assert!(enter(&sentinel, "r", &arg(i)).is_ok());
     }
@@ -1031,14 +902,14 @@ fn the_default_capacity_is_4000_values_per_second_of_duration() {
 
 #[test]
 fn a_concurrency_table_full_of_calls_in_flight_lets_new_values_pass_untracked() {
-    let (_clock, sentinel) = setup();
-    sentinel
-        .param_flow_rules()
-        .load(vec![ParamFlowRule {
+    let (_clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [ParamFlowRule {
             capacity: Some(8),
             ..concurrency("r", 0, 1.0)
-        }])
-        .unwrap();
+        }],
+    );
     let mut held: Vec<_> = (0..8u64)
         .map(|i| enter(&sentinel, "r", &arg(i)).unwrap())
         .collect();
@@ -1067,29 +938,23 @@ fn a_concurrency_table_full_of_calls_in_flight_lets_new_values_pass_untracked() 
 
 #[test]
 fn reloading_an_unchanged_rule_keeps_its_values_and_a_changed_one_starts_afresh() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let rule = ParamFlowRule::new("r", 0, 1.0);
-    sentinel
-        .param_flow_rules()
-        .load(vec![rule.clone()])
-        .unwrap();
+    load(&sentinel, [rule.clone()]);
     let a = arg("a");
     assert_eq!(admit(&sentinel, "r", &a, 3), 1);
 
     // Unchanged, beside a new rule elsewhere: a stays spent.
-    sentinel
-        .param_flow_rules()
-        .load(vec![ParamFlowRule::new("other", 0, 5.0), rule.clone()])
-        .unwrap();
+    load(
+        &sentinel,
+        [ParamFlowRule::new("other", 0, 5.0), rule.clone()],
+    );
     assert_eq!(admit(&sentinel, "r", &a, 3), 0);
     assert_eq!(table_of(&sentinel, "r").values, 1);
 
     // A changed count is a new rule: a starts afresh.
     let changed = ParamFlowRule::new("r", 0, 2.0);
-    sentinel
-        .param_flow_rules()
-        .load(vec![changed.clone()])
-        .unwrap();
+    load(&sentinel, [changed.clone()]);
     assert_eq!(table_of(&sentinel, "r").values, 0);
     assert_eq!(admit(&sentinel, "r", &a, 3), 2);
     // So does a changed item list.
@@ -1097,42 +962,33 @@ fn reloading_an_unchanged_rule_keeps_its_values_and_a_changed_one_starts_afresh(
         param_flow_item_list: vec![ParamFlowItem::new("b", 3.0)],
         ..changed
     };
-    sentinel
-        .param_flow_rules()
-        .load(vec![with_item.clone()])
-        .unwrap();
+    load(&sentinel, [with_item.clone()]);
     assert_eq!(admit(&sentinel, "r", &a, 3), 2);
     assert_eq!(sentinel.param_flow_rules().rules(), vec![with_item]);
 }
 
 #[test]
 fn a_reload_keeps_held_counts_and_a_replaced_rule_takes_its_counts_back_to_itself() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let rule = concurrency("r", 0, 1.0);
-    sentinel
-        .param_flow_rules()
-        .load(vec![rule.clone()])
-        .unwrap();
+    load(&sentinel, [rule.clone()]);
     let k = arg("k");
 
     let held = enter(&sentinel, "r", &k).unwrap();
-    sentinel
-        .param_flow_rules()
-        .load(vec![rule.clone()])
-        .unwrap();
+    load(&sentinel, [rule.clone()]);
     assert!(enter(&sentinel, "r", &k).is_err(), "the count survives");
     drop(held);
     let old = enter(&sentinel, "r", &k).expect("released on the same rule");
 
     // A changed rule starts with no count; the old entry's exit gives its
     // count to the old rule, not to the new one.
-    sentinel
-        .param_flow_rules()
-        .load(vec![ParamFlowRule {
+    load(
+        &sentinel,
+        [ParamFlowRule {
             id: Some(2),
             ..rule
-        }])
-        .unwrap();
+        }],
+    );
     let new = enter(&sentinel, "r", &k).expect("a fresh rule");
     drop(old);
     assert!(enter(&sentinel, "r", &k).is_err(), "new still holds k");
@@ -1142,7 +998,7 @@ fn a_reload_keeps_held_counts_and_a_replaced_rule_takes_its_counts_back_to_itsel
 
 #[test]
 fn bad_rules_are_refused_by_field_and_the_rules_in_force_stay() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let in_force = vec![ParamFlowRule::new("r", 0, 1.0)];
     sentinel.param_flow_rules().load(in_force.clone()).unwrap();
     let a = arg("a");
@@ -1225,8 +1081,13 @@ fn bad_rules_are_refused_by_field_and_the_rules_in_force_stay() {
             },
         ])
         .unwrap_err();
-    let found: Vec<_> = errors.errors().iter().map(|e| (e.index, e.field)).collect();
-    assert_eq!(found, [(0, "count"), (2, "duration_in_sec")]);
+    assert_eq!(
+        refusals(&errors),
+        [
+            ("param_flow", 0, "count"),
+            ("param_flow", 2, "duration_in_sec")
+        ]
+    );
 
     // The rule in force kept its state through every refused load.
     assert_eq!(admit(&sentinel, "r", &a, 2), 0);
@@ -1258,7 +1119,7 @@ impl ParamKey for Sku {
 
 #[test]
 fn a_user_key_type_is_limited_like_its_value() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     sentinel
         .param_flow_rules()
         .load(vec![ParamFlowRule {

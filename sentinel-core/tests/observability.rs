@@ -9,30 +9,9 @@ use sentinel_core::flow::FlowRule;
 use sentinel_core::log::{MetricLine, MetricLogConfig, MetricSearcher, MetricWriter};
 use sentinel_core::{DEFAULT_CONTEXT, ManualClock, Sentinel};
 
-/// 2023-11-14 22:13:20 UTC, on a second.
-const T0: u64 = 1_700_000_000_000;
-
-fn setup() -> (ManualClock, Sentinel) {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder().clock(clock.clone()).build();
-    (clock, sentinel)
-}
-
-/// One call of `rt` ms to `resource`, recording an error if `error`;
-/// whether it passed.
-fn call(clock: &ManualClock, sentinel: &Sentinel, resource: &str, rt: u64, error: bool) -> bool {
-    match sentinel.entry(resource) {
-        Ok(entry) => {
-            if error {
-                entry.set_error("boom");
-            }
-            clock.advance_ms(rt);
-            drop(entry);
-            true
-        }
-        Err(_) => false,
-    }
-}
+mod support;
+use support::warnings::count_warnings;
+use support::{T0, call, instance, load};
 
 fn writer(sentinel: &Sentinel, dir: &Path) -> MetricWriter {
     sentinel.metric_writer(MetricLogConfig::new("app").dir(dir))
@@ -57,13 +36,10 @@ fn file_names(dir: &Path) -> Vec<String> {
 
 #[test]
 fn metric_log_lines_for_a_scripted_pattern() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let dir = tempfile::tempdir().unwrap();
     let mut writer = writer(&sentinel, dir.path());
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("a", 2.0)])
-        .unwrap();
+    load(&sentinel, [FlowRule::new("a", 2.0)]);
 
     // Second 0: three calls on `a` (the third refused by the rule, the
     // second failing), one on `b`.
@@ -105,7 +81,7 @@ fn metric_log_lines_for_a_scripted_pattern() {
 
 #[test]
 fn late_writer_writes_every_missed_second_once() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let dir = tempfile::tempdir().unwrap();
     let mut writer = writer(&sentinel, dir.path());
     for second in 0..5 {
@@ -141,7 +117,7 @@ fn late_writer_writes_every_missed_second_once() {
 
 #[test]
 fn writer_starts_from_its_own_second() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     call(&clock, &sentinel, "a", 1, false);
     clock.set(T0 + 1_500);
     let dir = tempfile::tempdir().unwrap();
@@ -154,7 +130,7 @@ fn writer_starts_from_its_own_second() {
 
 #[test]
 fn files_roll_by_size_and_count() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let dir = tempfile::tempdir().unwrap();
     // A line is 52 bytes here: two lines per file.
     let config = MetricLogConfig::new("app")
@@ -215,7 +191,7 @@ fn a_new_day_starts_a_new_file_and_a_restart_appends() {
 
 #[test]
 fn unwritable_directory_is_retried_without_losing_seconds() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let dir = tempfile::tempdir().unwrap();
     let blocker = dir.path().join("file");
     std::fs::write(&blocker, "not a directory").unwrap();
@@ -248,49 +224,26 @@ fn unwritable_directory_is_retried_without_losing_seconds() {
     assert_eq!(seconds, [0, 1_000]);
 }
 
-/// Counts warnings, for "logged once".
-struct Warnings(std::sync::Arc<std::sync::atomic::AtomicUsize>);
-
-impl tracing::Subscriber for Warnings {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        if *event.metadata().level() == tracing::Level::WARN {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
 #[test]
 fn a_lasting_disk_error_is_logged_once() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let dir = tempfile::tempdir().unwrap();
     let blocker = dir.path().join("file");
     std::fs::write(&blocker, "not a directory").unwrap();
     let mut writer = writer(&sentinel, &blocker.join("logs"));
-    let warnings = std::sync::Arc::default();
-    let subscriber = Warnings(std::sync::Arc::clone(&warnings));
-    tracing::subscriber::with_default(subscriber, || {
+    let warnings = count_warnings(|| {
         for second in 0..10 {
             call(&clock, &sentinel, "a", 1, false);
             clock.set(T0 + (second + 1) * 1_000);
             writer.tick(&sentinel);
         }
     });
-    assert_eq!(warnings.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(warnings, 1);
 }
 
 #[test]
 fn searcher_round_trip_by_time_and_resource() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let dir = tempfile::tempdir().unwrap();
     let mut writer = writer(&sentinel, dir.path());
     for second in 0..4 {
@@ -336,7 +289,7 @@ fn searcher_round_trip_by_time_and_resource() {
 
 #[test]
 fn background_writer_stops_when_dropped() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let sentinel = std::sync::Arc::new(sentinel);
     let dir = tempfile::tempdir().unwrap();
     let handle = writer(&sentinel, dir.path())
@@ -353,19 +306,19 @@ fn background_writer_stops_when_dropped() {
 
 #[test]
 fn resource_snapshots_carry_figures_rules_and_breakers() {
-    let (clock, sentinel) = setup();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("a", 100.0), FlowRule::new("a", 200.0)])
-        .unwrap();
-    sentinel
-        .degrade_rules()
-        .load(vec![DegradeRule {
+    let (clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [FlowRule::new("a", 100.0), FlowRule::new("a", 200.0)],
+    );
+    load(
+        &sentinel,
+        [DegradeRule {
             min_request_amount: 1,
             id: Some(7),
             ..DegradeRule::new("a", DegradeGrade::ErrorCount, 0.0)
-        }])
-        .unwrap();
+        }],
+    );
     call(&clock, &sentinel, "a", 10, false);
     call(&clock, &sentinel, "a", 30, true); // trips the breaker
     assert!(!call(&clock, &sentinel, "a", 0, false));
@@ -407,7 +360,7 @@ fn resource_snapshots_carry_figures_rules_and_breakers() {
 
 #[test]
 fn tree_snapshot_follows_contexts_and_nesting() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     {
         let outer = sentinel.entry_builder("A").context("web").enter().unwrap();
         let inner = sentinel.entry_builder("B").parent(&outer).enter().unwrap();
@@ -453,98 +406,8 @@ mod prometheus {
     use std::collections::HashMap;
 
     use super::*;
+    use crate::support::prometheus::{Key, key, parse};
     use sentinel_core::prometheus::render_prometheus;
-
-    /// A sample's name and labels, in order.
-    type Key = (String, Vec<(String, String)>);
-
-    /// `name{labels} value` lines by (name, labels), and the TYPE of each
-    /// family; panics on any line that is not valid exposition text: HELP
-    /// then TYPE once per family, its samples right after, names and label
-    /// names of `[a-zA-Z_:][a-zA-Z0-9_:]*`, each series once.
-    fn parse(text: &str) -> (HashMap<Key, f64>, HashMap<String, String>) {
-        fn valid_name(name: &str) -> bool {
-            let mut chars = name.chars();
-            chars
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
-                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
-        }
-        assert!(text.ends_with('\n'), "the text ends with a line feed");
-        let mut samples = HashMap::new();
-        let mut types = HashMap::new();
-        let mut helped = None;
-        let mut family = None;
-        for line in text.lines() {
-            if let Some(rest) = line.strip_prefix("# HELP ") {
-                let (name, _) = rest.split_once(' ').unwrap();
-                helped = Some(name.to_owned());
-                continue;
-            }
-            if let Some(rest) = line.strip_prefix("# TYPE ") {
-                let (name, kind) = rest.split_once(' ').unwrap();
-                assert!(valid_name(name), "{name}");
-                assert_eq!(helped.as_deref(), Some(name), "HELP before TYPE");
-                assert!(["counter", "gauge"].contains(&kind), "{line}");
-                if kind == "counter" {
-                    assert!(name.ends_with("_total"), "{name}");
-                }
-                let previous = types.insert(name.to_owned(), kind.to_owned());
-                assert!(previous.is_none(), "{name} described twice");
-                family = Some(name.to_owned());
-                continue;
-            }
-            assert!(!line.starts_with('#'), "{line}");
-            // An instance-wide sample has no labels: `name value`.
-            if let Some((name, value)) = line.split_once(' ').filter(|(n, _)| !n.contains('{')) {
-                assert_eq!(family.as_deref(), Some(name), "{name} outside its family");
-                let previous =
-                    samples.insert((name.to_owned(), Vec::new()), value.parse().unwrap());
-                assert!(previous.is_none(), "series repeated: {line}");
-                continue;
-            }
-            let (name, rest) = line.split_once('{').expect("labels");
-            assert_eq!(family.as_deref(), Some(name), "{name} outside its family");
-            let mut labels = Vec::new();
-            let mut chars = rest.chars();
-            loop {
-                let label: String = chars.by_ref().take_while(|&c| c != '=').collect();
-                assert!(valid_name(&label), "label {label:?} in {line}");
-                assert_eq!(chars.next(), Some('"'));
-                let mut value = String::new();
-                loop {
-                    match chars.next().unwrap() {
-                        '\\' => match chars.next().unwrap() {
-                            'n' => value.push('\n'),
-                            c @ ('\\' | '"') => value.push(c),
-                            c => panic!("unknown escape \\{c} in {line}"),
-                        },
-                        '"' => break,
-                        c => value.push(c),
-                    }
-                }
-                labels.push((label, value));
-                match chars.next().unwrap() {
-                    ',' => continue,
-                    '}' => break,
-                    c => panic!("unexpected {c:?} in {line}"),
-                }
-            }
-            let value: String = chars.collect();
-            let value = value.strip_prefix(' ').unwrap().parse().unwrap();
-            let previous = samples.insert((name.to_owned(), labels), value);
-            assert!(previous.is_none(), "series repeated: {line}");
-        }
-        (samples, types)
-    }
-
-    fn key(name: &str, labels: &[(&str, &str)]) -> Key {
-        let labels = labels
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        (name.to_owned(), labels)
-    }
 
     /// The four counters of `resource`: pass, block (its series of every
     /// kind added up; none before the first block), success, exception.
@@ -610,25 +473,19 @@ mod prometheus {
     }
 
     fn limited() -> (ManualClock, Sentinel) {
-        let (clock, sentinel) = setup();
-        sentinel
-            .flow_rules()
-            .load(vec![FlowRule::new("a", 4.0)])
-            .unwrap();
+        let (clock, sentinel) = instance();
+        load(&sentinel, [FlowRule::new("a", 4.0)]);
         (clock, sentinel)
     }
 
     #[test]
     fn text_parses_back_to_the_figures() {
-        let (clock, sentinel) = setup();
+        let (clock, sentinel) = instance();
         let odd = "GET \"/a\\b\"\nx";
-        sentinel
-            .flow_rules()
-            .load(vec![FlowRule::new(odd, 2.0)])
-            .unwrap();
-        sentinel
-            .degrade_rules()
-            .load(vec![
+        load(&sentinel, [FlowRule::new(odd, 2.0)]);
+        load(
+            &sentinel,
+            [
                 DegradeRule {
                     min_request_amount: 1,
                     ..DegradeRule::new(odd, DegradeGrade::ErrorCount, 0.0)
@@ -637,8 +494,8 @@ mod prometheus {
                     id: Some(42),
                     ..DegradeRule::new("never", DegradeGrade::ErrorRatio, 0.5)
                 },
-            ])
-            .unwrap();
+            ],
+        );
         call(&clock, &sentinel, odd, 10, false);
         call(&clock, &sentinel, odd, 30, true); // opens the breaker
         assert!(!call(&clock, &sentinel, odd, 0, false));
@@ -750,7 +607,7 @@ mod prometheus {
 
     #[test]
     fn resource_names_are_escaped_in_labels() {
-        let (_clock, sentinel) = setup();
+        let (_clock, sentinel) = instance();
         let names = [
             "back\\slash",
             "quote\"d",

@@ -8,21 +8,13 @@ use std::sync::{Barrier, mpsc};
 use sentinel_core::stat::RtPercentiles;
 use sentinel_core::{ManualClock, Sentinel};
 
-/// 2023-11-14 22:13:20 UTC, on a second.
-const T0: u64 = 1_700_000_000_000;
-
-fn setup() -> (ManualClock, Sentinel) {
-    let clock = ManualClock::new(T0);
-    let sentinel = Sentinel::builder().clock(clock.clone()).build();
-    (clock, sentinel)
-}
+mod support;
+use support::{T0, call_taking, instance, instance_with};
 
 /// `n` calls of `rt` ms each to `resource`.
 fn calls(clock: &ManualClock, sentinel: &Sentinel, resource: &str, rt: u64, n: usize) {
     for _ in 0..n {
-        let entry = sentinel.entry(resource).unwrap();
-        clock.advance_ms(rt);
-        drop(entry);
+        call_taking(clock, sentinel, resource, rt);
     }
 }
 
@@ -47,7 +39,7 @@ fn figures(p: RtPercentiles) -> (u64, u64, u64, u64, u64) {
 
 #[test]
 fn quantiles_of_a_scripted_distribution_are_exact() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let orders = sentinel.resource("GET:/orders");
     assert!(orders.track_percentiles(true));
     // 100 calls: 50 of 2 ms, 40 of 10 ms, 9 of 40 ms, 1 of 1 000 ms.
@@ -65,7 +57,7 @@ fn quantiles_of_a_scripted_distribution_are_exact() {
 
     // Above 64 ms a quantile is the highest time of its bucket (100 and
     // 101 share one), never above the largest time seen.
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     sentinel.track_percentiles("slow", true);
     calls(&clock, &sentinel, "slow", 100, 10);
     let p = percentiles(&sentinel, "slow").unwrap();
@@ -77,7 +69,7 @@ fn quantiles_of_a_scripted_distribution_are_exact() {
 
 #[test]
 fn the_minute_forgets_what_is_older_than_60_seconds() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     sentinel.track_percentiles("a", true);
     calls(&clock, &sentinel, "a", 5, 1); // completes in second 0
     clock.set(T0 + 30_000);
@@ -111,7 +103,7 @@ fn the_minute_forgets_what_is_older_than_60_seconds() {
 #[test]
 fn four_threads_are_all_counted_across_seconds() {
     const PER_THREAD: usize = 1_000;
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     let resource = sentinel.resource("shared");
     resource.track_percentiles(true);
     // Every entry starts at T0; half complete at T0 + 3 ms, half at
@@ -145,7 +137,7 @@ fn four_threads_are_all_counted_across_seconds() {
 
 #[test]
 fn idle_and_exited_threads_still_count() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     sentinel.track_percentiles("a", true);
     // A thread records, then exits.
     std::thread::scope(|scope| {
@@ -185,7 +177,7 @@ fn idle_and_exited_threads_still_count() {
 
 #[test]
 fn off_is_none_and_records_nothing() {
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     calls(&clock, &sentinel, "a", 5, 3);
     assert_eq!(percentiles(&sentinel, "a"), None, "off by default");
     let node = sentinel.resource_node("a").unwrap();
@@ -215,10 +207,7 @@ fn off_is_none_and_records_nothing() {
 
 #[test]
 fn a_resource_past_the_cap_cannot_be_tracked() {
-    let sentinel = Sentinel::builder()
-        .clock(ManualClock::new(T0))
-        .max_resources(1)
-        .build();
+    let (_clock, sentinel) = instance_with(|builder| builder.max_resources(1));
     assert!(sentinel.track_percentiles("first", true));
     assert!(!sentinel.track_percentiles("second", true));
     assert!(!sentinel.resource("third").track_percentiles(true));
@@ -231,7 +220,7 @@ fn a_resource_past_the_cap_cannot_be_tracked() {
 
 #[test]
 fn the_rule_file_turns_off_only_what_it_turned_on() {
-    let (_clock, sentinel) = setup();
+    let (_clock, sentinel) = instance();
     let tracked = |name: &str| {
         sentinel
             .resource_node(name)
@@ -263,34 +252,10 @@ fn the_rule_file_turns_off_only_what_it_turned_on() {
 #[cfg(feature = "prometheus")]
 #[test]
 fn prometheus_shows_a_summary_for_tracked_resources_only() {
-    use std::collections::HashMap;
-
     use sentinel_core::prometheus::render_prometheus;
+    use support::prometheus::{key, parse};
 
-    /// `name{labels} value` by the line's name and labels as written, and
-    /// the TYPE of each metric family.
-    fn parse(text: &str) -> (HashMap<String, f64>, HashMap<String, String>) {
-        let mut samples = HashMap::new();
-        let mut types = HashMap::new();
-        for line in text.lines() {
-            if let Some(rest) = line.strip_prefix("# TYPE ") {
-                let (name, kind) = rest.split_once(' ').unwrap();
-                types.insert(name.to_owned(), kind.to_owned());
-            } else if !line.starts_with("# HELP ") {
-                let (series, value) = line.rsplit_once(' ').unwrap();
-                let name = &series[..series.find('{').unwrap_or(series.len())];
-                let family = ["_sum", "_count"]
-                    .iter()
-                    .find_map(|s| name.strip_suffix(s).filter(|f| types.contains_key(*f)))
-                    .unwrap_or(name);
-                assert!(types.contains_key(family), "TYPE before {line}");
-                samples.insert(series.to_owned(), value.parse().unwrap());
-            }
-        }
-        (samples, types)
-    }
-
-    let (clock, sentinel) = setup();
+    let (clock, sentinel) = instance();
     calls(&clock, &sentinel, "untracked", 5, 1);
     let text = render_prometheus(&sentinel);
     assert!(
@@ -306,34 +271,29 @@ fn prometheus_shows_a_summary_for_tracked_resources_only() {
     let (samples, types) = parse(&render_prometheus(&sentinel));
     assert_eq!(types["sentinel_rt_ms"], "summary");
     assert_eq!(types["sentinel_rt_max_ms"], "gauge");
-    let get = |series: &str| samples[series];
-    assert_eq!(
-        get(r#"sentinel_rt_ms{resource="GET:/a",quantile="0.5"}"#),
-        25.0
-    );
-    assert_eq!(
-        get(r#"sentinel_rt_ms{resource="GET:/a",quantile="0.9"}"#),
-        45.0
-    );
-    assert_eq!(
-        get(r#"sentinel_rt_ms{resource="GET:/a",quantile="0.99"}"#),
-        50.0
-    );
-    assert_eq!(get(r#"sentinel_rt_ms_sum{resource="GET:/a"}"#), 1_275.0);
-    assert_eq!(get(r#"sentinel_rt_ms_count{resource="GET:/a"}"#), 50.0);
-    assert_eq!(get(r#"sentinel_rt_max_ms{resource="GET:/a"}"#), 50.0);
-    assert!(get(r#"sentinel_rt_ms{resource="idle",quantile="0.5"}"#).is_nan());
-    assert_eq!(get(r#"sentinel_rt_ms_count{resource="idle"}"#), 0.0);
+    let get = |name: &str, labels: &[(&str, &str)]| samples[&key(name, labels)];
+    let a = ("resource", "GET:/a");
+    assert_eq!(get("sentinel_rt_ms", &[a, ("quantile", "0.5")]), 25.0);
+    assert_eq!(get("sentinel_rt_ms", &[a, ("quantile", "0.9")]), 45.0);
+    assert_eq!(get("sentinel_rt_ms", &[a, ("quantile", "0.99")]), 50.0);
+    assert_eq!(get("sentinel_rt_ms_sum", &[a]), 1_275.0);
+    assert_eq!(get("sentinel_rt_ms_count", &[a]), 50.0);
+    assert_eq!(get("sentinel_rt_max_ms", &[a]), 50.0);
+    let idle = ("resource", "idle");
+    assert!(get("sentinel_rt_ms", &[idle, ("quantile", "0.5")]).is_nan());
+    assert_eq!(get("sentinel_rt_ms_count", &[idle]), 0.0);
     assert!(
         !samples
             .keys()
-            .any(|k| k.starts_with("sentinel_rt_") && k.contains("untracked")),
+            .any(|(name, labels)| name.starts_with("sentinel_rt_")
+                && labels.iter().any(|(_, value)| value.contains("untracked"))),
         "only tracked resources"
     );
 
     // A minute later the quantiles are gone; the count stays.
     clock.advance_ms(60_000);
     let (samples, _) = parse(&render_prometheus(&sentinel));
-    assert!(samples[r#"sentinel_rt_ms{resource="GET:/a",quantile="0.99"}"#].is_nan());
-    assert_eq!(samples[r#"sentinel_rt_ms_count{resource="GET:/a"}"#], 50.0);
+    let a = ("resource", "GET:/a");
+    assert!(samples[&key("sentinel_rt_ms", &[a, ("quantile", "0.99")])].is_nan());
+    assert_eq!(samples[&key("sentinel_rt_ms_count", &[a])], 50.0);
 }

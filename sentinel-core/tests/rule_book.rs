@@ -9,17 +9,14 @@ use sentinel_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_core::flow::FlowRule;
 use sentinel_core::hotspot::ParamFlowRule;
 use sentinel_core::system::SystemRule;
-use sentinel_core::{BlockKind, ManualClock, RuleBook, Sentinel};
+use sentinel_core::{BlockKind, RuleBook};
 
-fn setup() -> Sentinel {
-    Sentinel::builder()
-        .clock(ManualClock::new(1_700_000_000_000))
-        .build()
-}
+mod support;
+use support::{instance, refusals};
 
 #[test]
 fn a_book_replaces_every_kind_and_reads_back() {
-    let sentinel = setup();
+    let (_clock, sentinel) = instance();
     let book = RuleBook {
         flow: vec![FlowRule::new("a", 10.0)],
         degrade: vec![DegradeRule::new("a", DegradeGrade::ErrorCount, 3.0)],
@@ -41,7 +38,7 @@ fn a_book_replaces_every_kind_and_reads_back() {
 
 #[test]
 fn one_bad_rule_refuses_the_whole_book_and_every_error_is_reported() {
-    let sentinel = setup();
+    let (_clock, sentinel) = instance();
     let good = RuleBook {
         flow: vec![FlowRule::new("a", 1.0)],
         ..RuleBook::default()
@@ -58,13 +55,8 @@ fn one_bad_rule_refuses_the_whole_book_and_every_error_is_reported() {
             ..RuleBook::default()
         })
         .unwrap_err();
-    let found: Vec<_> = errors
-        .errors()
-        .iter()
-        .map(|e| (e.kind, e.index, e.field))
-        .collect();
     assert_eq!(
-        found,
+        refusals(&errors),
         [
             ("flow", 1, "count"),
             ("degrade", 0, "time_window_sec"),
@@ -76,7 +68,7 @@ fn one_bad_rule_refuses_the_whole_book_and_every_error_is_reported() {
 
 #[test]
 fn each_kinds_listeners_hear_a_book() {
-    let sentinel = setup();
+    let (_clock, sentinel) = instance();
     let heard = Arc::new(Mutex::new(Vec::new()));
     let (flow, system) = (Arc::clone(&heard), Arc::clone(&heard));
     sentinel
@@ -98,7 +90,7 @@ fn each_kinds_listeners_hear_a_book() {
 fn entries_never_see_a_mix_of_two_books() {
     // Book A refuses origin "x" by flow, book B by authority; a mix (flow
     // from B and authority from A) would let the entry through.
-    let sentinel = setup();
+    let (_clock, sentinel) = instance();
     let book_a = RuleBook {
         flow: vec![FlowRule::new("r", 0.0)],
         ..RuleBook::default()

@@ -8,17 +8,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use sentinel_core::system::{ManualStatus, SystemRule};
 use sentinel_core::{BlockError, BlockKind, Entry, EntryType, ManualClock, Sentinel};
 
-/// On a whole second, so the second window's buckets line up with it.
-const T0: u64 = 1_700_000_000_000;
+mod support;
+use support::{instance_with, load};
 
+/// An instance with `rules` loaded and its system readings set by hand.
 fn setup(rules: Vec<SystemRule>) -> (ManualClock, ManualStatus, Sentinel) {
-    let clock = ManualClock::new(T0);
     let status = ManualStatus::new();
-    let sentinel = Sentinel::builder()
-        .clock(clock.clone())
-        .system_status(status.clone())
-        .build();
-    sentinel.system_rules().load(rules).unwrap();
+    let (clock, sentinel) = instance_with(|builder| builder.system_status(status.clone()));
+    load(&sentinel, rules);
     (clock, status, sentinel)
 }
 
