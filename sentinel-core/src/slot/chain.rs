@@ -147,7 +147,7 @@ pub(crate) fn check<'a, 's>(
                 args: request.args,
                 now_ms: now,
             };
-            StatisticSlot::check(&ctx, resource_rules, system, verdict)
+            StatisticSlot::check::<RuleChain>(&ctx, resource_rules, system, verdict)
         },
     );
     let Some(outcome) = outcome else {

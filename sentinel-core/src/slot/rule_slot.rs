@@ -18,7 +18,6 @@ use crate::rules::ResourceRules;
 use crate::system::SystemLimits;
 use crate::{BlockError, BlockKind, Rule, Sentinel};
 
-use super::statistic::StatisticSlot;
 use super::{EntryContext, Holds, Outcome};
 
 /// A refusal; its reason is left in the [`Verdict`].
@@ -31,9 +30,8 @@ pub(crate) trait RuleSlot {
     /// smaller order run before it.
     const ORDER: i32;
 
-    /// Checks the entry. A refusal leaves its reason in `c.verdict`,
-    /// counted by [`StatisticSlot::count_rule_block`] or
-    /// [`StatisticSlot::count_block`].
+    /// Checks the entry. A refusal leaves its reason in `c.verdict`, for
+    /// the statistic slot to count.
     fn check(c: &mut Checking<'_, '_>) -> Result<(), Refused>;
 
     /// Gives back what [`check`](Self::check) took from an entry that a
@@ -74,19 +72,24 @@ impl Checking<'_, '_> {
             .try_for_each(|slot| slot.entry(ctx))
         {
             Ok(()) => Ok(()),
-            Err(block) => {
-                StatisticSlot::count_block_error(ctx, &block);
-                self.verdict.block = Some(block);
-                Err(Refused)
-            }
+            Err(block) => self.refuse_with(block, false),
         }
     }
 
-    /// Refuses by `rule` of `kind`, counted by rule.
+    /// Refuses by `rule` of `kind` (a rule of the resource).
     #[inline(always)]
     pub(crate) fn refuse(&mut self, kind: BlockKind, rule: Arc<dyn Rule>) -> Result<(), Refused> {
         self.verdict.rule = Some((kind, rule));
-        StatisticSlot::count_rule_block(self.ctx, self.verdict);
+        Err(Refused)
+    }
+
+    /// Refuses with a block made whole by the check (a user slot's, a
+    /// system limit's), counted apart from the kind's other rules when
+    /// `by_rule` (see [`Verdict::block_by_rule`]).
+    #[cold]
+    pub(crate) fn refuse_with(&mut self, block: BlockError, by_rule: bool) -> Result<(), Refused> {
+        self.verdict.block = Some(block);
+        self.verdict.block_by_rule = by_rule;
         Err(Refused)
     }
 }
@@ -98,6 +101,11 @@ impl Checking<'_, '_> {
 pub(crate) struct Verdict {
     pub(crate) rule: Option<(BlockKind, Arc<dyn Rule>)>,
     pub(crate) block: Option<BlockError>,
+    /// `block` is counted by its rule, apart from the kind's other rules
+    /// (a built-in rule, whose reference lives as long as the rule); a
+    /// user slot's blocks are counted per kind, as it may make a rule per
+    /// block.
+    pub(crate) block_by_rule: bool,
     pub(crate) holds: Holds,
     /// Where a passing entry is counted, if later than its clock reading:
     /// the start of a reject rule's bucket that began after it (0: none).

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use super::rule_slot::{Checking, RuleChecks, Verdict};
-use super::{EntryContext, Outcome, RuleChain};
+use super::{EntryContext, Outcome};
 use crate::degrade::StateChange;
 use crate::entry::Active;
 use crate::node::{OriginNode, ResourceNode, StatisticNode};
@@ -22,11 +22,12 @@ use crate::{BlockError, BlockKind, EntryType, Rule, Sentinel};
 pub(crate) struct StatisticSlot;
 
 impl StatisticSlot {
-    /// The user slots placed before this one, then the rule checks: `None`
+    /// The user slots placed before this one, then the `Checks`: `None`
     /// (and the reason in `verdict`) if refused, counted as blocked on
-    /// every node of the entry, with what the entry held given back.
+    /// every node of the entry and by rule, with what the entry held given
+    /// back.
     #[inline(never)]
-    pub(crate) fn check(
+    pub(crate) fn check<Checks: RuleChecks>(
         ctx: &EntryContext<'_>,
         rules: Option<&crate::rules::ResourceRules>,
         system: Option<&crate::system::SystemLimits>,
@@ -50,9 +51,10 @@ impl StatisticSlot {
             outcome: Outcome::default(),
             verdict,
         };
-        if RuleChain::check(&mut checking, 0).is_ok() {
+        if Checks::check(&mut checking, 0).is_ok() {
             return Some(checking.outcome);
         }
+        Self::count_refusal(ctx, checking.verdict);
         let notify = |change: &StateChange<'_>| sentinel.listeners.states.notify(change);
         checking.verdict.holds.give_back(ctx.now_ms, &notify);
         let batch = u64::from(ctx.batch);
@@ -90,15 +92,23 @@ impl StatisticSlot {
         }
     }
 
-    /// Counts a block by its resource, kind, rule and origin, for the
-    /// block log and the per-kind counts (on this thread's tally: no
-    /// atomic read-modify-write). Called where the check refuses.
-    ///
-    /// `by_rule`: counted apart from the kind's other rules (a built-in
-    /// rule, whose reference lives as long as the rule); a user slot's
-    /// blocks are counted per kind, as it may make a rule per block.
+    /// Counts a refusal by its resource, kind, rule and origin, for the
+    /// block log and the per-kind counts.
     #[inline(always)]
-    pub(crate) fn count_block(
+    fn count_refusal(ctx: &EntryContext<'_>, verdict: &Verdict) {
+        // Read where the rule was stored (copying its reference out first
+        // and back would stall on its halves).
+        match (&verdict.rule, &verdict.block) {
+            (Some((kind, rule)), _) => Self::count_block(ctx, *kind, Some(rule), true),
+            (None, Some(block)) => Self::count_block_error(ctx, block, verdict.block_by_rule),
+            (None, None) => {}
+        }
+    }
+
+    /// Counts a block on this thread's tally (no atomic
+    /// read-modify-write); `by_rule`: see [`Verdict::block_by_rule`].
+    #[inline(always)]
+    fn count_block(
         ctx: &EntryContext<'_>,
         kind: BlockKind,
         rule: Option<&Arc<dyn Rule>>,
@@ -122,20 +132,10 @@ impl StatisticSlot {
         );
     }
 
-    /// Counts the block by the rule in `verdict`, read where it was stored
-    /// (copying the rule's reference out first and back would stall on
-    /// its halves).
-    #[inline(always)]
-    pub(crate) fn count_rule_block(ctx: &EntryContext<'_>, verdict: &Verdict) {
-        if let Some((kind, rule)) = &verdict.rule {
-            Self::count_block(ctx, *kind, Some(rule), true);
-        }
-    }
-
     /// Counts a block made whole by a slot or a check (a `BlockError`).
     #[cold]
-    pub(crate) fn count_block_error(ctx: &EntryContext<'_>, block: &BlockError) {
-        Self::count_block(ctx, block.kind(), block.rule_arc(), false);
+    fn count_block_error(ctx: &EntryContext<'_>, block: &BlockError, by_rule: bool) {
+        Self::count_block(ctx, block.kind(), block.rule_arc(), by_rule);
     }
 }
 

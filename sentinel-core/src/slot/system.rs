@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use super::order;
 use super::rule_slot::{Checking, Refused, RuleSlot};
-use super::statistic::StatisticSlot;
 use crate::{BlockError, BlockKind, Rule};
 
 /// Checks an inbound entry against the system limits.
@@ -26,13 +25,12 @@ impl RuleSlot for SystemSlot {
         {
             // Named with the resource entered, not the rule's.
             let rule = Arc::clone(rule) as Arc<dyn Rule>;
-            StatisticSlot::count_block(ctx, BlockKind::System, Some(&rule), true);
-            c.verdict.block = Some(BlockError::new(
+            let block = BlockError::new(
                 BlockKind::System,
                 ctx.resource.name_arc().clone(),
                 Some(rule),
-            ));
-            return Err(Refused);
+            );
+            return c.refuse_with(block, true);
         }
         Ok(())
     }
