@@ -1,18 +1,8 @@
 //! `EntryBuilder`: an entry with settings beyond the resource name.
 
+use super::kinds::EntryType;
 use crate::node::ResourceNode;
 use crate::{BlockError, Entry, ParamValue, Sentinel};
-
-/// Whether an entry is a request into this service or a call out of it.
-/// System rules and the inbound total count only inbound entries.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum EntryType {
-    /// A request this service serves.
-    Inbound,
-    /// A call this service makes (the default, as in Sentinel).
-    #[default]
-    Outbound,
-}
 
 /// What one entry asks for.
 pub(crate) struct Request<'a, 's> {

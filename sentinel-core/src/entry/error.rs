@@ -3,46 +3,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::kinds::BlockKind;
 use crate::rule::Rule;
-
-/// Which check refused an entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum BlockKind {
-    /// A flow rule (QPS or concurrency).
-    Flow,
-    /// An open circuit breaker.
-    Degrade,
-    /// System adaptive protection.
-    System,
-    /// An origin white or black list.
-    Authority,
-    /// A hot-parameter rule.
-    HotParam,
-    /// A user slot, with the kind it gave.
-    Custom(&'static str),
-}
-
-impl BlockKind {
-    /// A short lowercase name: `flow`, `degrade`, `system`, `authority`,
-    /// `hot_param`, or the custom kind.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            BlockKind::Flow => "flow",
-            BlockKind::Degrade => "degrade",
-            BlockKind::System => "system",
-            BlockKind::Authority => "authority",
-            BlockKind::HotParam => "hot_param",
-            BlockKind::Custom(kind) => kind,
-        }
-    }
-}
-
-impl fmt::Display for BlockKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// An entry refused by a rule or a slot: which kind of check, which
 /// resource, and which rule when there is one.

@@ -4,12 +4,14 @@
 mod builder;
 mod error;
 mod guard;
+mod kinds;
 mod resource;
 pub(crate) mod spare;
 
-pub use builder::{EntryBuilder, EntryType};
-pub use error::{BlockError, BlockKind};
+pub use builder::EntryBuilder;
+pub use error::BlockError;
 pub use guard::Entry;
+pub use kinds::{BlockKind, EntryType};
 pub use resource::Resource;
 
 pub(crate) use builder::Request;

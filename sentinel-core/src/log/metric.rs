@@ -18,8 +18,15 @@ use std::time::Duration;
 
 use super::blocks::BlockLog;
 use super::files::{self, RollingFiles};
-use super::{DEFAULT_LOG_DIR, DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_FILES, MetricLine};
+use super::line::MetricLine;
 use crate::Sentinel;
+
+/// The default directory of log files.
+pub const DEFAULT_LOG_DIR: &str = "./logs/sentinel/";
+/// The default size past which a metric log file is rolled: 50 MiB.
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 50 * 1024 * 1024;
+/// The default number of metric log files kept per app.
+pub const DEFAULT_MAX_FILES: usize = 6;
 
 /// Where and how the metric log is written.
 ///

@@ -28,12 +28,8 @@ mod searcher;
 pub(crate) use blocks::BlockLedger;
 pub use blocks::{BlockCount, BlockLine};
 pub use line::MetricLine;
-pub use metric::{MetricLogConfig, MetricWriter, MetricWriterHandle};
+pub use metric::{
+    DEFAULT_LOG_DIR, DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_FILES, MetricLogConfig, MetricWriter,
+    MetricWriterHandle,
+};
 pub use searcher::MetricSearcher;
-
-/// The default directory of log files.
-pub const DEFAULT_LOG_DIR: &str = "./logs/sentinel/";
-/// The default size past which a metric log file is rolled: 50 MiB.
-pub const DEFAULT_MAX_FILE_SIZE: u64 = 50 * 1024 * 1024;
-/// The default number of metric log files kept per app.
-pub const DEFAULT_MAX_FILES: usize = 6;
