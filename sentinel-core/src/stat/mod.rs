@@ -6,14 +6,10 @@ mod bucket;
 mod divisor;
 mod leap_array;
 mod live;
+pub(crate) mod owner;
 mod percentiles;
 pub(crate) mod tally;
 
-/// Thread identities as owners of per-thread parts (of nodes, of rule
-/// quotas).
-pub(crate) mod owner {
-    pub(crate) use super::live::{NO_OWNER, is_live, token};
-}
 mod window;
 
 pub use adder::Adder;

@@ -13,6 +13,8 @@ use loom::sync::atomic::Ordering::{Acquire, Release};
 use loom::thread;
 
 use super::*;
+use crate::stat::bucket::LANE_PASS;
+use crate::stat::owner::{is_live, returned_slots, token, token_slot};
 use crate::sync::check;
 
 /// A second window of one 1 ms slice and a minute window of 4 ms in two
@@ -279,7 +281,7 @@ fn loom_token_reuse_and_takeover_see_the_exited_owners_writes() {
         } else {
             2
         };
-        while TOKEN_ALLOC.lock().free.len() < freed {
+        while returned_slots() < freed {
             thread::yield_now();
         }
         assert_ne!(ta, tb);

@@ -40,7 +40,7 @@ pub(crate) use minute::Tally;
 use minute::{Minute, SECONDS};
 use recorder::{Recorders, ThreadRecorder};
 
-use super::live::thread_index;
+use super::owner::thread_index;
 
 /// Response times of one resource over the last minute (the current second
 /// and the 59 before it), in milliseconds.

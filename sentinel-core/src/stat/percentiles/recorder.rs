@@ -8,7 +8,7 @@ use once_cell::race::OnceBox;
 
 use super::buckets::BUCKETS;
 use super::minute::UNUSED;
-use crate::stat::live::TOKEN_SLOTS;
+use crate::stat::owner::TOKEN_SLOTS;
 
 /// Recorders per chunk of the table.
 const CHUNK: usize = 64;
