@@ -63,7 +63,7 @@ use crate::stat::bucket::MetricBucket;
 use crate::stat::divisor::Divisor;
 use crate::stat::leap_array::LeapArray;
 use crate::stat::owner::{NO_OWNER, token};
-use crate::stat::window::WindowShape;
+use crate::stat::shape::WindowShape;
 
 mod fold;
 mod owned;

@@ -9,7 +9,7 @@ use super::LANES;
 use super::LiveWindows;
 use crate::stat::bucket::{LANE_PASS, LANE_SUCCESS};
 use crate::stat::owner::{is_live, token};
-use crate::stat::window::WindowShape;
+use crate::stat::shape::WindowShape;
 
 const T0: u64 = 1_700_000_000_000;
 
