@@ -35,10 +35,10 @@ use std::cell::Cell;
 /// How many threads can own nodes at once; threads past this many write
 /// through the shared parts.
 #[cfg(not(loom))]
-pub(crate) const TOKEN_SLOTS: usize = 4096;
+pub(super) const TOKEN_SLOTS: usize = 4096;
 /// Fewer under loom, where every slot is an atomic of each execution.
 #[cfg(loom)]
-pub(crate) const TOKEN_SLOTS: usize = 64;
+pub(super) const TOKEN_SLOTS: usize = 64;
 
 /// The token of each live thread that has one, by slot; 0 when the slot is
 /// free. A node whose owner's token is no longer here can be claimed by
@@ -208,7 +208,7 @@ fn new_token() -> u64 {
 /// exited gets with that thread's writes visible. `None` for a thread
 /// without a token (past [`TOKEN_SLOTS`] threads, or in its teardown).
 #[inline(always)]
-pub(crate) fn thread_index() -> Option<usize> {
+pub(super) fn thread_index() -> Option<usize> {
     match token() {
         NO_OWNER => None,
         token => Some(token_slot(token)),

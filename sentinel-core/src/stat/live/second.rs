@@ -1,5 +1,5 @@
-//! Reads of the second window: what QPS, RT and concurrency-free checks
-//! read on the entry path.
+//! Reads of the second window: what the entry path's QPS and RT checks
+//! read.
 //!
 //! **Invariant.** A second-window read sums, per slot, the parts whose
 //! slice lies in the window at `now`; it takes no lock and no sequence
