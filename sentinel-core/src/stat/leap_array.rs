@@ -28,7 +28,7 @@ use crate::sync::OnceBox;
 
 use super::bucket::Bucket;
 use super::divisor::Divisor;
-use super::window::WindowShape;
+use super::shape::{WindowError, WindowShape};
 
 /// A bucket and the start of the slice it currently holds ([`UNUSED`] before
 /// the first). Not padded: a minute window is 60 of these, and a bucket
@@ -45,41 +45,6 @@ const UNUSED: u64 = u64::MAX;
 
 /// The latest time the ring tells apart; later readings are taken as this.
 const LAST_TIME: u64 = u64::MAX - 1;
-
-/// Why a window's shape was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum WindowError {
-    /// The interval was zero.
-    ZeroInterval,
-    /// The sample count was zero.
-    ZeroSamples,
-    /// The interval is not a whole multiple of the sample count.
-    Uneven {
-        /// The interval asked for, in milliseconds.
-        interval_ms: u64,
-        /// The sample count asked for.
-        sample_count: u32,
-    },
-}
-
-impl fmt::Display for WindowError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            WindowError::ZeroInterval => f.write_str("window interval must be > 0 ms"),
-            WindowError::ZeroSamples => f.write_str("window sample count must be > 0"),
-            WindowError::Uneven {
-                interval_ms,
-                sample_count,
-            } => write!(
-                f,
-                "window interval {interval_ms} ms is not a multiple of the sample count {sample_count}"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for WindowError {}
 
 /// A sliding window over time, split into `sample_count` buckets of type `B`.
 ///

@@ -10,13 +10,13 @@
 //! scrape) reads every shard under the shard's lock once in a while and
 //! takes what was added since its last visit, by second.
 //!
-//! A thread's shard is the one of its token slot (see `stat::live`): a
-//! thread taking the slot of one that exited goes on counting in the same
-//! shard, where the exited thread's counts wait for the harvester. A
-//! thread keeps [`SLOTS`] keys; a key lands in one of four slots by its
-//! hash. A fifth key evicts the slot that counted longest ago, after
-//! setting aside what it holds for the harvester ([`Books::retired`]), so
-//! nothing is lost. A dropped instance's slots are freed by [`forget`]. A
+//! A thread's shard is the one of its token slot (see
+//! [`owner`](super::owner)): a thread taking the slot of one that exited
+//! goes on counting in the same shard, where the exited thread's counts
+//! wait for the harvester. A thread keeps [`SLOTS`] keys; a key lands in
+//! one of four slots by its hash. A fifth key evicts the slot that counted
+//! longest ago, after setting aside what it holds for the harvester
+//! ([`Books::retired`]), so nothing is lost. A dropped instance's slots are freed by [`forget`]. A
 //! thread without a token slot (past 4096 threads, or in its teardown)
 //! counts in one shared shard, under its lock.
 
@@ -29,7 +29,7 @@ use once_cell::sync::Lazy;
 use crate::sync::Mutex;
 use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
 
-use super::live::{TOKEN_SLOTS, thread_index};
+use super::owner::{TOKEN_SLOTS, thread_index};
 
 use crate::{BlockKind, Rule};
 

@@ -1,67 +1,12 @@
-//! The windows a node keeps: the shapes (1 s / 2 samples and 60 s / 60 samples
-//! by default), the statistics configuration of an instance, and the reads
-//! over a window of [`MetricBucket`]s.
+//! The windows a node keeps: the statistics configuration of an instance
+//! (the two window shapes, 1 s / 2 samples and 60 s / 60 samples by default,
+//! and the RT ceiling), and the reads over a window of [`MetricBucket`]s.
 
 use std::num::NonZeroU64;
 
 use super::bucket::{MetricBucket, MetricEvent};
-use super::leap_array::{LeapArray, WindowError};
-
-/// The shape of a sliding window: its length and how many buckets split it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WindowShape {
-    interval_ms: u64,
-    sample_count: u32,
-}
-
-impl WindowShape {
-    /// A window of `interval_ms` split into `sample_count` equal buckets.
-    pub const fn new(interval_ms: u64, sample_count: u32) -> Result<Self, WindowError> {
-        if interval_ms == 0 {
-            return Err(WindowError::ZeroInterval);
-        }
-        if sample_count == 0 {
-            return Err(WindowError::ZeroSamples);
-        }
-        if interval_ms % sample_count as u64 != 0 {
-            return Err(WindowError::Uneven {
-                interval_ms,
-                sample_count,
-            });
-        }
-        Ok(WindowShape {
-            interval_ms,
-            sample_count,
-        })
-    }
-
-    /// Sentinel's second window: 1 000 ms in 2 buckets of 500 ms.
-    pub const SECOND: WindowShape = WindowShape {
-        interval_ms: 1_000,
-        sample_count: 2,
-    };
-
-    /// Sentinel's minute window: 60 000 ms in 60 buckets of one second.
-    pub const MINUTE: WindowShape = WindowShape {
-        interval_ms: 60_000,
-        sample_count: 60,
-    };
-
-    /// The window's length in milliseconds.
-    pub const fn interval_ms(self) -> u64 {
-        self.interval_ms
-    }
-
-    /// The number of buckets.
-    pub const fn sample_count(self) -> u32 {
-        self.sample_count
-    }
-
-    /// The length of one bucket in milliseconds.
-    pub const fn bucket_ms(self) -> u64 {
-        self.interval_ms / self.sample_count as u64
-    }
-}
+use super::leap_array::LeapArray;
+use super::shape::WindowShape;
 
 /// How every node of an instance keeps its statistics.
 ///
@@ -164,16 +109,6 @@ impl LeapArray<MetricBucket> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn shapes_validate() {
-        assert_eq!(WindowShape::new(1_000, 2), Ok(WindowShape::SECOND));
-        assert_eq!(WindowShape::new(60_000, 60), Ok(WindowShape::MINUTE));
-        assert!(WindowShape::new(0, 1).is_err());
-        assert!(WindowShape::new(10, 0).is_err());
-        assert!(WindowShape::new(1_000, 7).is_err());
-        assert_eq!(WindowShape::SECOND.bucket_ms(), 500);
-    }
 
     #[test]
     fn reads_over_metric_window() {

@@ -6,6 +6,12 @@
 //! writer's adds (an add seen twice or lost gives a sum no prefixes make),
 //! each prefix at least what the writer had published as completed before
 //! the read began (release/acquire on a progress word of the test).
+//!
+//! The models by protocol file (they share this file's scenarios and
+//! checks): `owned.rs`, `loom_owner_rotation_*`; `shared.rs`,
+//! `loom_shared_rotation_*`; `fold.rs`, every `loom_*_reads_*`;
+//! `../owner.rs` (and the takeover in `owned.rs`),
+//! `loom_token_reuse_and_takeover_see_the_exited_owners_writes`.
 
 use loom::sync::Arc;
 use loom::sync::atomic::AtomicU64;
@@ -13,6 +19,8 @@ use loom::sync::atomic::Ordering::{Acquire, Release};
 use loom::thread;
 
 use super::*;
+use crate::stat::bucket::LANE_PASS;
+use crate::stat::owner::{is_live, returned_slots, token, token_slot};
 use crate::sync::check;
 
 /// A second window of one 1 ms slice and a minute window of 4 ms in two
@@ -279,7 +287,7 @@ fn loom_token_reuse_and_takeover_see_the_exited_owners_writes() {
         } else {
             2
         };
-        while TOKEN_ALLOC.lock().free.len() < freed {
+        while returned_slots() < freed {
             thread::yield_now();
         }
         assert_ne!(ta, tb);

@@ -7,12 +7,10 @@ use hdrhistogram::Histogram;
 
 use super::RtPercentiles;
 use super::buckets::{self, BUCKETS, TOP};
-use super::recorder::ThreadRecorder;
+use super::recorder::{ThreadRecorder, UNUSED};
 
 /// Seconds in the window.
 pub(super) const SECONDS: u64 = 60;
-/// The second of a place that has never held one.
-pub(super) const UNUSED: u64 = u64::MAX;
 
 /// One second of handed-over counts.
 #[derive(Debug)]

@@ -4,8 +4,9 @@
 //! Recording is an exit's job, so it must cost little and never wait:
 //!
 //! - **Per-thread recorders.** Each thread counts into a recorder of its own
-//!   for the resource (one per thread token slot, as the `live` windows
-//!   use): 512 log-linear buckets ([`buckets`]) for the current second,
+//!   for the resource (one per thread token slot, see
+//!   [`owner`](super::owner)): 512 log-linear buckets ([`buckets`]) for the
+//!   current second,
 //!   written with a relaxed load and a store, no read-modify-write, no lock.
 //! - **Handed over once a second.** The first call of a thread in a new
 //!   second moves the previous second's counts into the resource's minute
@@ -27,6 +28,8 @@
 //! the highest time of its bucket (at most 3 % above the true value, never
 //! above the largest time seen). The maximum is exact.
 
+// Imports go one way: `minute` (the handed-over seconds and what a read
+// adds up) uses `recorder` (the per-thread counts), both use `buckets`.
 mod buckets;
 mod minute;
 mod recorder;
@@ -40,7 +43,7 @@ pub(crate) use minute::Tally;
 use minute::{Minute, SECONDS};
 use recorder::{Recorders, ThreadRecorder};
 
-use super::live::thread_index;
+use super::owner::thread_index;
 
 /// Response times of one resource over the last minute (the current second
 /// and the 59 before it), in milliseconds.

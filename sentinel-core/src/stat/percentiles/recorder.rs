@@ -7,8 +7,11 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use once_cell::race::OnceBox;
 
 use super::buckets::BUCKETS;
-use super::minute::UNUSED;
-use crate::stat::live::TOKEN_SLOTS;
+use crate::stat::owner::TOKEN_SLOTS;
+
+/// The second of a recorder, or of a place of the minute, that has never
+/// held one.
+pub(super) const UNUSED: u64 = u64::MAX;
 
 /// Recorders per chunk of the table.
 const CHUNK: usize = 64;
