@@ -29,11 +29,11 @@ use crate::node::overflow::{OriginCap, Overflow};
 use crate::node::registry::{Arena, Registry};
 use crate::node::tree::{EntranceNode, TreeNode, add_child, has_child};
 use crate::node::{ContextNode, Entrance, OriginNode, ResourceNode, StatisticNode};
-use crate::rules::{AllListeners, ResourceRules, RuleManager, RuleSet, RuleSetParts};
+use crate::rules::{AllListeners, ResourceRules, RuleManager, RuleSet, RuleSetParts, kinds};
 use crate::slot::{Check, EntryContext, Holds, Outcome, Slot, SlotChain};
 use crate::stat::tally::{self, BlockKey, BlockSource};
 use crate::stat::{BY_CODE, BY_RULES, StatConfig};
-use crate::system::{self, ProcStatus, SystemLimits, SystemRule, SystemStatus};
+use crate::system::{ProcStatus, SystemLimits, SystemRule, SystemStatus};
 use crate::{
     BlockError, BlockKind, Clock, Entry, EntryBuilder, EntryType, MonotonicClock, Resource, Rule,
     SystemClock,
@@ -927,28 +927,28 @@ impl Sentinel {
 
     /// The flow rules of this instance: load, read, listen.
     pub fn flow_rules(&self) -> FlowRules<'_> {
-        RuleManager::new(self, &flow::KIND)
+        RuleManager::new(self, &kinds::FLOW)
     }
 
     /// The authority rules (origin white and black lists) of this instance.
     pub fn authority_rules(&self) -> RuleManager<'_, AuthorityRule> {
-        RuleManager::new(self, &authority::KIND)
+        RuleManager::new(self, &kinds::AUTHORITY)
     }
 
     /// The degrade rules (circuit breakers) of this instance; see also
     /// [`RuleManager::on_state_change`] and [`RuleManager::breakers`].
     pub fn degrade_rules(&self) -> RuleManager<'_, DegradeRule> {
-        RuleManager::new(self, &degrade::KIND)
+        RuleManager::new(self, &kinds::DEGRADE)
     }
 
     /// The hot-parameter rules of this instance.
     pub fn param_flow_rules(&self) -> RuleManager<'_, ParamFlowRule> {
-        RuleManager::new(self, &hotspot::KIND)
+        RuleManager::new(self, &kinds::PARAM)
     }
 
     /// The system rules of this instance.
     pub fn system_rules(&self) -> RuleManager<'_, SystemRule> {
-        RuleManager::new(self, &system::KIND)
+        RuleManager::new(self, &kinds::SYSTEM)
     }
 
     /// The rule set in force.

@@ -33,18 +33,7 @@ pub use rule::{AuthorityRule, AuthorityStrategy};
 
 use crate::Rule;
 use crate::entry::spare;
-use crate::rules::{CompiledRule, Kind, KindSet, RuleSet};
-
-/// The authority kind, for its [`RuleManager`](crate::RuleManager).
-pub(crate) static KIND: Kind<AuthorityRule> = Kind {
-    name: "authority",
-    problems: AuthorityRule::problems,
-    names: crate::rules::names::authority,
-    across: None,
-    rules: RuleSet::authority_rules,
-    replace: |parts, rules| parts.authority = Arc::new(KindSet::compile(rules, &parts.authority)),
-    listeners: |sentinel| &sentinel.listeners.authority,
-};
+use crate::rule::compiled::CompiledRule;
 
 /// An authority rule with its origins sorted for lookup.
 #[derive(Debug)]

@@ -4,6 +4,7 @@ use std::any::Any;
 use std::fmt;
 
 use crate::BlockKind;
+use crate::rule::names::{RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError, origin_problem};
 
 /// Whether an authority rule's origins are the only ones let in, or the
@@ -79,6 +80,16 @@ impl AuthorityRule {
             }
         }
         problems.into_vec()
+    }
+
+    name_problems!("authority");
+
+    /// The names the rule mentions: its resource and every origin it lists.
+    pub(crate) fn names(&self) -> Vec<RuleName<'_>> {
+        let origins = self.limit_app.iter().map(|origin| RuleName::origin(origin));
+        std::iter::once(RuleName::resource(&self.resource))
+            .chain(origins)
+            .collect()
     }
 }
 

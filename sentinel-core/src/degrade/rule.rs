@@ -5,6 +5,7 @@ use std::any::Any;
 use std::fmt;
 
 use crate::BlockKind;
+use crate::rule::names::{RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError};
 
 /// The longest statistics window a rule may ask for, in milliseconds (two
@@ -133,6 +134,13 @@ impl DegradeRule {
             );
         }
         problems.into_vec()
+    }
+
+    name_problems!("degrade");
+
+    /// The names the rule mentions: its resource.
+    pub(crate) fn names(&self) -> Vec<RuleName<'_>> {
+        vec![RuleName::resource(&self.resource)]
     }
 }
 

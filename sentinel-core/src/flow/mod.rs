@@ -52,8 +52,8 @@ pub use rule::{
 
 use crate::entry::spare;
 use crate::node::StatisticNode;
-use crate::rule::RuleErrors;
-use crate::rules::{CompiledRule, Kind, KindSet, Listener, RuleManager, RuleSet};
+use crate::rule::compiled::CompiledRule;
+use crate::rule::{Listener, RuleErrors};
 use crate::slot::EntryContext;
 use crate::slot::Outcome;
 use crate::stat::{LeapArray, MetricBucket, MetricEvent, WindowShape};
@@ -61,7 +61,7 @@ use crate::{Rule, Sentinel};
 use controller::{Controller, Decision, Usage};
 
 /// Loads `rules` into the [`global`](crate::global) instance's flow rules,
-/// replacing them all. See [`RuleManager::load`].
+/// replacing them all. See [`RuleManager::load`](crate::RuleManager::load).
 pub fn load_rules(rules: Vec<FlowRule>) -> Result<(), RuleErrors> {
     crate::global().flow_rules().load(rules)
 }
@@ -71,22 +71,12 @@ pub fn rules() -> Vec<FlowRule> {
     crate::global().flow_rules().rules()
 }
 
-/// An instance's flow rules: load, read, listen.
-pub type FlowRules<'s> = RuleManager<'s, FlowRule>;
+// An instance's flow rules: the rule set's manager (`rules/`), at its
+// public path here.
+pub use crate::rules::FlowRules;
 
 /// A listener of flow-rule changes: called with the rules now in force.
 pub type FlowListener = Listener<FlowRule>;
-
-/// The flow kind, for its [`RuleManager`].
-pub(crate) static KIND: Kind<FlowRule> = Kind {
-    name: "flow",
-    problems: FlowRule::problems,
-    names: crate::rules::names::flow,
-    across: Some(cluster_problems),
-    rules: RuleSet::flow_rules,
-    replace: |parts, rules| parts.flow = Arc::new(KindSet::compile(rules, &parts.flow)),
-    listeners: |sentinel| &sentinel.listeners.flow,
-};
 
 /// Whose calls a compiled rule counts.
 #[derive(Debug)]

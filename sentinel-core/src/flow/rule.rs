@@ -4,6 +4,7 @@ use std::any::Any;
 use std::fmt;
 
 use crate::BlockKind;
+use crate::rule::names::{NameOf, RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError, origin_problem};
 
 /// `limit_app` value: the rule counts every caller together.
@@ -194,9 +195,34 @@ impl FlowRule {
         problems.into_vec()
     }
 
+    name_problems!("flow");
+
     /// Whether `limit_app` names one origin (not "default" or "other").
     pub(crate) fn names_origin(&self) -> bool {
         self.limit_app != LIMIT_APP_DEFAULT && self.limit_app != LIMIT_APP_OTHER
+    }
+
+    /// The names the rule mentions: its resource, the origin it names, and
+    /// a related resource's or a chain's context's name.
+    pub(crate) fn names(&self) -> Vec<RuleName<'_>> {
+        let mut names = vec![RuleName::resource(&self.resource)];
+        if self.names_origin() {
+            names.push(RuleName::origin(&self.limit_app));
+        }
+        let reference = self.ref_resource.as_deref().map(str::trim);
+        let of = match self.strategy {
+            FlowStrategy::Direct => None,
+            FlowStrategy::Relate => Some(NameOf::Resource),
+            FlowStrategy::Chain => Some(NameOf::Context),
+        };
+        if let (Some(of), Some(name)) = (of, reference.filter(|r| !r.is_empty())) {
+            names.push(RuleName {
+                field: "ref_resource",
+                of,
+                name,
+            });
+        }
+        names
     }
 }
 

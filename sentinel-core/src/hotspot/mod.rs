@@ -48,20 +48,9 @@ use std::sync::Arc;
 
 use crate::Rule;
 use crate::entry::spare;
-use crate::rules::{CompiledRule, Kind, KindSet, RuleManager, RuleSet};
+use crate::rule::compiled::CompiledRule;
 use crate::slot::Outcome;
 use crate::slot::{EntryContext, Holds};
-
-/// The hot-parameter kind, for its [`RuleManager`](crate::RuleManager).
-pub(crate) static KIND: Kind<ParamFlowRule> = Kind {
-    name: "param_flow",
-    problems: ParamFlowRule::problems,
-    names: crate::rules::names::param,
-    across: None,
-    rules: RuleSet::param_rules,
-    replace: |parts, rules| parts.param = Arc::new(KindSet::compile(rules, &parts.param)),
-    listeners: |sentinel| &sentinel.listeners.param,
-};
 
 impl CompiledRule for CompiledParam {
     type Rule = ParamFlowRule;
@@ -80,7 +69,7 @@ impl CompiledRule for CompiledParam {
 }
 
 /// The value table of one hot-parameter rule, as
-/// [`RuleManager::tables`] reports it.
+/// [`RuleManager::tables`](crate::RuleManager::tables) reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ParamTableStats {
@@ -92,27 +81,6 @@ pub struct ParamTableStats {
     /// Values that passed untracked because their part of the table was
     /// full of values with calls in flight (concurrency grade; logged once).
     pub overflows: u64,
-}
-
-impl RuleManager<'_, ParamFlowRule> {
-    /// Every rule in force with its value table's figures.
-    pub fn tables(&self) -> Vec<(ParamFlowRule, ParamTableStats)> {
-        let set = self.sentinel.rule_set();
-        set.parts
-            .param
-            .by_resource
-            .values()
-            .flatten()
-            .map(|rule| {
-                let stats = ParamTableStats {
-                    values: rule.values(),
-                    evictions: rule.evictions(),
-                    overflows: rule.overflows(),
-                };
-                ((**rule.rule()).clone(), stats)
-            })
-            .collect()
-    }
 }
 
 /// Runs the hot-parameter rules of one resource for `ctx`: `Err(rule)`

@@ -4,6 +4,7 @@
 use std::any::Any;
 use std::fmt;
 
+use crate::rule::names::{RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError};
 use crate::{BlockKind, ParamValue};
 
@@ -202,6 +203,13 @@ impl ParamFlowRule {
             _ => {}
         }
         problems.into_vec()
+    }
+
+    name_problems!("param_flow");
+
+    /// The names the rule mentions: its resource.
+    pub(crate) fn names(&self) -> Vec<RuleName<'_>> {
+        vec![RuleName::resource(&self.resource)]
     }
 }
 

@@ -47,19 +47,7 @@ pub use rule::SystemRule;
 pub use status::{ManualStatus, ProcStatus, SystemStatus};
 
 use crate::node::StatisticNode;
-use crate::rules::{Kind, RuleSet};
 use rule::SystemField;
-
-/// The system kind, for its [`RuleManager`](crate::RuleManager).
-pub(crate) static KIND: Kind<SystemRule> = Kind {
-    name: "system",
-    problems: SystemRule::problems,
-    names: crate::rules::names::system,
-    across: None,
-    rules: RuleSet::system_rules,
-    replace: |parts, rules| parts.system = Arc::new(SystemLimits::compile(rules)),
-    listeners: |sentinel| &sentinel.listeners.system,
-};
 
 /// One limit in force: its value and the rule (reduced to that limit) that
 /// set it, named by a block.
@@ -81,7 +69,8 @@ pub(crate) struct SystemLimits {
 }
 
 impl SystemLimits {
-    fn compile(rules: Vec<SystemRule>) -> Self {
+    /// The strictest value of each limit over `rules`.
+    pub(crate) fn compile(rules: Vec<SystemRule>) -> Self {
         fn strictest(
             rules: &[SystemRule],
             field: SystemField,

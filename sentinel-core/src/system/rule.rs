@@ -4,6 +4,7 @@ use std::any::Any;
 use std::fmt;
 
 use crate::BlockKind;
+use crate::rule::names::RuleName;
 use crate::rule::{Problems, Rule, RuleError};
 
 /// Limits on every inbound entry of an instance together (Sentinel's system
@@ -79,6 +80,11 @@ impl SystemRule {
             );
         }
         problems.into_vec()
+    }
+
+    /// The names the rule mentions: none, it is the instance's.
+    pub(crate) fn names(&self) -> Vec<RuleName<'_>> {
+        Vec::new()
     }
 
     /// The rule with only the `field` limit kept, to name in a block.
