@@ -24,6 +24,11 @@
 //! assert_eq!(shop.unwrap_err().kind(), BlockKind::Authority);
 //! # Ok::<(), sentinel_core::RuleErrors>(())
 //! ```
+//!
+//! The module is the kind alone: `rule.rs` the rule as loaded, here its
+//! compiled form and the check. The instance's rule set, which composes
+//! every kind, loads it
+//! ([`Sentinel::authority_rules`](crate::Sentinel::authority_rules)).
 
 mod rule;
 

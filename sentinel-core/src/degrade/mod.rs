@@ -49,6 +49,13 @@
 //! assert_eq!(sentinel.degrade_rules().breakers()[0].1.state, BreakerState::Closed);
 //! # Ok::<(), sentinel_core::RuleErrors>(())
 //! ```
+//!
+//! The module is the kind alone: `rule.rs` the rule as loaded,
+//! `breaker.rs` and `window.rs` the breaker and its window, here its
+//! compiled form, the check and the completion. The breakers' states are
+//! read through the instance's rule set, which composes every kind
+//! ([`RuleManager::breakers`](crate::RuleManager::breakers),
+//! [`RuleManager::on_state_change`](crate::RuleManager::on_state_change)).
 
 mod breaker;
 mod rule;

@@ -28,6 +28,13 @@
 //! assert_eq!(third.unwrap_err().kind(), BlockKind::Flow);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! The module is the kind alone, as every rule kind is: `rule.rs` the
+//! rule as loaded (its fields, its problems, the names it mentions);
+//! `controller.rs`, `quota.rs`, `cluster.rs` and `remaining.rs` what a
+//! compiled rule keeps; here its compiled form and the check. It knows
+//! nothing of the rule set, which composes every kind and loads, reads and
+//! listens to their rules ([`FlowRules`]).
 
 mod cluster;
 mod controller;

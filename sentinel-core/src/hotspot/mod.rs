@@ -31,6 +31,11 @@
 //! [`ParamFlowRule::effective_capacity`] values, allocated when the rule is
 //! loaded, with approximate LRU eviction: see `cache.rs` for the layout,
 //! the collision odds and what happens past capacity.
+//!
+//! The module is the kind alone: `rule.rs` the rule as loaded,
+//! `checker.rs` and `cache.rs` the compiled rule and its value table, here
+//! the check. The tables' figures are read through the instance's rule set,
+//! which composes every kind ([`RuleManager::tables`](crate::RuleManager::tables)).
 
 mod cache;
 mod checker;

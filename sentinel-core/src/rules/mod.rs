@@ -8,14 +8,16 @@
 //! each other:
 //!
 //! ```text
-//! kind_set.rs   KindSet: one kind's list compiled per resource, state kept
-//! set.rs        RuleSet: every kind's KindSet, and each resource's rules  (kind_set)
-//! listeners.rs  Listeners per kind, AllListeners of an instance
-//! kinds.rs      Kind: what the set knows of each kind; FLOW, DEGRADE, ... (set, kind_set, listeners)
-//! manager.rs    RuleManager: load, read, listen to one kind             (kinds)
-//!   manager/degrade.rs, manager/hotspot.rs: what it adds for one kind
-//! book.rs       RuleBook: every kind at once, in one swap              (kinds, set)
-//! names.rs      each kind's names, for the instance's caps
+//! file                 holds                                         needs, in rules/
+//! kind_set.rs          KindSet: one kind compiled per resource       -
+//! set.rs               RuleSet, RuleSetParts, ResourceRules          kind_set
+//! listeners.rs         Listeners of one kind, AllListeners           -
+//! kinds.rs             Kind descriptors: FLOW, DEGRADE, PARAM, ...   set, kind_set, listeners
+//! manager.rs           RuleManager: load, read, listen; FlowRules    kinds
+//! manager/degrade.rs   breakers(), on_state_change()                 manager
+//! manager/hotspot.rs   tables()                                      manager
+//! book.rs              RuleBook: every kind in one swap              kinds, set
+//! names.rs             each kind's names, for the instance's caps    -
 //! ```
 
 mod book;

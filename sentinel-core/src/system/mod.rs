@@ -37,6 +37,11 @@
 //! # drop((first, second));
 //! # Ok::<(), sentinel_core::RuleErrors>(())
 //! ```
+//!
+//! The module is the kind alone: `rule.rs` the rule as loaded, `status.rs`
+//! the machine's readings, here the limits compiled from every rule and
+//! the check. The instance's rule set, which composes every kind, loads
+//! them ([`Sentinel::system_rules`](crate::Sentinel::system_rules)).
 
 mod rule;
 mod status;
