@@ -34,6 +34,7 @@ mod rule;
 
 use std::sync::Arc;
 
+pub(crate) use rule::KIND_NAME;
 pub use rule::{AuthorityRule, AuthorityStrategy};
 
 use crate::Rule;

@@ -7,6 +7,9 @@ use crate::BlockKind;
 use crate::rule::names::{RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError, origin_problem};
 
+/// The kind's name in errors and logs.
+pub(crate) const KIND_NAME: &str = "authority";
+
 /// Whether an authority rule's origins are the only ones let in, or the
 /// ones kept out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -64,7 +67,7 @@ impl AuthorityRule {
     /// Every problem of the rule, in field order (empty when it is valid);
     /// [`validate`](Self::validate) returns the first.
     pub fn problems(&self, index: usize) -> Vec<RuleError> {
-        let mut problems = Problems::new("authority", index, &self.resource);
+        let mut problems = Problems::new(KIND_NAME, index, &self.resource);
         problems.require_resource();
         if self.limit_app.is_empty() {
             problems.add("limit_app", "must name at least one origin");
@@ -82,7 +85,7 @@ impl AuthorityRule {
         problems.into_vec()
     }
 
-    name_problems!("authority");
+    name_problems!(KIND_NAME);
 
     /// The names the rule mentions: its resource and every origin it lists.
     pub(crate) fn names(&self) -> Vec<RuleName<'_>> {

@@ -67,6 +67,7 @@ use arc_swap::ArcSwap;
 
 pub(crate) use breaker::{Admission, CircuitBreaker, Probe};
 pub use breaker::{BreakerSnapshot, BreakerState, StateChange};
+pub(crate) use rule::KIND_NAME;
 pub use rule::{DegradeGrade, DegradeRule, MAX_PROBE_NUM, MAX_STAT_INTERVAL_MS};
 
 use crate::Rule;

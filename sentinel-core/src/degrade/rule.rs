@@ -8,6 +8,9 @@ use crate::BlockKind;
 use crate::rule::names::{RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError};
 
+/// The kind's name in errors and logs.
+pub(crate) const KIND_NAME: &str = "degrade";
+
 /// The longest statistics window a rule may ask for, in milliseconds (two
 /// minutes, Sentinel's bound).
 pub const MAX_STAT_INTERVAL_MS: u64 = 120_000;
@@ -95,7 +98,7 @@ impl DegradeRule {
     /// Every problem of the rule, in field order (empty when it is valid);
     /// [`validate`](Self::validate) returns the first.
     pub fn problems(&self, index: usize) -> Vec<RuleError> {
-        let mut problems = Problems::new("degrade", index, &self.resource);
+        let mut problems = Problems::new(KIND_NAME, index, &self.resource);
         problems.require_resource();
         if problems.non_negative("count", self.count)
             && self.grade == DegradeGrade::ErrorRatio
@@ -136,7 +139,7 @@ impl DegradeRule {
         problems.into_vec()
     }
 
-    name_problems!("degrade");
+    name_problems!(KIND_NAME);
 
     /// The names the rule mentions: its resource.
     pub(crate) fn names(&self) -> Vec<RuleName<'_>> {

@@ -53,6 +53,7 @@ pub use cluster::{
     cluster_problems,
 };
 pub use remaining::FlowQuota;
+pub(crate) use rule::KIND_NAME;
 pub use rule::{
     ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
 };

@@ -7,6 +7,9 @@ use crate::BlockKind;
 use crate::rule::names::{NameOf, RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError, origin_problem};
 
+/// The kind's name in errors and logs.
+pub(crate) const KIND_NAME: &str = "flow";
+
 /// `limit_app` value: the rule counts every caller together.
 pub const LIMIT_APP_DEFAULT: &str = "default";
 /// `limit_app` value: the rule counts, per origin, the callers that no other
@@ -125,7 +128,7 @@ impl FlowRule {
     /// Every problem of the rule, in field order (empty when it is valid);
     /// [`validate`](Self::validate) returns the first.
     pub fn problems(&self, index: usize) -> Vec<RuleError> {
-        let mut problems = Problems::new("flow", index, &self.resource);
+        let mut problems = Problems::new(KIND_NAME, index, &self.resource);
         problems.require_resource();
         problems.non_negative("count", self.count);
         if let Some(problem) = origin_problem(&self.limit_app) {
@@ -195,7 +198,7 @@ impl FlowRule {
         problems.into_vec()
     }
 
-    name_problems!("flow");
+    name_problems!(KIND_NAME);
 
     /// Whether `limit_app` names one origin (not "default" or "other").
     pub(crate) fn names_origin(&self) -> bool {

@@ -44,6 +44,7 @@ mod rule;
 mod tests;
 
 pub(crate) use checker::{CompiledParam, ParamDecision, ParamHeld};
+pub(crate) use rule::KIND_NAME;
 pub use rule::{
     BASE_PARAM_CAPACITY, MAX_PARAM_CAPACITY, MAX_PARAM_COUNT, ParamControlBehavior, ParamFlowGrade,
     ParamFlowItem, ParamFlowRule, TOTAL_PARAM_CAPACITY,

@@ -88,7 +88,7 @@ fn quoted(name: &str) -> String {
 /// The doc comment and body of a kind's public `name_problems`, the same
 /// for every kind: `$kind` is the kind's name in errors.
 macro_rules! name_problems {
-    ($kind:literal) => {
+    ($kind:expr) => {
         /// The rule's names (resource, and each `ref_resource` or
         /// `limit_app` origin it has) longer than `max_name_len` bytes,
         /// as errors of the rule at `index`. An instance refuses them

@@ -1,6 +1,6 @@
 //! What the rule set knows of each kind: a [`Kind`] descriptor per kind,
-//! built from what the kind exports (its rule's `problems` and `names`,
-//! problems across a list, its compiled form) and from where the set and
+//! built from what the kind exports (its name, its rule's `problems` and
+//! `names`, problems across a list, its compiled form) and from where the set and
 //! the instance keep that kind's rules and listeners.
 
 use std::sync::Arc;
@@ -9,13 +9,13 @@ use super::kind_set::KindSet;
 use super::listeners::Listeners;
 use super::set::{RuleSet, RuleSetParts};
 use crate::Sentinel;
-use crate::authority::AuthorityRule;
-use crate::degrade::DegradeRule;
+use crate::authority::{self, AuthorityRule};
+use crate::degrade::{self, DegradeRule};
 use crate::flow::{self, FlowRule};
-use crate::hotspot::ParamFlowRule;
+use crate::hotspot::{self, ParamFlowRule};
 use crate::rule::RuleError;
 use crate::rule::names::NamesOf;
-use crate::system::{SystemLimits, SystemRule};
+use crate::system::{self, SystemLimits, SystemRule};
 
 /// The problems between the rules of one list.
 pub(crate) type Across<R> = fn(&[R]) -> Vec<RuleError>;
@@ -42,7 +42,7 @@ pub(crate) struct Kind<R: 'static> {
 
 /// The flow kind.
 pub(crate) static FLOW: Kind<FlowRule> = Kind {
-    name: "flow",
+    name: flow::KIND_NAME,
     problems: FlowRule::problems,
     names: FlowRule::names,
     across: Some(flow::cluster_problems),
@@ -53,7 +53,7 @@ pub(crate) static FLOW: Kind<FlowRule> = Kind {
 
 /// The degrade kind.
 pub(crate) static DEGRADE: Kind<DegradeRule> = Kind {
-    name: "degrade",
+    name: degrade::KIND_NAME,
     problems: DegradeRule::problems,
     names: DegradeRule::names,
     across: None,
@@ -64,7 +64,7 @@ pub(crate) static DEGRADE: Kind<DegradeRule> = Kind {
 
 /// The hot-parameter kind.
 pub(crate) static PARAM: Kind<ParamFlowRule> = Kind {
-    name: "param_flow",
+    name: hotspot::KIND_NAME,
     problems: ParamFlowRule::problems,
     names: ParamFlowRule::names,
     across: None,
@@ -75,7 +75,7 @@ pub(crate) static PARAM: Kind<ParamFlowRule> = Kind {
 
 /// The authority kind.
 pub(crate) static AUTHORITY: Kind<AuthorityRule> = Kind {
-    name: "authority",
+    name: authority::KIND_NAME,
     problems: AuthorityRule::problems,
     names: AuthorityRule::names,
     across: None,
@@ -86,7 +86,7 @@ pub(crate) static AUTHORITY: Kind<AuthorityRule> = Kind {
 
 /// The system kind.
 pub(crate) static SYSTEM: Kind<SystemRule> = Kind {
-    name: "system",
+    name: system::KIND_NAME,
     problems: SystemRule::problems,
     names: SystemRule::names,
     across: None,

@@ -48,6 +48,7 @@ mod status;
 
 use std::sync::Arc;
 
+pub(crate) use rule::KIND_NAME;
 pub use rule::SystemRule;
 pub use status::{ManualStatus, ProcStatus, SystemStatus};
 

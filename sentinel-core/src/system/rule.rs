@@ -7,6 +7,9 @@ use crate::BlockKind;
 use crate::rule::names::RuleName;
 use crate::rule::{Problems, Rule, RuleError};
 
+/// The kind's name in errors and logs.
+pub(crate) const KIND_NAME: &str = "system";
+
 /// Limits on every inbound entry of an instance together (Sentinel's system
 /// adaptive protection). A field left `None` is off; with several rules the
 /// strictest value of each field applies.
@@ -45,7 +48,7 @@ impl SystemRule {
     /// Every problem of the rule, in field order (empty when it is valid);
     /// [`validate`](Self::validate) returns the first.
     pub fn problems(&self, index: usize) -> Vec<RuleError> {
-        let mut problems = Problems::new("system", index, "");
+        let mut problems = Problems::new(KIND_NAME, index, "");
         let not_finite = |value: Option<f64>| match value {
             Some(v) if !v.is_finite() || v < 0.0 => {
                 Some(format!("must be a finite number >= 0, got {v}"))
