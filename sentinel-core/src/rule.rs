@@ -1,10 +1,23 @@
-//! What every rule kind has in common, as far as a [`BlockError`](crate::BlockError)
-//! needs to name it.
+//! What every rule kind has in common: the layer below both the kinds
+//! (`flow/`, `degrade/`, ...) and the rule set that composes them
+//! (`rules/`), so that a kind needs nothing of the set.
+//!
+//! Here: [`Rule`], as far as a [`BlockError`](crate::BlockError) needs to
+//! name one; the errors of refused rules and the `Problems` a kind gathers
+//! them in; [`Listener`]; in `compiled.rs`, `CompiledRule`, what a kind's
+//! compiled form tells the set; in `names.rs`, the names a rule mentions.
+
+pub(crate) mod compiled;
+pub(crate) mod names;
 
 use std::any::Any;
 use std::fmt;
+use std::sync::Arc;
 
 use crate::BlockKind;
+
+/// A listener of one kind's rules: called with the rules now in force.
+pub type Listener<R> = Arc<dyn Fn(&[R]) + Send + Sync>;
 
 /// A rule that can refuse an entry. Each rule kind (flow, degrade, ...)
 /// implements it; a user slot can too, to say which of its rules blocked.

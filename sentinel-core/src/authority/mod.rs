@@ -24,27 +24,22 @@
 //! assert_eq!(shop.unwrap_err().kind(), BlockKind::Authority);
 //! # Ok::<(), sentinel_core::RuleErrors>(())
 //! ```
+//!
+//! The module is the kind alone: `rule.rs` the rule as loaded, here its
+//! compiled form and the check. The instance's rule set, which composes
+//! every kind, loads it
+//! ([`Sentinel::authority_rules`](crate::Sentinel::authority_rules)).
 
 mod rule;
 
 use std::sync::Arc;
 
+pub(crate) use rule::KIND_NAME;
 pub use rule::{AuthorityRule, AuthorityStrategy};
 
 use crate::Rule;
 use crate::entry::spare;
-use crate::rules::{CompiledRule, Kind, KindSet, RuleSet};
-
-/// The authority kind, for its [`RuleManager`](crate::RuleManager).
-pub(crate) static KIND: Kind<AuthorityRule> = Kind {
-    name: "authority",
-    problems: AuthorityRule::problems,
-    names: crate::rules::names::authority,
-    across: None,
-    rules: RuleSet::authority_rules,
-    replace: |parts, rules| parts.authority = Arc::new(KindSet::compile(rules, &parts.authority)),
-    listeners: |sentinel| &sentinel.listeners.authority,
-};
+use crate::rule::compiled::CompiledRule;
 
 /// An authority rule with its origins sorted for lookup.
 #[derive(Debug)]

@@ -4,7 +4,11 @@ use std::any::Any;
 use std::fmt;
 
 use crate::BlockKind;
+use crate::rule::names::{RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError, origin_problem};
+
+/// The kind's name in errors and logs.
+pub(crate) const KIND_NAME: &str = "authority";
 
 /// Whether an authority rule's origins are the only ones let in, or the
 /// ones kept out.
@@ -63,7 +67,7 @@ impl AuthorityRule {
     /// Every problem of the rule, in field order (empty when it is valid);
     /// [`validate`](Self::validate) returns the first.
     pub fn problems(&self, index: usize) -> Vec<RuleError> {
-        let mut problems = Problems::new("authority", index, &self.resource);
+        let mut problems = Problems::new(KIND_NAME, index, &self.resource);
         problems.require_resource();
         if self.limit_app.is_empty() {
             problems.add("limit_app", "must name at least one origin");
@@ -79,6 +83,16 @@ impl AuthorityRule {
             }
         }
         problems.into_vec()
+    }
+
+    name_problems!(KIND_NAME);
+
+    /// The names the rule mentions: its resource and every origin it lists.
+    pub(crate) fn names(&self) -> Vec<RuleName<'_>> {
+        let origins = self.limit_app.iter().map(|origin| RuleName::origin(origin));
+        std::iter::once(RuleName::resource(&self.resource))
+            .chain(origins)
+            .collect()
     }
 }
 

@@ -49,6 +49,13 @@
 //! assert_eq!(sentinel.degrade_rules().breakers()[0].1.state, BreakerState::Closed);
 //! # Ok::<(), sentinel_core::RuleErrors>(())
 //! ```
+//!
+//! The module is the kind alone: `rule.rs` the rule as loaded,
+//! `breaker.rs` and `window.rs` the breaker and its window, here its
+//! compiled form, the check and the completion. The breakers' states are
+//! read through the instance's rule set, which composes every kind
+//! ([`RuleManager::breakers`](crate::RuleManager::breakers),
+//! [`RuleManager::on_state_change`](crate::RuleManager::on_state_change)).
 
 mod breaker;
 mod rule;
@@ -60,23 +67,13 @@ use arc_swap::ArcSwap;
 
 pub(crate) use breaker::{Admission, CircuitBreaker, Probe};
 pub use breaker::{BreakerSnapshot, BreakerState, StateChange};
+pub(crate) use rule::KIND_NAME;
 pub use rule::{DegradeGrade, DegradeRule, MAX_PROBE_NUM, MAX_STAT_INTERVAL_MS};
 
 use crate::Rule;
 use crate::entry::spare;
-use crate::rules::{CompiledRule, Kind, KindSet, RuleManager, RuleSet};
+use crate::rule::compiled::CompiledRule;
 use crate::slot::Holds;
-
-/// The degrade kind, for its [`RuleManager`].
-pub(crate) static KIND: Kind<DegradeRule> = Kind {
-    name: "degrade",
-    problems: DegradeRule::problems,
-    names: crate::rules::names::degrade,
-    across: None,
-    rules: RuleSet::degrade_rules,
-    replace: |parts, rules| parts.degrade = Arc::new(KindSet::compile(rules, &parts.degrade)),
-    listeners: |sentinel| &sentinel.listeners.degrade,
-};
 
 impl CompiledRule for CircuitBreaker {
     type Rule = DegradeRule;
@@ -109,34 +106,12 @@ impl StateListeners {
         }
     }
 
-    fn add(&self, listener: StateListener) {
+    pub(crate) fn add(&self, listener: StateListener) {
         self.0.rcu(|list| {
             let mut list = Vec::clone(list);
             list.push(Arc::clone(&listener));
             list
         });
-    }
-}
-
-impl RuleManager<'_, DegradeRule> {
-    /// Calls `listener` on every change of state of a breaker of this
-    /// instance (Sentinel's `onTransformState`), on the thread whose entry
-    /// or exit made the change: keep it short.
-    pub fn on_state_change(&self, listener: impl Fn(&StateChange<'_>) + Send + Sync + 'static) {
-        self.sentinel.listeners.states.add(Arc::new(listener));
-    }
-
-    /// Every rule in force with its breaker's state and window now.
-    pub fn breakers(&self) -> Vec<(DegradeRule, BreakerSnapshot)> {
-        let now = self.sentinel.now_ms();
-        let set = self.sentinel.rule_set();
-        set.parts
-            .degrade
-            .by_resource
-            .values()
-            .flatten()
-            .map(|breaker| ((**breaker.rule()).clone(), breaker.snapshot(now)))
-            .collect()
     }
 }
 

@@ -5,7 +5,11 @@ use std::any::Any;
 use std::fmt;
 
 use crate::BlockKind;
+use crate::rule::names::{RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError};
+
+/// The kind's name in errors and logs.
+pub(crate) const KIND_NAME: &str = "degrade";
 
 /// The longest statistics window a rule may ask for, in milliseconds (two
 /// minutes, Sentinel's bound).
@@ -94,7 +98,7 @@ impl DegradeRule {
     /// Every problem of the rule, in field order (empty when it is valid);
     /// [`validate`](Self::validate) returns the first.
     pub fn problems(&self, index: usize) -> Vec<RuleError> {
-        let mut problems = Problems::new("degrade", index, &self.resource);
+        let mut problems = Problems::new(KIND_NAME, index, &self.resource);
         problems.require_resource();
         if problems.non_negative("count", self.count)
             && self.grade == DegradeGrade::ErrorRatio
@@ -133,6 +137,13 @@ impl DegradeRule {
             );
         }
         problems.into_vec()
+    }
+
+    name_problems!(KIND_NAME);
+
+    /// The names the rule mentions: its resource.
+    pub(crate) fn names(&self) -> Vec<RuleName<'_>> {
+        vec![RuleName::resource(&self.resource)]
     }
 }
 

@@ -295,7 +295,7 @@ pub fn cluster_problems(rules: &[FlowRule]) -> Vec<RuleError> {
             && a.sample_count == b.sample_count;
         if !same {
             errors.push(RuleError::new(
-                "flow",
+                super::KIND_NAME,
                 i,
                 &rule.resource,
                 "cluster_config.flow_id",

@@ -28,6 +28,13 @@
 //! assert_eq!(third.unwrap_err().kind(), BlockKind::Flow);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! The module is the kind alone, as every rule kind is: `rule.rs` the
+//! rule as loaded (its fields, its problems, the names it mentions);
+//! `controller.rs`, `quota.rs`, `cluster.rs` and `remaining.rs` what a
+//! compiled rule keeps; here its compiled form and the check. It knows
+//! nothing of the rule set, which composes every kind and loads, reads and
+//! listens to their rules ([`RuleManager`](crate::RuleManager)).
 
 mod cluster;
 mod controller;
@@ -46,14 +53,15 @@ pub use cluster::{
     cluster_problems,
 };
 pub use remaining::FlowQuota;
+pub(crate) use rule::KIND_NAME;
 pub use rule::{
     ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
 };
 
 use crate::entry::spare;
 use crate::node::StatisticNode;
-use crate::rule::RuleErrors;
-use crate::rules::{CompiledRule, Kind, KindSet, Listener, RuleManager, RuleSet};
+use crate::rule::compiled::CompiledRule;
+use crate::rule::{Listener, RuleErrors};
 use crate::slot::EntryContext;
 use crate::slot::Outcome;
 use crate::stat::{LeapArray, MetricBucket, MetricEvent, WindowShape};
@@ -61,7 +69,7 @@ use crate::{Rule, Sentinel};
 use controller::{Controller, Decision, Usage};
 
 /// Loads `rules` into the [`global`](crate::global) instance's flow rules,
-/// replacing them all. See [`RuleManager::load`].
+/// replacing them all. See [`RuleManager::load`](crate::RuleManager::load).
 pub fn load_rules(rules: Vec<FlowRule>) -> Result<(), RuleErrors> {
     crate::global().flow_rules().load(rules)
 }
@@ -71,22 +79,8 @@ pub fn rules() -> Vec<FlowRule> {
     crate::global().flow_rules().rules()
 }
 
-/// An instance's flow rules: load, read, listen.
-pub type FlowRules<'s> = RuleManager<'s, FlowRule>;
-
 /// A listener of flow-rule changes: called with the rules now in force.
 pub type FlowListener = Listener<FlowRule>;
-
-/// The flow kind, for its [`RuleManager`].
-pub(crate) static KIND: Kind<FlowRule> = Kind {
-    name: "flow",
-    problems: FlowRule::problems,
-    names: crate::rules::names::flow,
-    across: Some(cluster_problems),
-    rules: RuleSet::flow_rules,
-    replace: |parts, rules| parts.flow = Arc::new(KindSet::compile(rules, &parts.flow)),
-    listeners: |sentinel| &sentinel.listeners.flow,
-};
 
 /// Whose calls a compiled rule counts.
 #[derive(Debug)]

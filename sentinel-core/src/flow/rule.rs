@@ -4,7 +4,11 @@ use std::any::Any;
 use std::fmt;
 
 use crate::BlockKind;
+use crate::rule::names::{NameOf, RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError, origin_problem};
+
+/// The kind's name in errors and logs.
+pub(crate) const KIND_NAME: &str = "flow";
 
 /// `limit_app` value: the rule counts every caller together.
 pub const LIMIT_APP_DEFAULT: &str = "default";
@@ -124,7 +128,7 @@ impl FlowRule {
     /// Every problem of the rule, in field order (empty when it is valid);
     /// [`validate`](Self::validate) returns the first.
     pub fn problems(&self, index: usize) -> Vec<RuleError> {
-        let mut problems = Problems::new("flow", index, &self.resource);
+        let mut problems = Problems::new(KIND_NAME, index, &self.resource);
         problems.require_resource();
         problems.non_negative("count", self.count);
         if let Some(problem) = origin_problem(&self.limit_app) {
@@ -194,9 +198,34 @@ impl FlowRule {
         problems.into_vec()
     }
 
+    name_problems!(KIND_NAME);
+
     /// Whether `limit_app` names one origin (not "default" or "other").
     pub(crate) fn names_origin(&self) -> bool {
         self.limit_app != LIMIT_APP_DEFAULT && self.limit_app != LIMIT_APP_OTHER
+    }
+
+    /// The names the rule mentions: its resource, the origin it names, and
+    /// a related resource's or a chain's context's name.
+    pub(crate) fn names(&self) -> Vec<RuleName<'_>> {
+        let mut names = vec![RuleName::resource(&self.resource)];
+        if self.names_origin() {
+            names.push(RuleName::origin(&self.limit_app));
+        }
+        let reference = self.ref_resource.as_deref().map(str::trim);
+        let of = match self.strategy {
+            FlowStrategy::Direct => None,
+            FlowStrategy::Relate => Some(NameOf::Resource),
+            FlowStrategy::Chain => Some(NameOf::Context),
+        };
+        if let (Some(of), Some(name)) = (of, reference.filter(|r| !r.is_empty())) {
+            names.push(RuleName {
+                field: "ref_resource",
+                of,
+                name,
+            });
+        }
+        names
     }
 }
 

@@ -31,6 +31,11 @@
 //! [`ParamFlowRule::effective_capacity`] values, allocated when the rule is
 //! loaded, with approximate LRU eviction: see `cache.rs` for the layout,
 //! the collision odds and what happens past capacity.
+//!
+//! The module is the kind alone: `rule.rs` the rule as loaded,
+//! `checker.rs` and `cache.rs` the compiled rule and its value table, here
+//! the check. The tables' figures are read through the instance's rule set,
+//! which composes every kind ([`RuleManager::tables`](crate::RuleManager::tables)).
 
 mod cache;
 mod checker;
@@ -39,6 +44,7 @@ mod rule;
 mod tests;
 
 pub(crate) use checker::{CompiledParam, ParamDecision, ParamHeld};
+pub(crate) use rule::KIND_NAME;
 pub use rule::{
     BASE_PARAM_CAPACITY, MAX_PARAM_CAPACITY, MAX_PARAM_COUNT, ParamControlBehavior, ParamFlowGrade,
     ParamFlowItem, ParamFlowRule, TOTAL_PARAM_CAPACITY,
@@ -48,20 +54,9 @@ use std::sync::Arc;
 
 use crate::Rule;
 use crate::entry::spare;
-use crate::rules::{CompiledRule, Kind, KindSet, RuleManager, RuleSet};
+use crate::rule::compiled::CompiledRule;
 use crate::slot::Outcome;
 use crate::slot::{EntryContext, Holds};
-
-/// The hot-parameter kind, for its [`RuleManager`](crate::RuleManager).
-pub(crate) static KIND: Kind<ParamFlowRule> = Kind {
-    name: "param_flow",
-    problems: ParamFlowRule::problems,
-    names: crate::rules::names::param,
-    across: None,
-    rules: RuleSet::param_rules,
-    replace: |parts, rules| parts.param = Arc::new(KindSet::compile(rules, &parts.param)),
-    listeners: |sentinel| &sentinel.listeners.param,
-};
 
 impl CompiledRule for CompiledParam {
     type Rule = ParamFlowRule;
@@ -80,7 +75,7 @@ impl CompiledRule for CompiledParam {
 }
 
 /// The value table of one hot-parameter rule, as
-/// [`RuleManager::tables`] reports it.
+/// [`RuleManager::tables`](crate::RuleManager::tables) reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ParamTableStats {
@@ -92,27 +87,6 @@ pub struct ParamTableStats {
     /// Values that passed untracked because their part of the table was
     /// full of values with calls in flight (concurrency grade; logged once).
     pub overflows: u64,
-}
-
-impl RuleManager<'_, ParamFlowRule> {
-    /// Every rule in force with its value table's figures.
-    pub fn tables(&self) -> Vec<(ParamFlowRule, ParamTableStats)> {
-        let set = self.sentinel.rule_set();
-        set.parts
-            .param
-            .by_resource
-            .values()
-            .flatten()
-            .map(|rule| {
-                let stats = ParamTableStats {
-                    values: rule.values(),
-                    evictions: rule.evictions(),
-                    overflows: rule.overflows(),
-                };
-                ((**rule.rule()).clone(), stats)
-            })
-            .collect()
-    }
 }
 
 /// Runs the hot-parameter rules of one resource for `ctx`: `Err(rule)`

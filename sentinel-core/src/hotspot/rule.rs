@@ -4,8 +4,12 @@
 use std::any::Any;
 use std::fmt;
 
+use crate::rule::names::{RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError};
 use crate::{BlockKind, ParamValue};
+
+/// The kind's name in errors and logs.
+pub(crate) const KIND_NAME: &str = "param_flow";
 
 /// Values a rule tracks by default: 4 000 per second of its duration
 /// (Sentinel's `BASE_PARAM_MAX_CAPACITY`)...
@@ -145,7 +149,7 @@ impl ParamFlowRule {
     /// (empty when it is valid); [`validate`](Self::validate) returns the
     /// first.
     pub fn problems(&self, index: usize) -> Vec<RuleError> {
-        let mut problems = Problems::new("param_flow", index, &self.resource);
+        let mut problems = Problems::new(KIND_NAME, index, &self.resource);
         problems.require_resource();
         if let Some(problem) = count_problem(self.count, self.burst_count) {
             problems.add("count", problem);
@@ -202,6 +206,13 @@ impl ParamFlowRule {
             _ => {}
         }
         problems.into_vec()
+    }
+
+    name_problems!(KIND_NAME);
+
+    /// The names the rule mentions: its resource.
+    pub(crate) fn names(&self) -> Vec<RuleName<'_>> {
+        vec![RuleName::resource(&self.resource)]
     }
 }
 

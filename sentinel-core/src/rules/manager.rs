@@ -1,71 +1,17 @@
-//! `RuleManager`: load, read and listen to one kind of an instance's rules.
+//! `RuleManager`: load, read and listen to one kind of an instance's rules,
+//! through the kind's [`Kind`] descriptor. What a manager adds for one kind
+//! alone is in a child module named after the kind.
+
+mod degrade;
+mod hotspot;
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
-use parking_lot::Mutex;
-
-use super::names::{NamesOf, too_long};
-use super::{RuleSet, RuleSetParts};
+use super::kinds::Kind;
 use crate::Sentinel;
+use crate::rule::names::too_long;
 use crate::rule::{RuleError, RuleErrors};
-
-/// A listener of one kind's rules: called with the rules now in force.
-pub type Listener<R> = Arc<dyn Fn(&[R]) + Send + Sync>;
-
-/// The problems between the rules of one list.
-pub(crate) type Across<R> = fn(&[R]) -> Vec<RuleError>;
-
-/// What a manager needs to know of its kind.
-pub(crate) struct Kind<R: 'static> {
-    /// The kind's name in logs and errors: `flow`, `degrade`, ...
-    pub(crate) name: &'static str,
-    /// Every problem of a rule at a position in the list being loaded.
-    pub(crate) problems: fn(&R, usize) -> Vec<RuleError>,
-    /// The names a rule mentions, its resource first.
-    pub(crate) names: NamesOf<R>,
-    /// Problems between the rules of one list (flow ids shared by cluster
-    /// rules with different thresholds), after each rule's own.
-    pub(crate) across: Option<Across<R>>,
-    /// The kind's rules in a set, as loaded.
-    pub(crate) rules: fn(&RuleSet) -> &[R],
-    /// Puts `rules`, compiled, into the parts of the next set (which hold
-    /// the current set's; unchanged rules keep their state).
-    pub(crate) replace: fn(&mut RuleSetParts, Vec<R>),
-    pub(crate) listeners: fn(&Sentinel) -> &Listeners<R>,
-}
-
-/// An instance's listeners of one kind.
-pub(crate) struct Listeners<R: 'static> {
-    list: Mutex<Vec<Listener<R>>>,
-    /// The newest rule-set version announced to them.
-    announced: AtomicU32,
-}
-
-impl<R> Default for Listeners<R> {
-    fn default() -> Self {
-        Listeners {
-            list: Mutex::new(Vec::new()),
-            announced: AtomicU32::new(0),
-        }
-    }
-}
-
-impl<R> Listeners<R> {
-    /// Calls every listener with `rules`, the rules of set `version`, unless
-    /// a newer version was announced already (two loads racing), so that
-    /// listeners never end on an older list than the one in force. They run
-    /// with no lock held: one may load rules or add listeners itself.
-    pub(crate) fn announce(&self, version: u32, rules: &[R]) {
-        let listeners = self.list.lock().clone();
-        if self.announced.fetch_max(version, Ordering::AcqRel) < version {
-            for listener in &listeners {
-                listener(rules);
-            }
-        }
-    }
-}
 
 /// One kind of an instance's rules: load, read, listen.
 ///
@@ -147,10 +93,7 @@ impl<'s, R: Clone + Send + Sync + 'static> RuleManager<'s, R> {
     /// of this kind (not for a load that a newer one overtook). It runs with
     /// no lock held: it may load rules or add listeners itself.
     pub fn on_change(&self, listener: impl Fn(&[R]) + Send + Sync + 'static) {
-        (self.kind.listeners)(self.sentinel)
-            .list
-            .lock()
-            .push(Arc::new(listener));
+        (self.kind.listeners)(self.sentinel).add(Arc::new(listener));
     }
 }
 

@@ -9,12 +9,12 @@ use arc_swap::{ArcSwap, Guard};
 use parking_lot::Mutex;
 
 use super::Sentinel;
-use crate::authority::{self, AuthorityRule};
-use crate::degrade::{self, DegradeRule};
-use crate::flow::{self, FlowRules};
-use crate::hotspot::{self, ParamFlowRule};
-use crate::rules::{RuleManager, RuleSet, RuleSetParts};
-use crate::system::{self, SystemRule};
+use crate::authority::AuthorityRule;
+use crate::degrade::DegradeRule;
+use crate::flow::FlowRule;
+use crate::hotspot::ParamFlowRule;
+use crate::rules::{RuleManager, RuleSet, RuleSetParts, kinds};
+use crate::system::SystemRule;
 
 /// Instance ids, for the per-thread rule cache.
 static NEXT_UID: AtomicU64 = AtomicU64::new(1);
@@ -50,29 +50,29 @@ impl Default for InstanceRules {
 
 impl Sentinel {
     /// The flow rules of this instance: load, read, listen.
-    pub fn flow_rules(&self) -> FlowRules<'_> {
-        RuleManager::new(self, &flow::KIND)
+    pub fn flow_rules(&self) -> RuleManager<'_, FlowRule> {
+        RuleManager::new(self, &kinds::FLOW)
     }
 
     /// The authority rules (origin white and black lists) of this instance.
     pub fn authority_rules(&self) -> RuleManager<'_, AuthorityRule> {
-        RuleManager::new(self, &authority::KIND)
+        RuleManager::new(self, &kinds::AUTHORITY)
     }
 
     /// The degrade rules (circuit breakers) of this instance; see also
     /// [`RuleManager::on_state_change`] and [`RuleManager::breakers`].
     pub fn degrade_rules(&self) -> RuleManager<'_, DegradeRule> {
-        RuleManager::new(self, &degrade::KIND)
+        RuleManager::new(self, &kinds::DEGRADE)
     }
 
     /// The hot-parameter rules of this instance.
     pub fn param_flow_rules(&self) -> RuleManager<'_, ParamFlowRule> {
-        RuleManager::new(self, &hotspot::KIND)
+        RuleManager::new(self, &kinds::PARAM)
     }
 
     /// The system rules of this instance.
     pub fn system_rules(&self) -> RuleManager<'_, SystemRule> {
-        RuleManager::new(self, &system::KIND)
+        RuleManager::new(self, &kinds::SYSTEM)
     }
 
     /// This instance among all.

@@ -37,29 +37,23 @@
 //! # drop((first, second));
 //! # Ok::<(), sentinel_core::RuleErrors>(())
 //! ```
+//!
+//! The module is the kind alone: `rule.rs` the rule as loaded, `status.rs`
+//! the machine's readings, here the limits compiled from every rule and
+//! the check. The instance's rule set, which composes every kind, loads
+//! them ([`Sentinel::system_rules`](crate::Sentinel::system_rules)).
 
 mod rule;
 mod status;
 
 use std::sync::Arc;
 
+pub(crate) use rule::KIND_NAME;
 pub use rule::SystemRule;
 pub use status::{ManualStatus, ProcStatus, SystemStatus};
 
 use crate::node::StatisticNode;
-use crate::rules::{Kind, RuleSet};
 use rule::SystemField;
-
-/// The system kind, for its [`RuleManager`](crate::RuleManager).
-pub(crate) static KIND: Kind<SystemRule> = Kind {
-    name: "system",
-    problems: SystemRule::problems,
-    names: crate::rules::names::system,
-    across: None,
-    rules: RuleSet::system_rules,
-    replace: |parts, rules| parts.system = Arc::new(SystemLimits::compile(rules)),
-    listeners: |sentinel| &sentinel.listeners.system,
-};
 
 /// One limit in force: its value and the rule (reduced to that limit) that
 /// set it, named by a block.
@@ -81,7 +75,8 @@ pub(crate) struct SystemLimits {
 }
 
 impl SystemLimits {
-    fn compile(rules: Vec<SystemRule>) -> Self {
+    /// The strictest value of each limit over `rules`.
+    pub(crate) fn compile(rules: Vec<SystemRule>) -> Self {
         fn strictest(
             rules: &[SystemRule],
             field: SystemField,

@@ -4,7 +4,11 @@ use std::any::Any;
 use std::fmt;
 
 use crate::BlockKind;
+use crate::rule::names::RuleName;
 use crate::rule::{Problems, Rule, RuleError};
+
+/// The kind's name in errors and logs.
+pub(crate) const KIND_NAME: &str = "system";
 
 /// Limits on every inbound entry of an instance together (Sentinel's system
 /// adaptive protection). A field left `None` is off; with several rules the
@@ -44,7 +48,7 @@ impl SystemRule {
     /// Every problem of the rule, in field order (empty when it is valid);
     /// [`validate`](Self::validate) returns the first.
     pub fn problems(&self, index: usize) -> Vec<RuleError> {
-        let mut problems = Problems::new("system", index, "");
+        let mut problems = Problems::new(KIND_NAME, index, "");
         let not_finite = |value: Option<f64>| match value {
             Some(v) if !v.is_finite() || v < 0.0 => {
                 Some(format!("must be a finite number >= 0, got {v}"))
@@ -79,6 +83,11 @@ impl SystemRule {
             );
         }
         problems.into_vec()
+    }
+
+    /// The names the rule mentions: none, it is the instance's.
+    pub(crate) fn names(&self) -> Vec<RuleName<'_>> {
+        Vec::new()
     }
 
     /// The rule with only the `field` limit kept, to name in a block.

@@ -1,30 +1,11 @@
-//! One kind's rules, compiled per resource, with the state of unchanged
-//! rules carried across loads.
+//! `KindSet`: one kind's rules, compiled per resource, with the state of
+//! unchanged rules carried across loads. A kind says how to compile one
+//! rule ([`CompiledRule`]); the set compiles its list.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// A rule ready for the hot path, with the state it keeps (tokens, pacing,
-/// a breaker's state...).
-pub(crate) trait CompiledRule: Send + Sync + Sized {
-    /// The rule as loaded.
-    type Rule: Clone + PartialEq + Send + Sync;
-
-    /// Compiles `rule` with fresh state.
-    fn compile(rule: &Self::Rule) -> Self;
-
-    /// The rule it was compiled from.
-    fn source(&self) -> &Self::Rule;
-
-    /// The resource `rule` guards.
-    fn resource(rule: &Self::Rule) -> &str;
-
-    /// Where the rule is checked among its resource's rules of this kind:
-    /// smaller first; equal ranks keep the order loaded.
-    fn rank(&self) -> u8 {
-        0
-    }
-}
+use crate::rule::compiled::CompiledRule;
 
 /// The rules of one kind, as loaded and compiled per resource in check
 /// order.

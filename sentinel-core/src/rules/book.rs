@@ -1,15 +1,15 @@
 //! `RuleBook`: every kind of rule at once, loaded in one swap.
 
+use super::kinds::{self, Kind};
+use super::set::RuleSet;
 use crate::Sentinel;
-use crate::authority::{self, AuthorityRule};
-use crate::degrade::{self, DegradeRule};
-use crate::flow::{self, FlowRule};
-use crate::hotspot::{self, ParamFlowRule};
+use crate::authority::AuthorityRule;
+use crate::degrade::DegradeRule;
+use crate::flow::FlowRule;
+use crate::hotspot::ParamFlowRule;
+use crate::rule::names::too_long;
 use crate::rule::{RuleError, RuleErrors};
-use crate::system::{self, SystemRule};
-
-use super::names::too_long;
-use super::{Kind, RuleSet};
+use crate::system::SystemRule;
 
 /// Every rule of an instance, by kind: what a rule file holds. Loaded with
 /// [`Sentinel::load_rule_book`], all kinds switch together.
@@ -65,11 +65,11 @@ impl RuleBook {
         }
         let max = max_name_len;
         let mut errors = Vec::new();
-        check(&self.flow, &flow::KIND, max, &mut errors);
-        check(&self.degrade, &degrade::KIND, max, &mut errors);
-        check(&self.system, &system::KIND, max, &mut errors);
-        check(&self.authority, &authority::KIND, max, &mut errors);
-        check(&self.param_flow, &hotspot::KIND, max, &mut errors);
+        check(&self.flow, &kinds::FLOW, max, &mut errors);
+        check(&self.degrade, &kinds::DEGRADE, max, &mut errors);
+        check(&self.system, &kinds::SYSTEM, max, &mut errors);
+        check(&self.authority, &kinds::AUTHORITY, max, &mut errors);
+        check(&self.param_flow, &kinds::PARAM, max, &mut errors);
         match errors.is_empty() {
             true => Ok(()),
             false => Err(RuleErrors(errors)),
@@ -79,11 +79,11 @@ impl RuleBook {
     /// How many rules of each kind, in the order of the fields.
     pub fn counts(&self) -> [(&'static str, usize); 5] {
         [
-            (flow::KIND.name, self.flow.len()),
-            (degrade::KIND.name, self.degrade.len()),
-            (system::KIND.name, self.system.len()),
-            (authority::KIND.name, self.authority.len()),
-            (hotspot::KIND.name, self.param_flow.len()),
+            (kinds::FLOW.name, self.flow.len()),
+            (kinds::DEGRADE.name, self.degrade.len()),
+            (kinds::SYSTEM.name, self.system.len()),
+            (kinds::AUTHORITY.name, self.authority.len()),
+            (kinds::PARAM.name, self.param_flow.len()),
         ]
     }
 
@@ -119,21 +119,21 @@ impl Sentinel {
             param_flow,
         } = book;
         let set = self.update_rules(|parts| {
-            (flow::KIND.replace)(parts, flow);
-            (degrade::KIND.replace)(parts, degrade);
-            (system::KIND.replace)(parts, system);
-            (authority::KIND.replace)(parts, authority);
-            (hotspot::KIND.replace)(parts, param_flow);
+            (kinds::FLOW.replace)(parts, flow);
+            (kinds::DEGRADE.replace)(parts, degrade);
+            (kinds::SYSTEM.replace)(parts, system);
+            (kinds::AUTHORITY.replace)(parts, authority);
+            (kinds::PARAM.replace)(parts, param_flow);
         });
         tracing::info!(?counts, version = set.version, "sentinel: rule book loaded");
         fn announce<R>(sentinel: &Sentinel, kind: &Kind<R>, set: &RuleSet) {
             (kind.listeners)(sentinel).announce(set.version, (kind.rules)(set));
         }
-        announce(self, &flow::KIND, &set);
-        announce(self, &degrade::KIND, &set);
-        announce(self, &system::KIND, &set);
-        announce(self, &authority::KIND, &set);
-        announce(self, &hotspot::KIND, &set);
+        announce(self, &kinds::FLOW, &set);
+        announce(self, &kinds::DEGRADE, &set);
+        announce(self, &kinds::SYSTEM, &set);
+        announce(self, &kinds::AUTHORITY, &set);
+        announce(self, &kinds::PARAM, &set);
         Ok(())
     }
 

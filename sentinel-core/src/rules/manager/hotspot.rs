@@ -1,0 +1,26 @@
+//! What a hot-parameter [`RuleManager`] adds: the figures of each rule's
+//! value table.
+
+use super::RuleManager;
+use crate::hotspot::{ParamFlowRule, ParamTableStats};
+
+impl RuleManager<'_, ParamFlowRule> {
+    /// Every rule in force with its value table's figures.
+    pub fn tables(&self) -> Vec<(ParamFlowRule, ParamTableStats)> {
+        let set = self.sentinel.rule_set();
+        set.parts
+            .param
+            .by_resource
+            .values()
+            .flatten()
+            .map(|rule| {
+                let stats = ParamTableStats {
+                    values: rule.values(),
+                    evictions: rule.evictions(),
+                    overflows: rule.overflows(),
+                };
+                ((**rule.rule()).clone(), stats)
+            })
+            .collect()
+    }
+}

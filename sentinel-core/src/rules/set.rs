@@ -1,0 +1,159 @@
+//! `RuleSet`: the compiled rules of every kind, swapped as one, with each
+//! resource's rules gathered for the hot path.
+//!
+//! An entry loads the set once and finds its resource's rules through a
+//! hint cached on the resource node: the set's version and the resource's
+//! position in it. While the set is unchanged that is a load and a compare;
+//! after a swap the first entry of each resource looks its name up once.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::kind_set::KindSet;
+use crate::authority::{AuthorityRule, CompiledAuthority};
+use crate::degrade::{CircuitBreaker, DegradeRule};
+use crate::flow::{CompiledFlow, FlowRule};
+use crate::hotspot::{CompiledParam, ParamFlowRule};
+use crate::node::ResourceNode;
+use crate::system::{SystemLimits, SystemRule};
+
+/// The compiled rules of every kind, the parts a set is built from.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RuleSetParts {
+    pub(crate) flow: Arc<KindSet<CompiledFlow>>,
+    pub(crate) authority: Arc<KindSet<CompiledAuthority>>,
+    pub(crate) system: Arc<SystemLimits>,
+    pub(crate) degrade: Arc<KindSet<CircuitBreaker>>,
+    pub(crate) param: Arc<KindSet<CompiledParam>>,
+}
+
+/// Every rule kind of an instance, compiled.
+#[derive(Debug, Default)]
+pub(crate) struct RuleSet {
+    /// Changes with every swap; 0 only for the empty set an instance starts
+    /// with.
+    pub(crate) version: u32,
+    pub(crate) parts: RuleSetParts,
+    index: HashMap<Box<str>, u32>,
+    resources: Vec<ResourceRules>,
+}
+
+/// The rules of one resource, every kind.
+#[derive(Debug)]
+pub(crate) struct ResourceRules {
+    pub(crate) authority: Box<[Arc<CompiledAuthority>]>,
+    pub(crate) param: Box<[Arc<CompiledParam>]>,
+    pub(crate) flow: Box<[Arc<CompiledFlow>]>,
+    pub(crate) degrade: Box<[Arc<CircuitBreaker>]>,
+    /// Origins that flow rules of the resource name (for `limit_app: other`).
+    named_origins: Box<[Box<str>]>,
+    /// A flow rule of the resource keeps a window of its own.
+    pub(crate) flow_windows: bool,
+}
+
+impl ResourceRules {
+    /// Whether a flow rule of the resource names `origin`.
+    pub(crate) fn names_origin(&self, origin: &str) -> bool {
+        self.named_origins.iter().any(|name| **name == *origin)
+    }
+}
+
+impl RuleSet {
+    pub(crate) fn build(version: u32, parts: RuleSetParts) -> Self {
+        let mut names: Vec<&str> = parts
+            .flow
+            .by_resource
+            .keys()
+            .chain(parts.authority.by_resource.keys())
+            .chain(parts.degrade.by_resource.keys())
+            .chain(parts.param.by_resource.keys())
+            .map(String::as_str)
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        let mut index = HashMap::new();
+        let mut resources = Vec::new();
+        for resource in names {
+            let flow = parts.flow.of(resource);
+            let mut named: Vec<Box<str>> = flow
+                .iter()
+                .filter(|c| c.rule().names_origin())
+                .map(|c| c.rule().limit_app.as_str().into())
+                .collect();
+            named.sort();
+            named.dedup();
+            index.insert(resource.into(), resources.len() as u32);
+            resources.push(ResourceRules {
+                authority: parts.authority.of(resource),
+                degrade: parts.degrade.of(resource),
+                param: parts.param.of(resource),
+                flow_windows: flow.iter().any(|c| c.has_window()),
+                flow,
+                named_origins: named.into_boxed_slice(),
+            });
+        }
+        RuleSet {
+            version,
+            parts,
+            index,
+            resources,
+        }
+    }
+
+    /// The flow rules, as loaded.
+    pub(crate) fn flow_rules(&self) -> &[FlowRule] {
+        &self.parts.flow.rules
+    }
+
+    /// The authority rules, as loaded.
+    pub(crate) fn authority_rules(&self) -> &[AuthorityRule] {
+        &self.parts.authority.rules
+    }
+
+    /// The degrade rules, as loaded.
+    pub(crate) fn degrade_rules(&self) -> &[DegradeRule] {
+        &self.parts.degrade.rules
+    }
+
+    /// The hot-parameter rules, as loaded.
+    pub(crate) fn param_rules(&self) -> &[ParamFlowRule] {
+        &self.parts.param.rules
+    }
+
+    /// The system rules, as loaded.
+    pub(crate) fn system_rules(&self) -> &[SystemRule] {
+        &self.parts.system.rules
+    }
+
+    /// The system limits, when any is set.
+    #[inline]
+    pub(crate) fn system(&self) -> Option<&SystemLimits> {
+        Some(&*self.parts.system).filter(|limits| limits.is_on())
+    }
+
+    /// The rules of `node`'s resource, if it has any.
+    #[inline]
+    pub(crate) fn for_resource(&self, node: &ResourceNode) -> Option<&ResourceRules> {
+        if self.resources.is_empty() {
+            return None;
+        }
+        let hint = node.rules_hint.load(Ordering::Relaxed);
+        if (hint >> 32) as u32 == self.version {
+            return match hint as u32 {
+                0 => None,
+                i => self.resources.get(i as usize - 1),
+            };
+        }
+        self.look_up(node)
+    }
+
+    #[cold]
+    fn look_up(&self, node: &ResourceNode) -> Option<&ResourceRules> {
+        let position = self.index.get(node.name()).copied();
+        let slot = position.map_or(0, |i| u64::from(i) + 1);
+        node.rules_hint
+            .store(u64::from(self.version) << 32 | slot, Ordering::Relaxed);
+        self.resources.get(position? as usize)
+    }
+}
