@@ -15,7 +15,7 @@ use sentinel_core::node::{MetricSnapshot, ResourceNode};
 use serde::Serialize;
 
 use super::query::DataQuery;
-use super::rules::{BreakerView, RulesView, rule_counts};
+use super::rules::{BreakerView, RuleCountsView, RulesView, rule_counts};
 
 /// The page reads whole seconds; the minute window's buckets are one second
 /// by default (a minute window of another shape is summed by second start).
@@ -88,15 +88,6 @@ struct ResourceRow {
     /// The worst state of its breakers (`open` > `half_open` > `closed`),
     /// `null` without one.
     breaker: Option<&'static str>,
-}
-
-/// Rules guarding one resource, by kind.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub(crate) struct RuleCountsView {
-    pub(crate) flow: usize,
-    pub(crate) degrade: usize,
-    pub(crate) param_flow: usize,
-    pub(crate) authority: usize,
 }
 
 /// The last minute of one resource, one point per second, oldest first;

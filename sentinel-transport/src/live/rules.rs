@@ -11,8 +11,6 @@ use sentinel_core::hotspot::{ParamControlBehavior, ParamFlowGrade, ParamFlowRule
 use sentinel_core::system::SystemRule;
 use serde::Serialize;
 
-use super::data::RuleCountsView;
-
 /// Hot-parameter exceptions listed per rule; the rest are counted.
 const ITEMS_SHOWN: usize = 5;
 
@@ -92,6 +90,15 @@ impl RulesView {
             param_flow: kind(&book.param_flow, limit, param_flow),
         }
     }
+}
+
+/// Rules guarding one resource, by kind.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub(crate) struct RuleCountsView {
+    pub(crate) flow: usize,
+    pub(crate) degrade: usize,
+    pub(crate) param_flow: usize,
+    pub(crate) authority: usize,
 }
 
 /// How many rules of each kind guard each resource.
