@@ -29,6 +29,13 @@
 //!
 //! Services usually enter resources of the [`global`] instance with
 //! [`entry`] or a [`Resource`] handle kept in a `static`.
+//!
+//! Reading the code: `slot/chain.rs` is the chain an entry goes through,
+//! top to bottom, with a file per built-in slot beside it; `sentinel/` is
+//! the facade that holds an instance together; `stat/` and `node/` keep
+//! the counts; each rule kind (`flow/`, `degrade/`, `system/`,
+//! `authority/`, `hotspot/`) knows only its own rule and `rule/`, and
+//! `rules/` composes them. Imports go one way (checked in CI).
 
 #[doc(hidden)]
 #[path = "private.rs"]
