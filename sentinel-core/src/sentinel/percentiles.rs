@@ -6,9 +6,9 @@ use crate::stat::{BY_CODE, BY_RULES};
 
 impl Sentinel {
     /// Turns response-time percentiles of `name` on or off (the resource is
-    /// made if new, as a [`Resource`] handle makes it). While on, every exit
+    /// made if new, as a [`Resource`](crate::Resource) handle makes it). While on, every exit
     /// records its response time, and [`resources`](Self::resources), the
-    /// resource node's [`rt_percentiles`](ResourceNode::rt_percentiles) and
+    /// resource node's [`rt_percentiles`](crate::node::ResourceNode::rt_percentiles) and
     /// the Prometheus exporter show p50, p90, p99 and the maximum over the
     /// last minute. Off (the default) they cost an exit nothing but one
     /// branch.

@@ -1,6 +1,6 @@
 //! The slot chain: what every entry goes through, in Sentinel's order.
 //!
-//! Read [`chain.rs`](chain) first: it is the chain, top to bottom. Each
+//! Read `chain.rs` first: it is the chain, top to bottom. Each
 //! built-in slot has a file of its own:
 //!
 //! | file | slot | at entry | at exit |
@@ -15,7 +15,7 @@
 //! | `degrade.rs` | degrade | circuit breakers | feeds the breakers |
 //!
 //! The five rule checks implement one crate-private trait,
-//! [`RuleSlot`](rule_slot::RuleSlot) (check; give back when a later slot
+//! `RuleSlot` (check; give back when a later slot
 //! refuses; hear the exit), and are composed at compile time
 //! (`rule_slot.rs`): no dynamic call, and a resource with no rules of a
 //! kind pays one branch for it. The first three slots find what the checks
