@@ -33,10 +33,12 @@ pin_project! {
         Inner {
             #[pin]
             body: B,
-            // Exits when the body ends or is dropped.
-            entry: Option<Entry<'static>>,
-            // For a gRPC response: what classifies its trailers' status.
-            grpc: Option<ErrorCheck>,
+            // A streamed body's entry; `None` for a body of known length
+            // (its entry exited at the head). Boxed: most bodies have none,
+            // and a wrapper of the body's size plus a pointer moves as
+            // cheaply as the body itself (the response is moved several
+            // times on its way out).
+            stream: Option<Box<Stream>>,
         },
         // Taken once.
         Blocked {
@@ -45,13 +47,21 @@ pin_project! {
     }
 }
 
+/// What a streamed body holds until it ends.
+struct Stream {
+    // Exits when the body ends or is dropped.
+    entry: Entry<'static>,
+    // For a gRPC response: what classifies its trailers' status.
+    grpc: Option<ErrorCheck>,
+}
+
 impl<B: std::fmt::Debug> std::fmt::Debug for ResponseBody<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.kind {
-            Kind::Inner { body, entry, .. } => f
+            Kind::Inner { body, stream } => f
                 .debug_struct("ResponseBody")
                 .field("body", body)
-                .field("entry", entry)
+                .field("entry", &stream.as_ref().map(|stream| &stream.entry))
                 .finish(),
             Kind::Blocked { data } => f
                 .debug_struct("ResponseBody")
@@ -62,11 +72,23 @@ impl<B: std::fmt::Debug> std::fmt::Debug for ResponseBody<B> {
 }
 
 impl<B> ResponseBody<B> {
-    /// `entry`: `None` when it exited at the response head (a body of
-    /// known length), `Some` to exit when the body ends (a stream).
-    pub(crate) fn inner(body: B, entry: Option<Entry<'static>>, grpc: Option<ErrorCheck>) -> Self {
+    /// A body of known length, whose entry exited at the response head:
+    /// the inner body and nothing else.
+    #[inline]
+    pub(crate) fn buffered(body: B) -> Self {
         ResponseBody {
-            kind: Kind::Inner { body, entry, grpc },
+            kind: Kind::Inner { body, stream: None },
+        }
+    }
+
+    /// A streamed body: `entry` exits when it ends (or is dropped); `grpc`
+    /// classifies the status in its trailers.
+    pub(crate) fn streamed(body: B, entry: Entry<'static>, grpc: Option<ErrorCheck>) -> Self {
+        ResponseBody {
+            kind: Kind::Inner {
+                body,
+                stream: Some(Box::new(Stream { entry, grpc })),
+            },
         }
     }
 
@@ -91,23 +113,29 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
         match self.project().kind.project() {
-            KindProj::Inner { body, entry, grpc } => {
+            KindProj::Inner { body, stream } => {
                 let frame = body.poll_frame(cx);
+                if stream.is_none() {
+                    return frame;
+                }
                 match &frame {
                     Poll::Ready(Some(Ok(frame))) => {
-                        if let (Some(check), Some(trailers), Some(entry)) =
-                            (&*grpc, frame.trailers_ref(), &*entry)
+                        if let Some(Stream {
+                            entry,
+                            grpc: Some(check),
+                        }) = stream.as_deref()
+                            && let Some(trailers) = frame.trailers_ref()
                             && check.is_error(StatusCode::OK, trailers, true)
                         {
                             entry.set_error("grpc-status in trailers");
                         }
                     }
                     Poll::Ready(Some(Err(_))) => {
-                        if let Some(entry) = entry.take() {
-                            entry.set_error("response body error");
+                        if let Some(stream) = stream.take() {
+                            stream.entry.set_error("response body error");
                         }
                     }
-                    Poll::Ready(None) => drop(entry.take()),
+                    Poll::Ready(None) => drop(stream.take()),
                     Poll::Pending => {}
                 }
                 frame

@@ -196,8 +196,12 @@ fn finish<ResB: Body, E>(
                 grpc.is_none() && (body.is_end_stream() || body.size_hint().exact().is_some());
             // A body of known length is complete at the head: exit now,
             // as Sentinel's servlet filter does when the handler returns.
-            let entry = if buffered { None } else { entry };
-            Ok(response.map(|body| ResponseBody::inner(body, entry, grpc)))
+            match entry {
+                Some(entry) if !buffered => {
+                    Ok(response.map(|body| ResponseBody::streamed(body, entry, grpc)))
+                }
+                _ => Ok(response.map(ResponseBody::buffered)),
+            }
         }
         Err(error) => {
             if let Some(entry) = entry {

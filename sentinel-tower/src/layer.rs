@@ -10,66 +10,13 @@ use http::{HeaderMap, Response, StatusCode};
 use sentinel_core::{BlockError, EntryType, Sentinel};
 use tower_layer::Layer;
 
-use crate::block::{BlockFn, ErrorCheck};
-use crate::cache::NameCache;
+use crate::block::ErrorCheck;
+use crate::cache::{DEFAULT_MAX_RESOURCE_NAMES, NameCache};
+use crate::config::{Config, Origin};
 use crate::headers::HeaderSettings;
-use crate::name::{DEFAULT_MAX_RESOURCE_NAMES, Head, Namer};
+use crate::name::Namer;
 use crate::route::RouteMemo;
 use crate::service::SentinelService;
-
-type OriginFn = Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>;
-
-/// Where a request's origin (Sentinel's caller name) comes from.
-#[derive(Clone)]
-pub(crate) enum Origin {
-    None,
-    Header(HeaderName),
-    Custom(OriginFn),
-}
-
-/// What every service of one layer shares.
-#[derive(Clone)]
-pub(crate) struct Config {
-    pub(crate) names: Arc<NameCache>,
-    pub(crate) namer: Namer,
-    pub(crate) origin: Origin,
-    pub(crate) entry_type: EntryType,
-    pub(crate) block: Option<BlockFn>,
-    pub(crate) is_error: ErrorCheck,
-    pub(crate) headers: HeaderSettings,
-    /// The route this config's service has seen (a config per service).
-    pub(crate) route: RouteMemo,
-}
-
-impl Config {
-    /// Whether a user function reads the request as `&Parts`, which costs
-    /// taking the request apart.
-    pub(crate) fn needs_parts(&self) -> bool {
-        self.namer.needs_parts() || matches!(self.origin, Origin::Custom(_))
-    }
-
-    /// The origin of a request; borrowed from its headers when it comes
-    /// from one. `parts` is `Some` when [`needs_parts`](Self::needs_parts).
-    #[inline]
-    pub(crate) fn origin_of<'p>(
-        &self,
-        head: &'p impl Head,
-        parts: Option<&Parts>,
-    ) -> Option<Cow<'p, str>> {
-        match &self.origin {
-            Origin::None => None,
-            Origin::Header(name) => head
-                .headers()
-                .get(name)
-                .and_then(|value| value.to_str().ok())
-                .map(Cow::Borrowed),
-            Origin::Custom(origin) => {
-                origin(parts.expect("a custom origin function is given the parts")).map(Cow::Owned)
-            }
-        }
-        .filter(|origin| !origin.is_empty())
-    }
-}
 
 /// A tower [`Layer`] that enters a Sentinel resource for each request.
 ///

@@ -37,7 +37,9 @@
 
 mod block;
 mod body;
+mod buffer;
 mod cache;
+mod config;
 mod future;
 mod headers;
 mod layer;
@@ -47,7 +49,8 @@ mod service;
 
 pub use block::retry_after;
 pub use body::ResponseBody;
+pub use cache::{DEFAULT_MAX_RESOURCE_NAMES, OVERFLOW_RESOURCE};
 pub use future::ResponseFuture;
 pub use layer::SentinelLayer;
-pub use name::{DEFAULT_MAX_RESOURCE_NAMES, OVERFLOW_RESOURCE, clean_path};
+pub use name::clean_path;
 pub use service::SentinelService;

@@ -15,8 +15,8 @@ use tower_service::Service;
 
 use crate::block::{BlockReply, accepts_json, blocked_response, is_grpc};
 use crate::body::ResponseBody;
+use crate::config::Config;
 use crate::future::{Outcome, ResponseFuture};
-use crate::layer::Config;
 use crate::name::Head;
 
 /// The service made by [`SentinelLayer`](crate::SentinelLayer).
