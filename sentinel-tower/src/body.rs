@@ -1,4 +1,5 @@
-//! The response body: the inner service's, or the text of a block.
+//! The response body: the inner service's, or the text of a block; and
+//! the kinds of body a layer hands out ([`BodyKind`]).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -98,6 +99,75 @@ impl<B> ResponseBody<B> {
                 data: (!data.is_empty()).then_some(data),
             },
         }
+    }
+}
+
+/// The body type of a layer's responses: [`WrappedBody`] (the default,
+/// [`ResponseBody`] around the inner body) or [`AxumBody`] (axum's
+/// `Body`). Sealed: implemented by those two only.
+pub trait BodyKind<B>: sealed::Sealed {
+    /// The response body type.
+    type Body;
+    /// A body of known length, whose entry exited at the response head.
+    #[doc(hidden)]
+    fn buffered(body: B) -> Self::Body;
+    /// A streamed body that holds its entry, or a block's body.
+    #[doc(hidden)]
+    fn wrapped(body: ResponseBody<B>) -> Self::Body;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::WrappedBody {}
+    #[cfg(feature = "axum")]
+    impl Sealed for super::AxumBody {}
+}
+
+/// Responses carry [`ResponseBody`]`<B>` around the inner body `B`: what
+/// any tower service (tonic, hyper, axum) takes. The default.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WrappedBody;
+
+impl<B> BodyKind<B> for WrappedBody {
+    type Body = ResponseBody<B>;
+
+    #[inline]
+    fn buffered(body: B) -> ResponseBody<B> {
+        ResponseBody::buffered(body)
+    }
+
+    #[inline]
+    fn wrapped(body: ResponseBody<B>) -> ResponseBody<B> {
+        body
+    }
+}
+
+/// Responses carry axum's [`Body`](axum::body::Body)
+/// ([`SentinelLayer::axum_body`](crate::SentinelLayer::axum_body)): an
+/// inner body that is one already (a handler's, a `Router`'s) is handed
+/// on as it is when its entry exits at the head, where axum would box a
+/// [`ResponseBody`] into a new `Body` (one allocation per request); a
+/// streamed body is wrapped and boxed, as before.
+#[cfg(feature = "axum")]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AxumBody;
+
+#[cfg(feature = "axum")]
+impl<B> BodyKind<B> for AxumBody
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Body = axum::body::Body;
+
+    #[inline]
+    fn buffered(body: B) -> axum::body::Body {
+        // No allocation when `B` is axum's `Body` (a downcast).
+        axum::body::Body::new(body)
+    }
+
+    fn wrapped(body: ResponseBody<B>) -> axum::body::Body {
+        axum::body::Body::new(body)
     }
 }
 

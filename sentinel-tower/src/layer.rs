@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use http::header::HeaderName;
@@ -11,6 +12,9 @@ use sentinel_core::{BlockError, EntryType, Sentinel};
 use tower_layer::Layer;
 
 use crate::block::ErrorCheck;
+#[cfg(feature = "axum")]
+use crate::body::AxumBody;
+use crate::body::WrappedBody;
 use crate::cache::{DEFAULT_MAX_RESOURCE_NAMES, NameCache};
 use crate::config::{Config, Origin};
 use crate::headers::HeaderSettings;
@@ -57,8 +61,9 @@ use crate::service::SentinelService;
 /// # drop(app);
 /// ```
 #[derive(Clone)]
-pub struct SentinelLayer {
+pub struct SentinelLayer<K = WrappedBody> {
     config: Config,
+    kind: PhantomData<fn() -> K>,
 }
 
 impl SentinelLayer {
@@ -82,9 +87,12 @@ impl SentinelLayer {
                 headers: HeaderSettings::default(),
                 route: RouteMemo::default(),
             },
+            kind: PhantomData,
         }
     }
+}
 
+impl<K> SentinelLayer<K> {
     /// Names resources with `name` instead of the route template. The
     /// function's names are capped like the default ones. One `String` per
     /// request.
@@ -206,6 +214,29 @@ impl SentinelLayer {
         self
     }
 
+    /// Hands out axum's [`Body`](axum::body::Body) in responses instead of
+    /// [`ResponseBody`](crate::ResponseBody): for a layer inside an axum
+    /// `Router`, which turns every response body into its `Body` and so
+    /// boxes a `ResponseBody` (one allocation per request); a handler's
+    /// `Body` whose entry exits at the head is handed on as it is.
+    /// Streamed bodies are still wrapped (and boxed).
+    ///
+    /// ```
+    /// use sentinel_tower::SentinelLayer;
+    ///
+    /// let app: axum::Router = axum::Router::new()
+    ///     .route("/orders/{id}", axum::routing::get(|| async { "order" }))
+    ///     .route_layer(SentinelLayer::new().axum_body());
+    /// # drop(app);
+    /// ```
+    #[cfg(feature = "axum")]
+    pub fn axum_body(self) -> SentinelLayer<AxumBody> {
+        SentinelLayer {
+            config: self.config,
+            kind: PhantomData,
+        }
+    }
+
     /// How many requests entered the overflow resource because the name
     /// cap was reached.
     pub fn overflowed(&self) -> u64 {
@@ -219,8 +250,8 @@ impl Default for SentinelLayer {
     }
 }
 
-impl<S> Layer<S> for SentinelLayer {
-    type Service = SentinelService<S>;
+impl<S, K> Layer<S> for SentinelLayer<K> {
+    type Service = SentinelService<S, K>;
 
     fn layer(&self, inner: S) -> Self::Service {
         let config = Config {
@@ -232,7 +263,7 @@ impl<S> Layer<S> for SentinelLayer {
     }
 }
 
-impl fmt::Debug for SentinelLayer {
+impl<K> fmt::Debug for SentinelLayer<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SentinelLayer")
             .field("entry_type", &self.config.entry_type)

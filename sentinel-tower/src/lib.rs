@@ -48,7 +48,9 @@ mod route;
 mod service;
 
 pub use block::retry_after;
-pub use body::ResponseBody;
+#[cfg(feature = "axum")]
+pub use body::AxumBody;
+pub use body::{BodyKind, ResponseBody, WrappedBody};
 pub use cache::{DEFAULT_MAX_RESOURCE_NAMES, OVERFLOW_RESOURCE};
 pub use future::ResponseFuture;
 pub use layer::SentinelLayer;
