@@ -178,8 +178,7 @@ where
         Ok(Entering::Entered(entry)) => {
             // The inner service was made ready by `poll_ready`: call it
             // now, as a layer without a wait does.
-            let future = inner.call(request);
-            ResponseFuture::called(future, entry, config.outcome(admission.quota))
+            ResponseFuture::called(inner.call(request), entry, config.outcome(admission.quota))
         }
         Ok(Entering::Queued(queued)) => {
             // The ready service goes into the future, which calls it
