@@ -103,8 +103,8 @@ impl<B> ResponseBody<B> {
 }
 
 /// The body type of a layer's responses: [`WrappedBody`] (the default,
-/// [`ResponseBody`] around the inner body) or [`AxumBody`] (axum's
-/// `Body`). Sealed: implemented by those two only.
+/// [`ResponseBody`] around the inner body) or `AxumBody` (axum's `Body`,
+/// with the `axum` feature). Sealed: implemented by those two only.
 pub trait BodyKind<B>: sealed::Sealed {
     /// The response body type.
     type Body;

@@ -33,7 +33,10 @@
 //! the end of a streamed body (whose gRPC trailers are read), when the
 //! inner service fails, or when the response future or body is dropped
 //! (the client went away): concurrency never leaks. An admitted request
-//! costs no allocation: [`ResponseFuture`] is a named future.
+//! with a buffered body costs no allocation: [`ResponseFuture`] is a named
+//! future, and [`ResponseBody`] is the inner body plus a pointer (a stream
+//! boxes its entry). Inside an axum `Router`, [`SentinelLayer::axum_body`]
+//! hands out axum's `Body`, so axum does not box ours.
 
 mod block;
 mod body;
