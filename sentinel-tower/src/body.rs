@@ -31,15 +31,32 @@ pin_project! {
 pin_project! {
     #[project = KindProj]
     enum Kind<B> {
-        Inner {
+        // A body of known length: its entry exited at the head, and the
+        // wrapper is the body itself.
+        Buffered {
             #[pin]
             body: B,
-            // A streamed body's entry; `None` for a body of known length
-            // (its entry exited at the head). Boxed: most bodies have none,
-            // and a wrapper of the body's size plus a pointer moves as
-            // cheaply as the body itself (the response is moved several
-            // times on its way out).
-            stream: Option<Box<Stream>>,
+        },
+        // A stream that holds its entry, or a block's text. Boxed: the
+        // wrapper then has the size of `B` (for axum's `Body`, the box is
+        // kept in the niche of its pointer), and the response moves as
+        // cheaply as the inner one, several times on its way out.
+        Other {
+            other: Pin<Box<Other<B>>>,
+        },
+    }
+}
+
+pin_project! {
+    #[project = OtherProj]
+    enum Other<B> {
+        Streamed {
+            #[pin]
+            body: B,
+            // Exits when the body ends or is dropped.
+            entry: Option<Entry<'static>>,
+            // For a gRPC response: what classifies its trailers' status.
+            grpc: Option<ErrorCheck>,
         },
         // Taken once.
         Blocked {
@@ -48,27 +65,19 @@ pin_project! {
     }
 }
 
-/// What a streamed body holds until it ends.
-struct Stream {
-    // Exits when the body ends or is dropped.
-    entry: Entry<'static>,
-    // For a gRPC response: what classifies its trailers' status.
-    grpc: Option<ErrorCheck>,
-}
-
 impl<B: std::fmt::Debug> std::fmt::Debug for ResponseBody<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut out = f.debug_struct("ResponseBody");
         match &self.kind {
-            Kind::Inner { body, stream } => f
-                .debug_struct("ResponseBody")
-                .field("body", body)
-                .field("entry", &stream.as_ref().map(|stream| &stream.entry))
-                .finish(),
-            Kind::Blocked { data } => f
-                .debug_struct("ResponseBody")
-                .field("blocked", data)
-                .finish(),
+            Kind::Buffered { body } => out.field("body", body),
+            Kind::Other { other } => match &**other {
+                Other::Streamed { body, entry, .. } => {
+                    out.field("body", body).field("entry", entry)
+                }
+                Other::Blocked { data } => out.field("blocked", data),
+            },
         }
+        .finish()
     }
 }
 
@@ -78,7 +87,7 @@ impl<B> ResponseBody<B> {
     #[inline]
     pub(crate) fn buffered(body: B) -> Self {
         ResponseBody {
-            kind: Kind::Inner { body, stream: None },
+            kind: Kind::Buffered { body },
         }
     }
 
@@ -86,17 +95,22 @@ impl<B> ResponseBody<B> {
     /// classifies the status in its trailers.
     pub(crate) fn streamed(body: B, entry: Entry<'static>, grpc: Option<ErrorCheck>) -> Self {
         ResponseBody {
-            kind: Kind::Inner {
-                body,
-                stream: Some(Box::new(Stream { entry, grpc })),
+            kind: Kind::Other {
+                other: Box::pin(Other::Streamed {
+                    body,
+                    entry: Some(entry),
+                    grpc,
+                }),
             },
         }
     }
 
     pub(crate) fn blocked(data: Bytes) -> Self {
         ResponseBody {
-            kind: Kind::Blocked {
-                data: (!data.is_empty()).then_some(data),
+            kind: Kind::Other {
+                other: Box::pin(Other::Blocked {
+                    data: (!data.is_empty()).then_some(data),
+                }),
             },
         }
     }
@@ -111,9 +125,12 @@ pub trait BodyKind<B>: sealed::Sealed {
     /// A body of known length, whose entry exited at the response head.
     #[doc(hidden)]
     fn buffered(body: B) -> Self::Body;
-    /// A streamed body that holds its entry, or a block's body.
+    /// A streamed body that holds its entry.
     #[doc(hidden)]
     fn wrapped(body: ResponseBody<B>) -> Self::Body;
+    /// The body of a blocked request.
+    #[doc(hidden)]
+    fn blocked(data: Bytes) -> Self::Body;
 }
 
 mod sealed {
@@ -139,6 +156,10 @@ impl<B> BodyKind<B> for WrappedBody {
     #[inline]
     fn wrapped(body: ResponseBody<B>) -> ResponseBody<B> {
         body
+    }
+
+    fn blocked(data: Bytes) -> ResponseBody<B> {
+        ResponseBody::blocked(data)
     }
 }
 
@@ -169,6 +190,10 @@ where
     fn wrapped(body: ResponseBody<B>) -> axum::body::Body {
         axum::body::Body::new(body)
     }
+
+    fn blocked(data: Bytes) -> axum::body::Body {
+        axum::body::Body::from(data)
+    }
 }
 
 impl<B> Body for ResponseBody<B>
@@ -182,51 +207,88 @@ where
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
-        match self.project().kind.project() {
-            KindProj::Inner { body, stream } => {
+        let other = match self.project().kind.project() {
+            KindProj::Buffered { body } => return body.poll_frame(cx),
+            KindProj::Other { other } => other.as_mut().project(),
+        };
+        match other {
+            OtherProj::Streamed { body, entry, grpc } => {
                 let frame = body.poll_frame(cx);
-                if stream.is_none() {
-                    return frame;
-                }
                 match &frame {
                     Poll::Ready(Some(Ok(frame))) => {
-                        if let Some(Stream {
-                            entry,
-                            grpc: Some(check),
-                        }) = stream.as_deref()
-                            && let Some(trailers) = frame.trailers_ref()
+                        if let (Some(check), Some(trailers), Some(entry)) =
+                            (&*grpc, frame.trailers_ref(), &*entry)
                             && check.is_error(StatusCode::OK, trailers, true)
                         {
                             entry.set_error("grpc-status in trailers");
                         }
                     }
                     Poll::Ready(Some(Err(_))) => {
-                        if let Some(stream) = stream.take() {
-                            stream.entry.set_error("response body error");
+                        if let Some(entry) = entry.take() {
+                            entry.set_error("response body error");
                         }
                     }
-                    Poll::Ready(None) => drop(stream.take()),
+                    Poll::Ready(None) => drop(entry.take()),
                     Poll::Pending => {}
                 }
                 frame
             }
-            KindProj::Blocked { data } => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
+            OtherProj::Blocked { data } => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
         }
     }
 
     fn is_end_stream(&self) -> bool {
         match &self.kind {
-            Kind::Inner { body, .. } => body.is_end_stream(),
-            Kind::Blocked { data } => data.is_none(),
+            Kind::Buffered { body } => body.is_end_stream(),
+            Kind::Other { other } => match &**other {
+                Other::Streamed { body, .. } => body.is_end_stream(),
+                Other::Blocked { data } => data.is_none(),
+            },
         }
     }
 
     fn size_hint(&self) -> SizeHint {
         match &self.kind {
-            Kind::Inner { body, .. } => body.size_hint(),
-            Kind::Blocked { data } => {
-                SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
-            }
+            Kind::Buffered { body } => body.size_hint(),
+            Kind::Other { other } => match &**other {
+                Other::Streamed { body, .. } => body.size_hint(),
+                Other::Blocked { data } => {
+                    SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
+                }
+            },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(feature = "axum")]
+    #[test]
+    fn the_wrapper_of_an_axum_body_is_the_size_of_the_body() {
+        // The response then moves as cheaply as one without the layer.
+        assert_eq!(
+            std::mem::size_of::<ResponseBody<axum::body::Body>>(),
+            std::mem::size_of::<axum::body::Body>()
+        );
+    }
+
+    #[test]
+    fn a_block_body_is_its_text_once() {
+        let body = ResponseBody::<http_body_util::Empty<Bytes>>::blocked(Bytes::from_static(b"no"));
+        assert_eq!(body.size_hint().exact(), Some(2));
+        assert!(!body.is_end_stream());
+        let mut body = std::pin::pin!(body);
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let Poll::Ready(Some(Ok(frame))) = body.as_mut().poll_frame(&mut cx) else {
+            panic!("the text first");
+        };
+        assert_eq!(frame.into_data().unwrap(), "no");
+        assert!(matches!(
+            body.as_mut().poll_frame(&mut cx),
+            Poll::Ready(None)
+        ));
+        assert!(body.is_end_stream());
     }
 }

@@ -165,9 +165,7 @@ where
                 }
                 StateProj::Blocked { response } => {
                     let response = response.take().expect("polled after completion");
-                    return Poll::Ready(Ok(
-                        response.map(|data| K::wrapped(ResponseBody::blocked(data)))
-                    ));
+                    return Poll::Ready(Ok(response.map(K::blocked)));
                 }
             }
         }
