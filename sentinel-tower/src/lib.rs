@@ -34,8 +34,8 @@
 //! inner service fails, or when the response future or body is dropped
 //! (the client went away): concurrency never leaks. An admitted request
 //! with a buffered body costs no allocation: [`ResponseFuture`] is a named
-//! future, and [`ResponseBody`] is the inner body plus a pointer (a stream
-//! boxes its entry). Inside an axum `Router`, [`SentinelLayer::axum_body`]
+//! future, and [`ResponseBody`] around a buffered body is the body itself
+//! (a stream boxes itself with its entry). Inside an axum `Router`, [`SentinelLayer::axum_body`]
 //! hands out axum's `Body`, so axum does not box ours.
 
 mod block;
