@@ -198,8 +198,10 @@ fn finish<ResB: Body, K: BodyKind<ResB>, E>(
             // A gRPC status may come in the trailers too.
             let grpc = grpc.then_some(outcome.is_error);
             let body = response.body();
+            // The size hint first: a buffered body answers it, and an
+            // empty one too, so one call of the body decides.
             let buffered =
-                grpc.is_none() && (body.is_end_stream() || body.size_hint().exact().is_some());
+                grpc.is_none() && (body.size_hint().exact().is_some() || body.is_end_stream());
             // A body of known length is complete at the head: exit now,
             // as Sentinel's servlet filter does when the handler returns.
             match entry {
