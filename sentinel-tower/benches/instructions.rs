@@ -12,7 +12,7 @@
 //! ```
 //!
 //! Cases: `baseline`, `governor`, `pass`, `cleaned`, `block`,
-//! `router-baseline`, `router-governor`, `router-pass`.
+//! `router-baseline`, `router-governor`, `router-pass`, `router-pass-axum`.
 //!
 //! `$B time 15` instead times every case in turn, 15 rounds (each case's
 //! set-up included, under 1 % of a round), and prints medians: on a shared
@@ -106,7 +106,7 @@ fn main() {
     one(case, n);
 }
 
-const CASES: [&str; 10] = [
+const CASES: [&str; 11] = [
     "baseline",
     "core",
     "core-block",
@@ -117,6 +117,7 @@ const CASES: [&str; 10] = [
     "router-baseline",
     "router-governor",
     "router-pass",
+    "router-pass-axum",
 ];
 
 /// Each case in turn, `rounds` times, 200 000 requests a turn: on a
@@ -230,6 +231,15 @@ fn one(case: &str, n: u64) {
         "router-pass" => run(
             route()
                 .route_layer(SentinelLayer::with_sentinel(passing()))
+                .with_state(()),
+            "/orders/42",
+            n,
+            200,
+        ),
+        // The same, handing out axum's `Body` (no box of our wrapper).
+        "router-pass-axum" => run(
+            route()
+                .route_layer(SentinelLayer::with_sentinel(passing()).axum_body())
                 .with_state(()),
             "/orders/42",
             n,

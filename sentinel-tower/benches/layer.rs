@@ -187,6 +187,15 @@ fn router_group(c: &mut Criterion) {
     group.bench_function("sentinel, flow rule, pass, MatchedPath", |b| {
         b.iter(|| call(&ours, "/orders/42"))
     });
+
+    let sentinel = instance(vec![passing("GET:/orders/{id}")]);
+    let ours_axum = route()
+        .route_layer(SentinelLayer::with_sentinel(sentinel).axum_body())
+        .with_state(());
+    assert_eq!(call(&ours_axum, "/orders/42"), 200);
+    group.bench_function("sentinel, flow rule, pass, MatchedPath, axum_body", |b| {
+        b.iter(|| call(&ours_axum, "/orders/42"))
+    });
     group.finish();
 }
 

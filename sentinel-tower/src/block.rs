@@ -70,11 +70,20 @@ pub fn retry_after(block: &BlockError) -> Option<u64> {
     }
 }
 
-/// Whether a request speaks gRPC (`content-type: application/grpc…`).
+/// Whether a request or response speaks gRPC (`content-type:
+/// application/grpc…`). Asked of every response: a head of a few fields
+/// is scanned (comparing a standard name is one compare), which costs
+/// less than hashing the name for a lookup.
+#[inline]
 pub(crate) fn is_grpc(headers: &HeaderMap) -> bool {
-    headers
-        .get(CONTENT_TYPE)
-        .is_some_and(|value| value.as_bytes().starts_with(b"application/grpc"))
+    let content_type = if headers.keys_len() <= 4 {
+        headers
+            .iter()
+            .find_map(|(name, value)| (*name == CONTENT_TYPE).then_some(value))
+    } else {
+        headers.get(CONTENT_TYPE)
+    };
+    content_type.is_some_and(|value| value.as_bytes().starts_with(b"application/grpc"))
 }
 
 /// What a blocked request's response is made from, besides the block.
@@ -269,6 +278,32 @@ mod tests {
         assert!(!accept("text/plain"));
         assert!(!accept("*/*"));
         assert!(!accepts_json(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn grpc_is_told_by_the_content_type_in_small_and_large_heads() {
+        let mut headers = HeaderMap::new();
+        assert!(!is_grpc(&headers));
+        headers.insert("x-a", HeaderValue::from_static("1"));
+        headers.append("x-a", HeaderValue::from_static("2"));
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/grpc+proto"),
+        );
+        assert!(is_grpc(&headers));
+        for i in 0..6 {
+            headers.insert(
+                HeaderName::from_bytes(format!("x-{i}").as_bytes()).unwrap(),
+                HeaderValue::from_static("v"),
+            );
+        }
+        assert!(headers.keys_len() > 4);
+        assert!(is_grpc(&headers));
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        assert!(!is_grpc(&headers));
+        let mut small = HeaderMap::new();
+        small.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        assert!(!is_grpc(&small));
     }
 
     #[test]

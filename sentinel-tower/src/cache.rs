@@ -1,21 +1,36 @@
 //! A bounded cache of [`Resource`] handles by name, so a known name costs
-//! one lookup.
+//! one lookup; the cap on names and the overflow resource past it.
 //!
 //! Names of the form `METHOD:path` with a standard method are kept in one
 //! map per method, keyed by the path: the layer's default names are then
 //! found from the request's method and path as they are, with no name
 //! joined per request (a per-thread buffer, three copies) and a shorter
-//! key hashed.
+//! key hashed. The first 2 048 names are also in an index of `OnceLock`s
+//! (by method and path), read with atomic loads only: a known name costs
+//! a hash, a load and a compare, not an `ArcSwap` load and its guard.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arc_swap::ArcSwap;
 use http::Method;
 use sentinel_core::{Resource, Sentinel};
 
-use crate::name::{OVERFLOW_RESOURCE, with_joined};
+use crate::buffer::with_joined;
+
+/// The resource every request is entered as once the layer has seen
+/// [`max_resource_names`](crate::SentinelLayer::max_resource_names) distinct
+/// names: still counted and still checked (rules can name it), never a new
+/// resource per name. A name that a loaded rule mentions
+/// ([`Sentinel::is_reserved`](sentinel_core::Sentinel::is_reserved)) is
+/// never sent here: it keeps its own resource, past the cap, so its rules
+/// apply.
+pub const OVERFLOW_RESOURCE: &str = "sentinel-tower:overflow";
+
+/// The default cap on distinct resource names one layer makes.
+pub const DEFAULT_MAX_RESOURCE_NAMES: usize = 1_000;
 
 type Map = HashMap<Box<str>, Arc<Resource<'static>>, foldhash::fast::RandomState>;
 
@@ -75,9 +90,101 @@ impl Names {
     }
 }
 
+/// The key of a name that is not `METHOD:path` with a standard method.
+const WHOLE: u8 = METHODS.len() as u8;
+
+/// The largest index: 4 096 slots (64 KiB), room for 2 048 names.
+const MAX_SLOTS: usize = 4_096;
+
+/// The first names of the cache, found with one hash and a probe of
+/// `OnceLock`s (an atomic load each): no `ArcSwap` load, no guard, no
+/// reference count per request. Written only under the cache's insert
+/// lock, never more than half full (so a probe always ends at an empty
+/// slot), never emptied; names past its room are in the maps only.
+struct Index {
+    slots: Box<[OnceLock<Box<Slot>>]>,
+    hasher: foldhash::fast::RandomState,
+    /// Names in the index (written under the insert lock).
+    len: AtomicUsize,
+}
+
+/// A name in the index: its method's slot (or [`WHOLE`]) and its path (or
+/// the whole name).
+struct Slot {
+    method: u8,
+    text: Box<str>,
+    resource: Arc<Resource<'static>>,
+}
+
+impl Index {
+    /// Room for `max` names at half load, within [`MAX_SLOTS`].
+    fn new(max: usize) -> Self {
+        let slots = max
+            .saturating_mul(2)
+            .next_power_of_two()
+            .clamp(16, MAX_SLOTS);
+        Index {
+            slots: (0..slots).map(|_| OnceLock::new()).collect(),
+            hasher: foldhash::fast::RandomState::default(),
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    #[inline]
+    fn start(&self, method: u8, text: &str) -> usize {
+        let hash =
+            self.hasher.hash_one(text) ^ u64::from(method).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        hash as usize & (self.slots.len() - 1)
+    }
+
+    #[inline]
+    fn find(&self, method: u8, text: &str) -> Option<&Resource<'static>> {
+        let mask = self.slots.len() - 1;
+        let mut at = self.start(method, text);
+        loop {
+            // An empty slot ends the probe: the index is at most half full.
+            let slot = self.slots[at].get()?;
+            if slot.method == method && *slot.text == *text {
+                return Some(&slot.resource);
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
+    /// Adds a name not in the index yet, if there is room; called under
+    /// the cache's insert lock only.
+    fn add(&self, method: u8, text: &str, resource: &Arc<Resource<'static>>) {
+        let len = self.len.load(Ordering::Relaxed);
+        if len >= self.slots.len() / 2 {
+            return;
+        }
+        let mask = self.slots.len() - 1;
+        let mut at = self.start(method, text);
+        while self.slots[at].get().is_some() {
+            at = (at + 1) & mask;
+        }
+        let slot = Slot {
+            method,
+            text: text.into(),
+            resource: Arc::clone(resource),
+        };
+        let _ = self.slots[at].set(Box::new(slot));
+        self.len.store(len + 1, Ordering::Relaxed);
+    }
+}
+
+/// The index key of a name: its method's slot and path, or the whole name.
+fn key(name: &str) -> (u8, &str) {
+    match split(name) {
+        Some((slot, path)) => (slot as u8, path),
+        None => (WHOLE, name),
+    }
+}
+
 /// Resource handles by name, at most `max` of them; read without a lock.
 pub(crate) struct NameCache {
     sentinel: &'static Sentinel,
+    index: Index,
     map: ArcSwap<Names>,
     max: usize,
     overflow: OnceLock<Resource<'static>>,
@@ -89,6 +196,7 @@ impl NameCache {
     pub(crate) fn new(sentinel: &'static Sentinel, max: usize) -> Self {
         NameCache {
             sentinel,
+            index: Index::new(max),
             map: ArcSwap::from_pointee(Names::default()),
             max,
             overflow: OnceLock::new(),
@@ -114,10 +222,14 @@ impl NameCache {
         path: &str,
         f: impl FnOnce(&Resource<'static>) -> T,
     ) -> T {
-        if let Some(slot) = slot_of(method)
-            && let Some(resource) = self.map.load().by_method[slot].get(path)
-        {
-            return f(resource);
+        if let Some(slot) = slot_of(method) {
+            if let Some(resource) = self.index.find(slot as u8, path) {
+                return f(resource);
+            }
+            // Past the index's room: the maps, still without a join.
+            if let Some(resource) = self.map.load().by_method[slot].get(path) {
+                return f(resource);
+            }
         }
         with_joined(method.as_str(), path, |name| self.with(name, f))
     }
@@ -127,6 +239,10 @@ impl NameCache {
     /// it. A known name costs a lock-free map read and no reference count.
     #[inline]
     pub(crate) fn with<T>(&self, name: &str, f: impl FnOnce(&Resource<'static>) -> T) -> T {
+        let (method, text) = key(name);
+        if let Some(resource) = self.index.find(method, text) {
+            return f(resource);
+        }
         let map = self.map.load();
         if let Some(resource) = map.get(name) {
             return f(resource);
@@ -161,6 +277,8 @@ impl NameCache {
         let mut next = Names::clone(&current);
         next.insert(name, Arc::clone(&resource));
         self.map.store(Arc::new(next));
+        let (method, text) = key(name);
+        self.index.add(method, text, &resource);
         resource
     }
 
@@ -203,5 +321,38 @@ mod tests {
         assert_eq!(name("a"), "a");
         assert_eq!(route(Method::GET, "/b"), "GET:/b");
         assert_eq!(cache.refused(), 2);
+    }
+
+    #[test]
+    fn names_past_the_index_room_are_found_in_the_maps() {
+        let sentinel: &'static Sentinel = Box::leak(Box::new(Sentinel::builder().build()));
+        let mut cache = NameCache::new(sentinel, 100);
+        // 16 slots: room for 8 names.
+        cache.index = Index::new(8);
+        let paths: Vec<String> = (0..40).map(|i| format!("/p{i}")).collect();
+        for round in 0..2 {
+            for (i, path) in paths.iter().enumerate() {
+                let method = if i % 2 == 0 {
+                    Method::GET
+                } else {
+                    Method::POST
+                };
+                let name = cache.with_route(&method, path, |r| r.name().to_owned());
+                assert_eq!(name, format!("{method}:{path}"), "round {round}");
+                let whole = format!("custom {i}");
+                assert_eq!(cache.with(&whole, |r| r.name().to_owned()), whole);
+            }
+        }
+        assert_eq!(cache.index.len.load(Ordering::Relaxed), 8);
+        // A name in the index and in the maps is one handle.
+        let by_route = cache.with_route(&Method::GET, "/p0", |r| std::ptr::from_ref(r) as usize);
+        let by_name = cache.with("GET:/p0", |r| std::ptr::from_ref(r) as usize);
+        assert_eq!(by_route, by_name);
+        assert!(cache.index.find(0, "/p0").is_some());
+        assert!(
+            cache.index.find(1, "/p0").is_none(),
+            "POST:/p0 was never named"
+        );
+        assert_eq!(cache.refused(), 0);
     }
 }

@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 
 use std::task::{Context, Poll, ready};
@@ -17,7 +18,7 @@ use sentinel_core::{Entry, Queued};
 use tower_service::Service;
 
 use crate::block::{ErrorCheck, is_grpc};
-use crate::body::ResponseBody;
+use crate::body::{BodyKind, ResponseBody, WrappedBody};
 use crate::headers::{self, HeaderSettings};
 
 /// What the response of an admitted request needs from the layer. Small:
@@ -47,12 +48,13 @@ pin_project! {
     /// holds it while it streams), so dropping either (a client gone)
     /// exits the entry. A request a rate limiter queued waits here, on a
     /// tokio timer, before the inner service is called.
-    pub struct ResponseFuture<S, ReqB>
+    pub struct ResponseFuture<S, ReqB, K = WrappedBody>
     where
         S: Service<Request<ReqB>>,
     {
         #[pin]
         state: State<S, ReqB>,
+        kind: PhantomData<fn() -> K>,
     }
 }
 
@@ -77,7 +79,7 @@ pin_project! {
     }
 }
 
-impl<S, ReqB> ResponseFuture<S, ReqB>
+impl<S, ReqB, K> ResponseFuture<S, ReqB, K>
 where
     S: Service<Request<ReqB>>,
 {
@@ -89,6 +91,7 @@ where
                 entry: Some(entry),
                 outcome: Some(outcome),
             },
+            kind: PhantomData,
         }
     }
 
@@ -107,6 +110,7 @@ where
                     outcome: Some(outcome),
                 }),
             },
+            kind: PhantomData,
         }
     }
 
@@ -115,16 +119,18 @@ where
             state: State::Blocked {
                 response: Some(response),
             },
+            kind: PhantomData,
         }
     }
 }
 
-impl<S, ReqB, ResB> Future for ResponseFuture<S, ReqB>
+impl<S, ReqB, ResB, K> Future for ResponseFuture<S, ReqB, K>
 where
     S: Service<Request<ReqB>, Response = Response<ResB>>,
     ResB: Body,
+    K: BodyKind<ResB>,
 {
-    type Output = Result<Response<ResponseBody<ResB>>, S::Error>;
+    type Output = Result<Response<K::Body>, S::Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut state = self.project().state;
@@ -137,7 +143,7 @@ where
                 } => {
                     let result = ready!(future.poll(cx));
                     let outcome = outcome.take().expect("polled after completion");
-                    return Poll::Ready(finish(result, entry.take(), outcome));
+                    return Poll::Ready(finish::<ResB, K, _>(result, entry.take(), outcome));
                 }
                 StateProj::Queued { waiting } => {
                     let waiting = waiting.as_mut().project();
@@ -159,7 +165,7 @@ where
                 }
                 StateProj::Blocked { response } => {
                     let response = response.take().expect("polled after completion");
-                    return Poll::Ready(Ok(response.map(ResponseBody::blocked)));
+                    return Poll::Ready(Ok(response.map(K::blocked)));
                 }
             }
         }
@@ -169,11 +175,11 @@ where
 /// Records the inner call's outcome; the entry exits now unless the body
 /// streams (then the body holds it to its end).
 #[inline(always)]
-fn finish<ResB: Body, E>(
+fn finish<ResB: Body, K: BodyKind<ResB>, E>(
     result: Result<Response<ResB>, E>,
     entry: Option<Entry<'static>>,
     outcome: Outcome,
-) -> Result<Response<ResponseBody<ResB>>, E> {
+) -> Result<Response<K::Body>, E> {
     match result {
         Ok(mut response) => {
             let grpc = is_grpc(response.headers());
@@ -192,12 +198,18 @@ fn finish<ResB: Body, E>(
             // A gRPC status may come in the trailers too.
             let grpc = grpc.then_some(outcome.is_error);
             let body = response.body();
+            // The size hint first: a buffered body answers it, and an
+            // empty one too, so one call of the body decides.
             let buffered =
-                grpc.is_none() && (body.is_end_stream() || body.size_hint().exact().is_some());
+                grpc.is_none() && (body.size_hint().exact().is_some() || body.is_end_stream());
             // A body of known length is complete at the head: exit now,
             // as Sentinel's servlet filter does when the handler returns.
-            let entry = if buffered { None } else { entry };
-            Ok(response.map(|body| ResponseBody::inner(body, entry, grpc)))
+            match entry {
+                Some(entry) if !buffered => {
+                    Ok(response.map(|body| K::wrapped(ResponseBody::streamed(body, entry, grpc))))
+                }
+                _ => Ok(response.map(K::buffered)),
+            }
         }
         Err(error) => {
             if let Some(entry) = entry {
@@ -208,7 +220,7 @@ fn finish<ResB: Body, E>(
     }
 }
 
-impl<S, ReqB> fmt::Debug for ResponseFuture<S, ReqB>
+impl<S, ReqB, K> fmt::Debug for ResponseFuture<S, ReqB, K>
 where
     S: Service<Request<ReqB>>,
 {

@@ -2,6 +2,8 @@
 //! `RateLimit-Policy` and `RateLimit`) and, on request, the legacy
 //! `X-RateLimit-*` trio, from a QPS flow rule's [`FlowQuota`].
 
+use std::cell::RefCell;
+
 use http::HeaderMap;
 use http::header::{HeaderName, HeaderValue};
 use sentinel_core::flow::FlowQuota;
@@ -60,36 +62,62 @@ pub(crate) fn write(
     let window = seconds(quota.window_ms);
     let remaining = if blocked { 0 } else { quota.remaining };
     let reset = seconds(quota.reset_ms);
-    let mut put = |name: &HeaderName, parts: &[Part<'_>]| {
+    let mut put = |name: &HeaderName, value: &dyn Fn() -> HeaderValue| {
         if !keep || !headers.contains_key(name) {
-            headers.insert(name.clone(), value(parts));
+            headers.insert(name.clone(), value());
         }
     };
     if settings.ietf {
-        put(
-            &RATELIMIT_POLICY,
-            &[
-                Part::Text(POLICY_Q),
-                Part::Number(quota.limit),
-                Part::Text(";w="),
-                Part::Number(window),
-            ],
-        );
-        put(
-            &RATELIMIT,
-            &[
+        put(&RATELIMIT_POLICY, &|| policy(quota.limit, window));
+        put(&RATELIMIT, &|| {
+            value(&[
                 Part::Text(POLICY_R),
                 Part::Number(remaining),
                 Part::Text(";t="),
                 Part::Number(reset),
-            ],
-        );
+            ])
+        });
     }
     if settings.legacy {
-        put(&X_LIMIT, &[Part::Number(quota.limit)]);
-        put(&X_REMAINING, &[Part::Number(remaining)]);
-        put(&X_RESET, &[Part::Number(reset)]);
+        put(&X_LIMIT, &|| value(&[Part::Number(quota.limit)]));
+        put(&X_REMAINING, &|| value(&[Part::Number(remaining)]));
+        put(&X_RESET, &|| value(&[Part::Number(reset)]));
     }
+}
+
+thread_local! {
+    /// The last `RateLimit-Policy` value this thread built, with its limit
+    /// and window: the 429s of one rule share it (a reference count each,
+    /// not a new value joined and checked byte by byte).
+    static POLICY: RefCell<Option<(u64, u64, HeaderValue)>> = const { RefCell::new(None) };
+}
+
+/// `"default";q=<limit>;w=<window>`, from this thread's last one when the
+/// figures are the same.
+fn policy(limit: u64, window: u64) -> HeaderValue {
+    let make = || {
+        value(&[
+            Part::Text(POLICY_Q),
+            Part::Number(limit),
+            Part::Text(";w="),
+            Part::Number(window),
+        ])
+    };
+    POLICY
+        .try_with(|last| {
+            let mut last = last.try_borrow_mut().ok()?;
+            match &*last {
+                Some((l, w, value)) if (*l, *w) == (limit, window) => Some(value.clone()),
+                _ => {
+                    let value = make();
+                    *last = Some((limit, window, value.clone()));
+                    Some(value)
+                }
+            }
+        })
+        .ok()
+        .flatten()
+        .unwrap_or_else(make)
 }
 
 const POLICY_Q: &str = "\"default\";q=";
@@ -185,6 +213,28 @@ mod tests {
         );
         assert_eq!(big["x-ratelimit-limit"], u64::MAX.to_string().as_str());
         assert_eq!(big["ratelimit"], "\"default\";r=0;t=1");
+    }
+
+    #[test]
+    fn the_policy_value_follows_the_figures_across_calls() {
+        let all = HeaderSettings::default();
+        for (limit, window_ms, expect) in [
+            (200, 1_000, "\"default\";q=200;w=1"),
+            (200, 1_000, "\"default\";q=200;w=1"),
+            (5, 1_000, "\"default\";q=5;w=1"),
+            (5, 3_000, "\"default\";q=5;w=3"),
+            (200, 1_000, "\"default\";q=200;w=1"),
+        ] {
+            let mut headers = HeaderMap::new();
+            write(
+                &mut headers,
+                &sentinel_quota(limit, window_ms, 0, 10),
+                true,
+                false,
+                all,
+            );
+            assert_eq!(headers["ratelimit-policy"], expect);
+        }
     }
 
     fn sentinel_quota(limit: u64, window_ms: u64, remaining: u64, reset_ms: u64) -> FlowQuota {

@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use http::header::HeaderName;
@@ -10,66 +11,16 @@ use http::{HeaderMap, Response, StatusCode};
 use sentinel_core::{BlockError, EntryType, Sentinel};
 use tower_layer::Layer;
 
-use crate::block::{BlockFn, ErrorCheck};
-use crate::cache::NameCache;
+use crate::block::ErrorCheck;
+#[cfg(feature = "axum")]
+use crate::body::AxumBody;
+use crate::body::WrappedBody;
+use crate::cache::{DEFAULT_MAX_RESOURCE_NAMES, NameCache};
+use crate::config::{Config, Origin};
 use crate::headers::HeaderSettings;
-use crate::name::{DEFAULT_MAX_RESOURCE_NAMES, Head, Namer};
+use crate::name::Namer;
 use crate::route::RouteMemo;
 use crate::service::SentinelService;
-
-type OriginFn = Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>;
-
-/// Where a request's origin (Sentinel's caller name) comes from.
-#[derive(Clone)]
-pub(crate) enum Origin {
-    None,
-    Header(HeaderName),
-    Custom(OriginFn),
-}
-
-/// What every service of one layer shares.
-#[derive(Clone)]
-pub(crate) struct Config {
-    pub(crate) names: Arc<NameCache>,
-    pub(crate) namer: Namer,
-    pub(crate) origin: Origin,
-    pub(crate) entry_type: EntryType,
-    pub(crate) block: Option<BlockFn>,
-    pub(crate) is_error: ErrorCheck,
-    pub(crate) headers: HeaderSettings,
-    /// The route this config's service has seen (a config per service).
-    pub(crate) route: RouteMemo,
-}
-
-impl Config {
-    /// Whether a user function reads the request as `&Parts`, which costs
-    /// taking the request apart.
-    pub(crate) fn needs_parts(&self) -> bool {
-        self.namer.needs_parts() || matches!(self.origin, Origin::Custom(_))
-    }
-
-    /// The origin of a request; borrowed from its headers when it comes
-    /// from one. `parts` is `Some` when [`needs_parts`](Self::needs_parts).
-    #[inline]
-    pub(crate) fn origin_of<'p>(
-        &self,
-        head: &'p impl Head,
-        parts: Option<&Parts>,
-    ) -> Option<Cow<'p, str>> {
-        match &self.origin {
-            Origin::None => None,
-            Origin::Header(name) => head
-                .headers()
-                .get(name)
-                .and_then(|value| value.to_str().ok())
-                .map(Cow::Borrowed),
-            Origin::Custom(origin) => {
-                origin(parts.expect("a custom origin function is given the parts")).map(Cow::Owned)
-            }
-        }
-        .filter(|origin| !origin.is_empty())
-    }
-}
 
 /// A tower [`Layer`] that enters a Sentinel resource for each request.
 ///
@@ -110,8 +61,9 @@ impl Config {
 /// # drop(app);
 /// ```
 #[derive(Clone)]
-pub struct SentinelLayer {
+pub struct SentinelLayer<K = WrappedBody> {
     config: Config,
+    kind: PhantomData<fn() -> K>,
 }
 
 impl SentinelLayer {
@@ -135,9 +87,12 @@ impl SentinelLayer {
                 headers: HeaderSettings::default(),
                 route: RouteMemo::default(),
             },
+            kind: PhantomData,
         }
     }
+}
 
+impl<K> SentinelLayer<K> {
     /// Names resources with `name` instead of the route template. The
     /// function's names are capped like the default ones. One `String` per
     /// request.
@@ -259,6 +214,29 @@ impl SentinelLayer {
         self
     }
 
+    /// Hands out axum's [`Body`](axum::body::Body) in responses instead of
+    /// [`ResponseBody`](crate::ResponseBody): for a layer inside an axum
+    /// `Router`, which turns every response body into its `Body` and so
+    /// boxes a `ResponseBody` (one allocation per request); a handler's
+    /// `Body` whose entry exits at the head is handed on as it is.
+    /// Streamed bodies are still wrapped (and boxed).
+    ///
+    /// ```
+    /// use sentinel_tower::SentinelLayer;
+    ///
+    /// let app: axum::Router = axum::Router::new()
+    ///     .route("/orders/{id}", axum::routing::get(|| async { "order" }))
+    ///     .route_layer(SentinelLayer::new().axum_body());
+    /// # drop(app);
+    /// ```
+    #[cfg(feature = "axum")]
+    pub fn axum_body(self) -> SentinelLayer<AxumBody> {
+        SentinelLayer {
+            config: self.config,
+            kind: PhantomData,
+        }
+    }
+
     /// How many requests entered the overflow resource because the name
     /// cap was reached.
     pub fn overflowed(&self) -> u64 {
@@ -272,8 +250,8 @@ impl Default for SentinelLayer {
     }
 }
 
-impl<S> Layer<S> for SentinelLayer {
-    type Service = SentinelService<S>;
+impl<S, K> Layer<S> for SentinelLayer<K> {
+    type Service = SentinelService<S, K>;
 
     fn layer(&self, inner: S) -> Self::Service {
         let config = Config {
@@ -285,7 +263,7 @@ impl<S> Layer<S> for SentinelLayer {
     }
 }
 
-impl fmt::Debug for SentinelLayer {
+impl<K> fmt::Debug for SentinelLayer<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SentinelLayer")
             .field("entry_type", &self.config.entry_type)

@@ -33,11 +33,16 @@
 //! the end of a streamed body (whose gRPC trailers are read), when the
 //! inner service fails, or when the response future or body is dropped
 //! (the client went away): concurrency never leaks. An admitted request
-//! costs no allocation: [`ResponseFuture`] is a named future.
+//! with a buffered body costs no allocation: [`ResponseFuture`] is a named
+//! future, and [`ResponseBody`] around a buffered body is the body itself
+//! (a stream boxes itself with its entry). Inside an axum `Router`, [`SentinelLayer::axum_body`]
+//! hands out axum's `Body`, so axum does not box ours.
 
 mod block;
 mod body;
+mod buffer;
 mod cache;
+mod config;
 mod future;
 mod headers;
 mod layer;
@@ -46,8 +51,11 @@ mod route;
 mod service;
 
 pub use block::retry_after;
-pub use body::ResponseBody;
+#[cfg(feature = "axum")]
+pub use body::AxumBody;
+pub use body::{BodyKind, ResponseBody, WrappedBody};
+pub use cache::{DEFAULT_MAX_RESOURCE_NAMES, OVERFLOW_RESOURCE};
 pub use future::ResponseFuture;
 pub use layer::SentinelLayer;
-pub use name::{DEFAULT_MAX_RESOURCE_NAMES, OVERFLOW_RESOURCE, clean_path};
+pub use name::clean_path;
 pub use service::SentinelService;

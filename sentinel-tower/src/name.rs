@@ -6,19 +6,8 @@ use std::sync::Arc;
 use http::request::Parts;
 use sentinel_core::Resource;
 
+use crate::buffer::with_buffer;
 use crate::cache::NameCache;
-
-/// The resource every request is entered as once the layer has seen
-/// [`max_resource_names`](crate::SentinelLayer::max_resource_names) distinct
-/// names: still counted and still checked (rules can name it), never a new
-/// resource per name. A name that a loaded rule mentions
-/// ([`Sentinel::is_reserved`](sentinel_core::Sentinel::is_reserved)) is
-/// never sent here: it keeps its own resource, past the cap, so its rules
-/// apply.
-pub const OVERFLOW_RESOURCE: &str = "sentinel-tower:overflow";
-
-/// The default cap on distinct resource names one layer makes.
-pub const DEFAULT_MAX_RESOURCE_NAMES: usize = 1_000;
 
 /// Replaces the path segments that look like identifiers with `{id}`: all
 /// digits (`123`), UUIDs (`0f8c…-…`), and hex strings of 16 characters or
@@ -44,10 +33,24 @@ pub fn clean_path(path: &str) -> Cow<'_, str> {
     Cow::Owned(cleaned)
 }
 
-/// Whether a segment of `path` looks like an identifier. Split as bytes:
-/// cheaper than a `char` pattern on every request.
+/// Whether a segment of `path` looks like an identifier. One pass over
+/// the bytes: a segment is looked at only when it starts with a hex digit
+/// (every identifier does), the others are skipped to their `/`.
+#[inline]
 fn has_id(path: &str) -> bool {
-    path.as_bytes().split(|b| *b == b'/').any(is_id)
+    let bytes = path.as_bytes();
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = bytes[start..]
+            .iter()
+            .position(|b| *b == b'/')
+            .map_or(bytes.len(), |i| start + i);
+        if bytes[start].is_ascii_hexdigit() && is_id(&bytes[start..end]) {
+            return true;
+        }
+        start = end + 1;
+    }
+    false
 }
 
 /// Appends `path` to `out` with its identifier segments as `{id}`. The
@@ -192,55 +195,6 @@ impl Head for Parts {
     }
 }
 
-thread_local! {
-    /// Where this thread joins names: its capacity stays, so joining a
-    /// known name allocates nothing, and pushing `str`s needs no UTF-8
-    /// check.
-    static JOINED: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
-}
-
-/// The largest buffer a thread keeps between names.
-const MAX_KEPT: usize = 1_024;
-
-/// `method:path`, in this thread's buffer.
-pub(crate) fn with_joined<T>(method: &str, path: &str, f: impl FnOnce(&str) -> T) -> T {
-    with_buffer(
-        |name| {
-            name.push_str(method);
-            name.push(':');
-            name.push_str(path);
-        },
-        f,
-    )
-}
-
-/// Calls `f` with the name `fill` writes, in this thread's buffer (in a
-/// new `String` when the buffer is in use up the stack, or when the thread
-/// is exiting).
-fn with_buffer<T>(fill: impl Fn(&mut String), f: impl FnOnce(&str) -> T) -> T {
-    let mut f = Some(f);
-    let named = JOINED.try_with(|buffer| {
-        let mut buffer = buffer.try_borrow_mut().ok()?;
-        buffer.clear();
-        fill(&mut buffer);
-        let result = (f.take()?)(&buffer);
-        if buffer.capacity() > MAX_KEPT {
-            // One odd long path does not keep its buffer for the thread's life.
-            *buffer = String::new();
-        }
-        Some(result)
-    });
-    match (named, f) {
-        (Ok(Some(result)), _) => result,
-        (_, Some(f)) => {
-            let mut name = String::new();
-            fill(&mut name);
-            f(&name)
-        }
-        (_, None) => unreachable!("the closure ran but gave no result"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,6 +242,33 @@ mod tests {
     }
 
     #[test]
+    fn the_scan_for_ids_matches_splitting() {
+        for path in [
+            "",
+            "/",
+            "//",
+            "42",
+            "/42",
+            "/42/",
+            "/a//42",
+            "/orders",
+            "/orders/",
+            "a/b/c",
+            "/x/deadbeefdeadbeef",
+            "/x/deadbeef",
+            "/é/42",
+            "/é",
+            "/u/8c6f3b8e-5a3c-4e1b-9d7a-2f4e6c8b1a0d",
+            "/u/8c6f3b8e-5a3c-4e1b-9d7a-2f4e6c8b1a0",
+            "/e/",
+            "/orders/4x",
+        ] {
+            let by_split = path.as_bytes().split(|b| *b == b'/').any(is_id);
+            assert_eq!(has_id(path), by_split, "{path:?}");
+        }
+    }
+
+    #[test]
     fn cleaning_in_runs_matches_cleaning_segment_by_segment() {
         let by_segment = |path: &str| {
             path.split('/')
@@ -313,16 +294,5 @@ mod tests {
             push_cleaned(&mut cleaned, path);
             assert_eq!(cleaned, by_segment(path), "{path:?}");
         }
-    }
-
-    #[test]
-    fn names_are_joined_also_when_the_buffer_is_in_use() {
-        let path = format!("/{}", "a".repeat(300));
-        with_joined("GET", &path, |name| assert_eq!(name, format!("GET:{path}")));
-        with_joined("GET", "/x", |outer| {
-            // Nested: the thread's buffer is borrowed, a `String` is made.
-            with_joined("POST", "/y", |inner| assert_eq!(inner, "POST:/y"));
-            assert_eq!(outer, "GET:/x");
-        });
     }
 }

@@ -17,7 +17,7 @@ use http::Method;
 use sentinel_core::Resource;
 
 #[cfg(feature = "axum")]
-use crate::name::OVERFLOW_RESOURCE;
+use crate::cache::OVERFLOW_RESOURCE;
 
 /// One service's remembered route; empty until its first named request.
 #[derive(Clone, Debug, Default)]
@@ -67,8 +67,9 @@ impl RouteMemo {
     /// Remembers `resource` as the one of the request's route, if the
     /// request has a route template and nothing is remembered yet. The
     /// overflow resource is never remembered: the name cache decides
-    /// about it on every request.
-    #[cold]
+    /// about it on every request. Inline: a request without a template
+    /// (no axum) pays a check of its extensions, not a call.
+    #[inline]
     pub(crate) fn remember(
         &self,
         method: &Method,
@@ -77,16 +78,23 @@ impl RouteMemo {
     ) {
         #[cfg(feature = "axum")]
         if let Some(template) = extensions.get::<MatchedPath>()
-            && resource.name() != OVERFLOW_RESOURCE
             && self.memo.get().is_none()
         {
+            self.set(method, template, resource);
+        }
+        #[cfg(not(feature = "axum"))]
+        let _ = (method, extensions, resource);
+    }
+
+    #[cfg(feature = "axum")]
+    #[cold]
+    fn set(&self, method: &Method, template: &MatchedPath, resource: &Resource<'static>) {
+        if resource.name() != OVERFLOW_RESOURCE {
             let _ = self.memo.set(Memo {
                 method: method.clone(),
                 template: template.clone(),
                 resource: resource.clone(),
             });
         }
-        #[cfg(not(feature = "axum"))]
-        let _ = (method, extensions, resource);
     }
 }

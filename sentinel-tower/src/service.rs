@@ -3,6 +3,7 @@
 //! future records the outcome.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -14,25 +15,31 @@ use sentinel_core::{BlockError, BlockKind, Entering, Resource};
 use tower_service::Service;
 
 use crate::block::{BlockReply, accepts_json, blocked_response, is_grpc};
-use crate::body::ResponseBody;
+use crate::body::{BodyKind, WrappedBody};
+use crate::config::Config;
 use crate::future::{Outcome, ResponseFuture};
-use crate::layer::Config;
 use crate::name::Head;
 
-/// The service made by [`SentinelLayer`](crate::SentinelLayer).
+/// The service made by [`SentinelLayer`](crate::SentinelLayer); `K`, the
+/// [`BodyKind`] of its responses.
 #[derive(Clone)]
-pub struct SentinelService<S> {
+pub struct SentinelService<S, K = WrappedBody> {
     inner: S,
     config: Arc<Config>,
+    kind: PhantomData<fn() -> K>,
 }
 
-impl<S> SentinelService<S> {
+impl<S, K> SentinelService<S, K> {
     pub(crate) fn new(inner: S, config: Arc<Config>) -> Self {
-        SentinelService { inner, config }
+        SentinelService {
+            inner,
+            config,
+            kind: PhantomData,
+        }
     }
 }
 
-impl<S: fmt::Debug> fmt::Debug for SentinelService<S> {
+impl<S: fmt::Debug, K> fmt::Debug for SentinelService<S, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SentinelService")
             .field("inner", &self.inner)
@@ -125,14 +132,15 @@ fn qps_rule(block: &BlockError) -> Option<&FlowRule> {
         .filter(|rule| rule.grade == FlowGrade::Qps)
 }
 
-impl<S, ReqB, ResB> Service<Request<ReqB>> for SentinelService<S>
+impl<S, ReqB, ResB, K> Service<Request<ReqB>> for SentinelService<S, K>
 where
     S: Service<Request<ReqB>, Response = Response<ResB>> + Clone,
     ResB: Body,
+    K: BodyKind<ResB>,
 {
-    type Response = Response<ResponseBody<ResB>>;
+    type Response = Response<K::Body>;
     type Error = S::Error;
-    type Future = ResponseFuture<S, ReqB>;
+    type Future = ResponseFuture<S, ReqB, K>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -140,7 +148,7 @@ where
 
     fn call(&mut self, request: Request<ReqB>) -> Self::Future {
         // Borrowed apart: no reference count on the config per request.
-        let SentinelService { inner, config } = self;
+        let SentinelService { inner, config, .. } = self;
         if config.needs_parts() {
             // A user function reads `&Parts`: take the request apart.
             let (parts, body) = request.into_parts();
@@ -157,12 +165,12 @@ where
 // Inlined into `call`: the request and the inner future are then built in
 // place, not copied through a frame (hundreds of bytes each).
 #[inline(always)]
-fn proceed<S, ReqB>(
+fn proceed<S, ReqB, K>(
     inner: &mut S,
     config: &Config,
     admission: Admission,
     request: Request<ReqB>,
-) -> ResponseFuture<S, ReqB>
+) -> ResponseFuture<S, ReqB, K>
 where
     S: Service<Request<ReqB>> + Clone,
 {
@@ -170,8 +178,7 @@ where
         Ok(Entering::Entered(entry)) => {
             // The inner service was made ready by `poll_ready`: call it
             // now, as a layer without a wait does.
-            let future = inner.call(request);
-            ResponseFuture::called(future, entry, config.outcome(admission.quota))
+            ResponseFuture::called(inner.call(request), entry, config.outcome(admission.quota))
         }
         Ok(Entering::Queued(queued)) => {
             // The ready service goes into the future, which calls it

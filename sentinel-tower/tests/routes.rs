@@ -4,11 +4,16 @@
 
 mod common;
 
+use std::convert::Infallible;
+
 use axum::Router;
 use axum::body::Body;
 use axum::routing::get;
+use bytes::Bytes;
 use common::{run, sentinel};
 use http::{Method, Request, StatusCode};
+use http_body::Frame;
+use http_body_util::BodyExt;
 use sentinel_tower::SentinelLayer;
 use tower::ServiceExt;
 
@@ -62,4 +67,70 @@ fn every_request_is_named_by_its_own_route_and_method() {
             assert_eq!(passed("GET:/b"), 2, "per route: {per_route}");
         }
     });
+}
+
+#[test]
+fn an_axum_body_layer_hands_on_buffered_bodies_and_holds_streams_to_their_end() {
+    run(async {
+        let (sentinel, _clock) = sentinel();
+        sentinel
+            .flow_rules()
+            .load(vec![sentinel_core::flow::FlowRule::new("GET:/zero", 0.0)])
+            .unwrap();
+        let app = Router::new()
+            .route("/b", get(|| async { "b" }))
+            .route("/zero", get(|| async { "never" }))
+            .route(
+                "/stream",
+                get(|| async { Body::new(Unsized(Some(Bytes::from_static(b"s")))) }),
+            )
+            .route_layer(SentinelLayer::with_sentinel(sentinel).axum_body())
+            .with_state(());
+        let node = |name: &str| sentinel.resource_node(name).unwrap();
+        let call = |path: &'static str| {
+            let request = Request::get(path).body(Body::empty()).unwrap();
+            app.clone().oneshot(request)
+        };
+
+        let buffered = call("/b").await.unwrap();
+        assert_eq!(buffered.status(), StatusCode::OK);
+        assert_eq!(
+            node("GET:/b").stats().cur_concurrency(),
+            0,
+            "exited at the head"
+        );
+        let body = buffered.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(body, "b");
+        assert_eq!(node("GET:/b").stats().total_pass(sentinel.now_ms()), 1);
+
+        let streamed = call("/stream").await.unwrap();
+        assert_eq!(node("GET:/stream").stats().cur_concurrency(), 1);
+        let body = streamed.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(body, "s");
+        assert_eq!(
+            node("GET:/stream").stats().cur_concurrency(),
+            0,
+            "exited at its end"
+        );
+
+        let blocked = call("/zero").await.unwrap();
+        assert_eq!(blocked.status(), StatusCode::TOO_MANY_REQUESTS);
+        let body = blocked.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(body, "blocked by flow");
+    });
+}
+
+/// A body of one frame and no known length: it streams.
+struct Unsized(Option<Bytes>);
+
+impl http_body::Body for Unsized {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        std::task::Poll::Ready(self.0.take().map(|data| Ok(Frame::data(data))))
+    }
 }
