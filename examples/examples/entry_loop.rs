@@ -2,7 +2,10 @@
 //! entry and exit with `valgrind --tool=callgrind` (noise-free, unlike
 //! timings on a shared machine). Cases: `name` (`entry("res")`, no rule),
 //! `handle` (a `Resource` handle, no rule), `pass` (a reject QPS rule that
-//! never blocks), `block` (one that always blocks), `breaker` (one closed
+//! never blocks, of a count above what quota leases serve: the window
+//! sum's path), `lease` (one of a count that leases serve, as every real
+//! count is), `pacer` (a rate limiter that never queues), `block` (one
+//! that always blocks), `breaker` (one closed
 //! circuit breaker), `param` (a hot-parameter QPS rule on a short string),
 //! `authority` (a white list with the caller's origin), `system` (a system
 //! QPS limit on an inbound entry), `user` (a user slot that never
@@ -18,7 +21,7 @@
 
 use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::FlowRule;
+use sentinel_core::flow::{ControlBehavior, FlowRule};
 use sentinel_core::hotspot::ParamFlowRule;
 use sentinel_core::slot::{EntryContext, Slot, order};
 use sentinel_core::system::SystemRule;
@@ -26,6 +29,9 @@ use sentinel_core::{BlockError, EntryType, ManualClock, ParamValue, Sentinel};
 
 /// A threshold no case reaches.
 const NEVER: f64 = 1e12;
+/// A threshold no case reaches, that a reject rule's quota leases serve
+/// (up to 2^39 per second).
+const LEASED: f64 = 1e11;
 /// Per second per value: the most a hot-parameter rule takes, and more
 /// than one thread reaches here.
 const PER_VALUE: f64 = 6e7;
@@ -48,7 +54,12 @@ fn main() {
     let case = args.next().unwrap_or_default();
     let n: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let clock = ManualClock::new(1_700_000_000_000);
-    let mut builder = Sentinel::builder().clock(clock.clone());
+    // `pacer_sys`: the pacer on the system clock (a rate limiter reads the
+    // precise time).
+    let mut builder = match case.as_str() {
+        "pacer_sys" => Sentinel::builder(),
+        _ => Sentinel::builder().clock(clock.clone()),
+    };
     if case == "user" {
         builder = builder.slot(Open);
     }
@@ -61,6 +72,15 @@ fn main() {
             sentinel
                 .flow_rules()
                 .load(vec![FlowRule::new("res", NEVER)]),
+        ),
+        "pacer" | "pacer_sys" => load(sentinel.flow_rules().load(vec![FlowRule {
+            control_behavior: ControlBehavior::RateLimiter,
+            ..FlowRule::new("res", NEVER)
+        }])),
+        "lease" => load(
+            sentinel
+                .flow_rules()
+                .load(vec![FlowRule::new("res", LEASED)]),
         ),
         "block" => load(sentinel.flow_rules().load(vec![FlowRule::new("res", 0.0)])),
         "breaker" => load(sentinel.degrade_rules().load(vec![DegradeRule::new(
