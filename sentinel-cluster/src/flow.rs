@@ -1,7 +1,7 @@
 //! One flow id on this instance: its lease, the rule's settings the worker
 //! sends, the latest answer of Redis, and where waiting entries park.
 
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
@@ -43,8 +43,6 @@ pub(crate) struct Flow {
     /// Entries waiting for the worker's answer park here.
     answered: Mutex<u64>,
     wake: Condvar,
-    /// A refill call is running (one at a time per flow).
-    pub(crate) in_flight: AtomicBool,
     /// Live instances of the flow id, as Redis last counted them.
     pub(crate) instances: AtomicU64,
 }
@@ -97,7 +95,6 @@ impl Flow {
             last: Mutex::new(Last::default()),
             answered: Mutex::new(0),
             wake: Condvar::new(),
-            in_flight: AtomicBool::new(false),
             instances: AtomicU64::new(0),
         }
     }

@@ -11,11 +11,12 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 
 // Under `--cfg sentinel_loom` the lease's atomics are loom's (see `loom_tests.rs`).
 #[cfg(sentinel_loom)]
-use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
+use loom::sync::atomic::{AtomicU32, AtomicU64};
 #[cfg(not(sentinel_loom))]
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use crate::config::MAX_LEASE_LIMIT;
+use crate::handshake::Handshake;
 
 const PERMIT_BITS: u32 = 20;
 const PERMITS: u64 = (1 << PERMIT_BITS) - 1;
@@ -41,8 +42,8 @@ pub(crate) struct Lease {
     full_until: AtomicU64,
     /// Below this many permits left, the worker is asked for more ahead.
     low_water: AtomicU32,
-    /// The worker has been asked and not answered yet.
-    pub(crate) wanted: AtomicBool,
+    /// Entries asking the worker for a refill, and the refill in flight.
+    pub(crate) handshake: Handshake,
     /// The instance's time of the latest request to the worker.
     pub(crate) asked_at_ms: AtomicU64,
     /// Permits the latest entry that found the lease empty needed.
@@ -55,7 +56,7 @@ impl Lease {
             word: AtomicU64::new(0),
             full_until: AtomicU64::new(0),
             low_water: AtomicU32::new(0),
-            wanted: AtomicBool::new(false),
+            handshake: Handshake::new(),
             asked_at_ms: AtomicU64::new(0),
             need: AtomicU32::new(1),
         }
@@ -78,7 +79,7 @@ impl Lease {
                 Ok(_) => {
                     let left = permits - n;
                     let refill = left < u64::from(self.low_water.load(Relaxed))
-                        && !self.wanted.load(Relaxed);
+                        && !self.handshake.is_wanted();
                     return Take::Taken { refill };
                 }
                 Err(actual) => word = actual,

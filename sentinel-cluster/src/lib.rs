@@ -38,6 +38,7 @@
 mod client;
 mod config;
 mod flow;
+mod handshake;
 mod lease;
 mod script;
 mod shared;

@@ -132,7 +132,7 @@ impl Shared {
     fn ask(&self, flow: &Flow, now_ms: u64, need: u32) {
         flow.lease.need.fetch_max(need, Relaxed);
         flow.lease.asked_at_ms.store(now_ms, Relaxed);
-        if !flow.lease.wanted.swap(true, AcqRel) {
+        if flow.lease.handshake.ask() {
             self.wake.notify_one();
         }
     }

@@ -125,12 +125,7 @@ impl Worker {
     /// Starts a call for each flow an entry asked for.
     fn serve(&self, conn: &ConnectionManager) {
         for flow in self.shared.flows.load().values() {
-            if flow.lease.wanted.load(Acquire)
-                && flow
-                    .in_flight
-                    .compare_exchange(false, true, AcqRel, Relaxed)
-                    .is_ok()
-            {
+            if flow.lease.handshake.start() {
                 let task = Refill {
                     shared: self.shared.clone(),
                     scripts: self.scripts.clone(),
@@ -272,8 +267,7 @@ impl Refill {
 
     /// Lets entries ask again and wakes those waiting.
     fn finish(&self) {
-        self.flow.lease.wanted.store(false, Relaxed);
-        self.flow.in_flight.store(false, Relaxed);
+        self.flow.lease.handshake.finish();
         self.flow.answer();
     }
 }
