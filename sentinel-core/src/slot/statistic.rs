@@ -200,9 +200,14 @@ impl<'a> Counted<'a> {
 
     #[inline(never)]
     fn each_other(&self, f: impl Fn(&StatisticNode)) {
-        let origin = self.origin.map(OriginNode::stats);
-        for node in [self.context, origin, self.inbound].into_iter().flatten() {
-            f(node);
+        if let Some(context) = self.context {
+            f(context);
+        }
+        if let Some(origin) = self.origin {
+            f(origin.stats());
+        }
+        if let Some(inbound) = self.inbound {
+            f(inbound);
         }
     }
 }
