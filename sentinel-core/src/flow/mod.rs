@@ -234,50 +234,25 @@ pub(crate) fn check(
         let Some((node, bit)) = select(sentinel, compiled, &named_origin, ctx) else {
             continue;
         };
-        let leased = match (&compiled.quota, &compiled.cluster) {
-            (Some(quota), _) => quota.acquire(node, u64::from(ctx.batch), ctx.now_ms),
-            (None, Some(flow)) => match sentinel.cluster.acquire(flow, ctx.batch, ctx.now_ms) {
-                TokenAnswer::Granted => continue,
-                TokenAnswer::Refused => Acquired::Refused,
-                // No answer: the rule's count locally, or a pass.
-                _ if flow.falls_back_to_local() => Acquired::Unserved,
-                _ => continue,
-            },
-            (None, None) => Acquired::Unserved,
-        };
-        let refused = match leased {
-            Acquired::Passed => {
+        let refused = match compiled.quota.as_ref().map(|quota| {
+            quota.acquire(node, u64::from(ctx.batch), ctx.now_ms)
+        }) {
+            Some(Acquired::Passed) => {
                 outcome.lease();
                 false
             }
-            Acquired::PassedAt(start) => {
+            Some(Acquired::PassedAt(start)) => {
                 outcome.lease();
                 *pass_ms = (*pass_ms).max(start);
                 false
             }
-            Acquired::Refused => true,
-            Acquired::Unserved if compiled.concurrency => {
-                !reserve(compiled, node, bit, ctx.batch, &mut outcome)
-            }
-            Acquired::Unserved => {
-                let usage = Qps {
-                    node,
-                    window: compiled.window.as_ref(),
-                    now: ctx.now_ms,
-                };
-                match compiled.controller.decide(
-                    compiled.rule.count,
-                    &usage,
-                    ctx.batch,
-                    ctx.now_ms,
-                    || sentinel.now_nanos(),
-                ) {
-                    Decision::Pass => false,
-                    Decision::Wait(ns) => {
-                        outcome.wait_at_least(ns);
-                        false
-                    }
-                    Decision::Block => true,
+            Some(Acquired::Refused) => true,
+            // Out of line: what these read and compute is not hoisted into
+            // the loop of rules that leases serve.
+            Some(Acquired::Unserved) | None => {
+                match unleased(sentinel, compiled, node, bit, ctx, &mut outcome) {
+                    Some(refused) => refused,
+                    None => continue,
                 }
             }
         };
@@ -290,6 +265,57 @@ pub(crate) fn check(
         }
     }
     Ok(outcome)
+}
+
+/// The check of a rule that no quota lease served: a cluster rule's
+/// token, a concurrency reservation, or the controller on the node's (or
+/// the rule's own) window. `Some(refused)`, or `None` when a cluster token
+/// (or no answer, for a rule that does not fall back) lets the entry pass
+/// without a local check.
+#[inline(never)]
+fn unleased(
+    sentinel: &Sentinel,
+    compiled: &CompiledFlow,
+    node: &StatisticNode,
+    bit: u8,
+    ctx: &EntryContext<'_>,
+    outcome: &mut Outcome,
+) -> Option<bool> {
+    if compiled.quota.is_none()
+        && let Some(flow) = &compiled.cluster
+    {
+        match sentinel.cluster.acquire(flow, ctx.batch, ctx.now_ms) {
+            TokenAnswer::Granted => return None,
+            TokenAnswer::Refused => return Some(true),
+            // No answer: the rule's count locally, or a pass.
+            _ if flow.falls_back_to_local() => {}
+            _ => return None,
+        }
+    }
+    if compiled.concurrency {
+        return Some(!reserve(compiled, node, bit, ctx.batch, outcome));
+    }
+    let usage = Qps {
+        node,
+        window: compiled.window.as_ref(),
+        now: ctx.now_ms,
+    };
+    Some(
+        match compiled.controller.decide(
+            compiled.rule.count,
+            &usage,
+            ctx.batch,
+            ctx.now_ms,
+            || sentinel.now_nanos(),
+        ) {
+            Decision::Pass => false,
+            Decision::Wait(ns) => {
+                outcome.wait_at_least(ns);
+                false
+            }
+            Decision::Block => true,
+        },
+    )
 }
 
 /// Gives back the permits an entry (of `batch`, to be counted at
@@ -339,21 +365,38 @@ fn select<'a>(
     };
     match &compiled.strategy {
         Strategy::Direct => Some(own),
-        Strategy::Relate(name, id) => {
-            let node = match id.load(Ordering::Relaxed) {
-                0 => {
-                    let found = sentinel.resource_id(name)?;
-                    id.store(found + 1, Ordering::Relaxed);
-                    sentinel.resource_by_id(found)?
-                }
-                n => sentinel.resource_by_id(n - 1)?,
-            };
-            Some((node.stats(), 0))
+        Strategy::Relate(name, id) => related(sentinel, name, id),
+        Strategy::Chain(context) => chained(context, ctx),
+    }
+}
+
+/// The node of a related resource (found by name once, then by id), with
+/// no reservation bit. Out of line, as the other strategies: nothing of
+/// theirs is computed ahead in the loop of a resource's rules.
+#[inline(never)]
+fn related<'a>(
+    sentinel: &'a Sentinel,
+    name: &str,
+    id: &AtomicU32,
+) -> Option<(&'a StatisticNode, u8)> {
+    let node = match id.load(Ordering::Relaxed) {
+        0 => {
+            let found = sentinel.resource_id(name)?;
+            id.store(found + 1, Ordering::Relaxed);
+            sentinel.resource_by_id(found)?
         }
-        Strategy::Chain(context) if **context == *ctx.context_name() => {
-            Some((ctx.context_stats?, Reserved::CONTEXT))
-        }
-        Strategy::Chain(_) => None,
+        n => sentinel.resource_by_id(n - 1)?,
+    };
+    Some((node.stats(), 0))
+}
+
+/// The context's node, if the entry is in the rule's context.
+#[inline(never)]
+fn chained<'a>(context: &str, ctx: &EntryContext<'a>) -> Option<(&'a StatisticNode, u8)> {
+    if *context == *ctx.context_name() {
+        Some((ctx.context_stats?, Reserved::CONTEXT))
+    } else {
+        None
     }
 }
 
