@@ -2,6 +2,8 @@
 
 mod fingerprint;
 mod poller;
+#[cfg(test)]
+mod tests;
 
 use std::fmt;
 use std::ops::Deref;
@@ -30,9 +32,11 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 /// (then its content decides). That catches an editor rewriting the
 /// file in place, a write to a temporary file renamed over it, and a
 /// symlink swapped by a config system (Kubernetes ConfigMap volumes swap
-/// a `..data` directory link). A bad file is reported and the rules in
-/// force stay; a deleted file keeps them too (with one warning) and is
-/// loaded again when it comes back.
+/// a `..data` directory link). A bad file is reported once two polls in
+/// a row read the same bytes (one read may catch a writer between its
+/// truncation and its last write), and the rules in force stay; a deleted
+/// file keeps them too (with one warning) and is loaded again when it
+/// comes back.
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -82,8 +86,10 @@ impl RuleWatcher {
     }
 
     /// Called when a changed file is refused (every problem in it), or
-    /// cannot be read; the rules in force are kept. Not called for the
-    /// first load, whose error [`start`](Self::start) returns.
+    /// cannot be read; the rules in force are kept. Content that does not
+    /// parse is told when the next poll reads it unchanged, once. Not
+    /// called for the first load, whose error [`start`](Self::start)
+    /// returns.
     pub fn on_failure(mut self, listener: impl Fn(&FileError) + Send + Sync + 'static) -> Self {
         self.poller.on_failure.push(Arc::new(listener));
         self

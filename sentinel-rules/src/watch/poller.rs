@@ -34,6 +34,16 @@ pub(super) struct Poller {
     missing: bool,
     /// The last failure told, so a lasting one is told once.
     last_failure: Option<FileError>,
+    /// New content that did not parse, not told yet: it may be a writer's
+    /// file read between its truncation and its last write. Told when the
+    /// next poll reads the same bytes.
+    unsettled: Option<Unsettled>,
+}
+
+/// Content refused once, and why.
+struct Unsettled {
+    bytes: Vec<u8>,
+    error: FileError,
 }
 
 impl Poller {
@@ -48,6 +58,7 @@ impl Poller {
             known: Known::default(),
             missing: false,
             last_failure: None,
+            unsettled: None,
         }
     }
 
@@ -94,7 +105,12 @@ impl Poller {
             tracing::info!(file = %self.name, "sentinel-rules: the rule file is back");
         }
         let fingerprint = Fingerprint::of(&meta);
-        if self.fingerprint.as_ref() == Some(&fingerprint) && !fingerprint.racy(SystemTime::now()) {
+        // Unsettled content is read again whatever the metadata says: it
+        // is told only when seen twice.
+        if self.fingerprint.as_ref() == Some(&fingerprint)
+            && !fingerprint.racy(SystemTime::now())
+            && self.unsettled.is_none()
+        {
             return;
         }
         self.fingerprint = Some(fingerprint);
@@ -109,18 +125,30 @@ impl Poller {
                 return self.fail(error);
             }
         };
+        let unsettled = self.unsettled.take();
         if known.as_deref() == Some(bytes.as_slice()) {
             return;
         }
-        let parsed = parse_bytes(&bytes, &self.name, &self.options.for_instance(sentinel));
-        *known = Some(bytes);
-        let outcome = match parsed {
-            Ok(file) => self.apply(sentinel, file),
-            Err(error) => {
+        let outcome = match unsettled {
+            // The same bad bytes twice: the file is bad, not half written.
+            Some(unsettled) if unsettled.bytes == bytes => {
+                *known = Some(bytes);
                 // New content: told even when its errors read as the last.
                 self.last_failure = None;
-                Err(error)
+                Err(unsettled.error)
             }
+            _ => match parse_bytes(&bytes, &self.name, &self.options.for_instance(sentinel)) {
+                Ok(file) => {
+                    *known = Some(bytes);
+                    self.apply(sentinel, file)
+                }
+                Err(error) => {
+                    // Not known yet: a store's replace meanwhile is a
+                    // conflict, as for any edit the watcher has not taken.
+                    self.unsettled = Some(Unsettled { bytes, error });
+                    return;
+                }
+            },
         };
         drop(known);
         self.tell(outcome);
