@@ -193,8 +193,12 @@ impl<'a> Counted<'a> {
     #[inline(always)]
     pub(crate) fn each(&self, f: impl Fn(&StatisticNode)) {
         f(self.resource.stats());
-        if self.context.is_some() || self.origin.is_some() || self.inbound.is_some() {
-            self.each_other(f);
+        match (self.context, self.origin, self.inbound) {
+            (None, None, None) => {}
+            // An inbound entry in the default context with no origin (a
+            // server's usual request): inline, as the resource's.
+            (None, None, Some(inbound)) => f(inbound),
+            _ => self.each_other(f),
         }
     }
 
