@@ -76,6 +76,8 @@ pin_project! {
         Blocked {
             response: Option<Response<Bytes>>,
         },
+        // Answered: the entry of a buffered response exited on the way in.
+        Done,
     }
 }
 
@@ -142,8 +144,12 @@ where
                     outcome,
                 } => {
                     let result = ready!(future.poll(cx));
-                    let outcome = outcome.take().expect("polled after completion");
-                    return Poll::Ready(finish::<ResB, K, _>(result, entry.take(), outcome));
+                    let outcome = outcome.as_ref().expect("polled after completion");
+                    // The entry stays where it is unless a streamed body
+                    // takes it: no copy of it for a buffered response.
+                    let response = finish::<ResB, K, _>(result, entry, outcome);
+                    state.set(State::Done);
+                    return Poll::Ready(response);
                 }
                 StateProj::Queued { waiting } => {
                     let waiting = waiting.as_mut().project();
@@ -167,23 +173,25 @@ where
                     let response = response.take().expect("polled after completion");
                     return Poll::Ready(Ok(response.map(K::blocked)));
                 }
+                StateProj::Done => panic!("polled after completion"),
             }
         }
     }
 }
 
-/// Records the inner call's outcome; the entry exits now unless the body
-/// streams (then the body holds it to its end).
+/// Records the inner call's outcome; the entry exits now (dropped where
+/// it is, when the state is left) unless the body streams (then the body
+/// takes it and holds it to its end).
 #[inline(always)]
 fn finish<ResB: Body, K: BodyKind<ResB>, E>(
     result: Result<Response<ResB>, E>,
-    entry: Option<Entry<'static>>,
-    outcome: Outcome,
+    entry: &mut Option<Entry<'static>>,
+    outcome: &Outcome,
 ) -> Result<Response<K::Body>, E> {
     match result {
         Ok(mut response) => {
             let grpc = is_grpc(response.headers());
-            if let Some(entry) = &entry
+            if let Some(entry) = entry
                 && outcome
                     .is_error
                     .is_error(response.status(), response.headers(), grpc)
@@ -195,21 +203,18 @@ fn finish<ResB: Body, K: BodyKind<ResB>, E>(
                 // The inner service's own headers win.
                 headers::write(response.headers_mut(), quota, false, true, *settings);
             }
-            // A gRPC status may come in the trailers too.
-            let grpc = grpc.then_some(outcome.is_error);
             let body = response.body();
             // The size hint first: a buffered body answers it, and an
-            // empty one too, so one call of the body decides.
-            let buffered =
-                grpc.is_none() && (body.size_hint().exact().is_some() || body.is_end_stream());
+            // empty one too, so one call of the body decides. A gRPC
+            // status may come in the trailers too: never buffered.
+            let buffered = !grpc && (body.size_hint().exact().is_some() || body.is_end_stream());
             // A body of known length is complete at the head: exit now,
             // as Sentinel's servlet filter does when the handler returns.
-            match entry {
-                Some(entry) if !buffered => {
-                    Ok(response.map(|body| K::wrapped(ResponseBody::streamed(body, entry, grpc))))
-                }
-                _ => Ok(response.map(K::buffered)),
+            if !buffered && let Some(entry) = entry.take() {
+                let grpc = grpc.then(|| outcome.is_error.clone());
+                return Ok(response.map(|body| K::wrapped(ResponseBody::streamed(body, entry, grpc))));
             }
+            Ok(response.map(K::buffered))
         }
         Err(error) => {
             if let Some(entry) = entry {
@@ -229,6 +234,7 @@ where
             State::Called { .. } => "called",
             State::Queued { .. } => "queued",
             State::Blocked { .. } => "blocked",
+            State::Done => "done",
         };
         f.debug_struct("ResponseFuture")
             .field("state", &state)
