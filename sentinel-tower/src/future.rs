@@ -86,10 +86,14 @@ where
     S: Service<Request<ReqB>>,
 {
     #[inline(always)]
-    pub(crate) fn called(future: S::Future, entry: Entry<'static>, outcome: Outcome) -> Self {
+    pub(crate) fn called(
+        entry: Entry<'static>,
+        outcome: Outcome,
+        call: impl FnOnce() -> S::Future,
+    ) -> Self {
         ResponseFuture {
             state: State::Called {
-                future,
+                future: call(),
                 entry: Some(entry),
                 outcome: Some(outcome),
             },
@@ -143,13 +147,23 @@ where
                     entry,
                     outcome,
                 } => {
-                    let result = ready!(future.poll(cx));
                     let outcome = outcome.as_ref().expect("polled after completion");
                     // The entry stays where it is unless a streamed body
                     // takes it: no copy of it for a buffered response.
-                    let response = finish::<ResB, K, _>(result, entry, outcome);
+                    let answer = match future.poll(cx) {
+                        Poll::Pending => return Poll::Pending,
+                        Poll::Ready(Ok(response)) => {
+                            Ok(finish::<ResB, K>(response, entry, outcome))
+                        }
+                        Poll::Ready(Err(error)) => {
+                            if let Some(entry) = entry {
+                                entry.set_error(&error);
+                            }
+                            Err(error)
+                        }
+                    };
                     state.set(State::Done);
-                    return Poll::Ready(response);
+                    return Poll::Ready(answer);
                 }
                 StateProj::Queued { waiting } => {
                     let waiting = waiting.as_mut().project();
@@ -179,50 +193,40 @@ where
     }
 }
 
-/// Records the inner call's outcome; the entry exits now (dropped where
-/// it is, when the state is left) unless the body streams (then the body
-/// takes it and holds it to its end).
+/// Records the inner response's outcome; the entry exits now (dropped
+/// where it is, when the state is left) unless the body streams (then the
+/// body takes it and holds it to its end).
 #[inline(always)]
-fn finish<ResB: Body, K: BodyKind<ResB>, E>(
-    result: Result<Response<ResB>, E>,
+fn finish<ResB: Body, K: BodyKind<ResB>>(
+    mut response: Response<ResB>,
     entry: &mut Option<Entry<'static>>,
     outcome: &Outcome,
-) -> Result<Response<K::Body>, E> {
-    match result {
-        Ok(mut response) => {
-            let grpc = is_grpc(response.headers());
-            if let Some(entry) = entry
-                && outcome
-                    .is_error
-                    .is_error(response.status(), response.headers(), grpc)
-            {
-                entry.set_error(&response.status());
-            }
-            if let Some(pair) = &outcome.headers {
-                let (quota, settings) = &**pair;
-                // The inner service's own headers win.
-                headers::write(response.headers_mut(), quota, false, true, *settings);
-            }
-            let body = response.body();
-            // The size hint first: a buffered body answers it, and an
-            // empty one too, so one call of the body decides. A gRPC
-            // status may come in the trailers too: never buffered.
-            let buffered = !grpc && (body.size_hint().exact().is_some() || body.is_end_stream());
-            // A body of known length is complete at the head: exit now,
-            // as Sentinel's servlet filter does when the handler returns.
-            if !buffered && let Some(entry) = entry.take() {
-                let grpc = grpc.then(|| outcome.is_error.clone());
-                return Ok(response.map(|body| K::wrapped(ResponseBody::streamed(body, entry, grpc))));
-            }
-            Ok(response.map(K::buffered))
-        }
-        Err(error) => {
-            if let Some(entry) = entry {
-                entry.set_error(&error);
-            }
-            Err(error)
-        }
+) -> Response<K::Body> {
+    let grpc = is_grpc(response.headers());
+    if let Some(entry) = entry
+        && outcome
+            .is_error
+            .is_error(response.status(), response.headers(), grpc)
+    {
+        entry.set_error(&response.status());
     }
+    if let Some(pair) = &outcome.headers {
+        let (quota, settings) = &**pair;
+        // The inner service's own headers win.
+        headers::write(response.headers_mut(), quota, false, true, *settings);
+    }
+    let body = response.body();
+    // The size hint first: a buffered body answers it, and an empty one
+    // too, so one call of the body decides. A gRPC status may come in the
+    // trailers too: never buffered.
+    let buffered = !grpc && (body.size_hint().exact().is_some() || body.is_end_stream());
+    // A body of known length is complete at the head: exit now, as
+    // Sentinel's servlet filter does when the handler returns.
+    if !buffered && let Some(entry) = entry.take() {
+        let grpc = grpc.then(|| outcome.is_error.clone());
+        return response.map(|body| K::wrapped(ResponseBody::streamed(body, entry, grpc)));
+    }
+    response.map(K::buffered)
 }
 
 impl<S, ReqB, K> fmt::Debug for ResponseFuture<S, ReqB, K>

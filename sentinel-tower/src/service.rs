@@ -150,15 +150,42 @@ where
         // Borrowed apart: no reference count on the config per request.
         let SentinelService { inner, config, .. } = self;
         if config.needs_parts() {
-            // A user function reads `&Parts`: take the request apart.
-            let (parts, body) = request.into_parts();
-            let admission = config.admit(&parts, Some(&parts));
-            let request = Request::from_parts(parts, body);
-            return proceed(inner, config, admission, request);
+            return call_with_parts(inner, config, request);
         }
         let admission = config.admit(&request, None);
-        proceed(inner, config, admission, request)
+        match admission.entering {
+            Ok(Entering::Entered(entry)) => {
+                let outcome = config.outcome(admission.quota);
+                ResponseFuture::called(entry, outcome, || inner.call(request))
+            }
+            entering => proceed(
+                inner,
+                config,
+                Admission {
+                    entering,
+                    quota: admission.quota,
+                },
+                request,
+            ),
+        }
     }
+}
+
+/// `call` for a user function that reads `&Parts`: the request taken
+/// apart. Out of line, so that the usual path moves the request once.
+#[inline(never)]
+fn call_with_parts<S, ReqB, K>(
+    inner: &mut S,
+    config: &Config,
+    request: Request<ReqB>,
+) -> ResponseFuture<S, ReqB, K>
+where
+    S: Service<Request<ReqB>> + Clone,
+{
+    let (parts, body) = request.into_parts();
+    let admission = config.admit(&parts, Some(&parts));
+    let request = Request::from_parts(parts, body);
+    proceed(inner, config, admission, request)
 }
 
 /// Calls the inner service, or queues or answers the request.
@@ -178,7 +205,10 @@ where
         Ok(Entering::Entered(entry)) => {
             // The inner service was made ready by `poll_ready`: call it
             // now, as a layer without a wait does.
-            ResponseFuture::called(inner.call(request), entry, config.outcome(admission.quota))
+            // The inner future is made inside the response future's
+            // constructor, last: built where the response future keeps it.
+            let outcome = config.outcome(admission.quota);
+            ResponseFuture::called(entry, outcome, || inner.call(request))
         }
         Ok(Entering::Queued(queued)) => {
             // The ready service goes into the future, which calls it

@@ -234,9 +234,11 @@ pub(crate) fn check(
         let Some((node, bit)) = select(sentinel, compiled, &named_origin, ctx) else {
             continue;
         };
-        let refused = match compiled.quota.as_ref().map(|quota| {
-            quota.acquire(node, u64::from(ctx.batch), ctx.now_ms)
-        }) {
+        let refused = match compiled
+            .quota
+            .as_ref()
+            .map(|quota| quota.acquire(node, u64::from(ctx.batch), ctx.now_ms))
+        {
             Some(Acquired::Passed) => {
                 outcome.lease();
                 false
@@ -301,13 +303,11 @@ fn unleased(
         now: ctx.now_ms,
     };
     Some(
-        match compiled.controller.decide(
-            compiled.rule.count,
-            &usage,
-            ctx.batch,
-            ctx.now_ms,
-            || sentinel.now_nanos(),
-        ) {
+        match compiled
+            .controller
+            .decide(compiled.rule.count, &usage, ctx.batch, ctx.now_ms, || {
+                sentinel.now_nanos()
+            }) {
             Decision::Pass => false,
             Decision::Wait(ns) => {
                 outcome.wait_at_least(ns);
