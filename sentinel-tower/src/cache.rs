@@ -234,6 +234,14 @@ impl NameCache {
         with_joined(method.as_str(), path, |name| self.with(name, f))
     }
 
+    /// The handle of `method:path` if the index holds it (a standard
+    /// method, one of the first names): an index slot is never emptied, so
+    /// the handle lives as long as the cache.
+    #[inline]
+    pub(crate) fn find_route(&self, method: &Method, path: &str) -> Option<&Resource<'static>> {
+        self.index.find(slot_of(method)? as u8, path)
+    }
+
     /// Calls `f` with the handle of `name`, made on first sight; the
     /// overflow resource once `max` names are known, unless a rule names
     /// it. A known name costs a lock-free map read and no reference count.

@@ -119,6 +119,35 @@ impl Namer {
         matches!(self, Namer::Custom(_))
     }
 
+    /// The resource of `head` if `names` finds it in its index (a known
+    /// name, by a route template or a path, cleaned, with a standard
+    /// method): returned, not passed to a closure, so that
+    /// entering it needs no result carried back up. `None`: ask
+    /// [`with_resource`](Self::with_resource).
+    #[inline]
+    pub(crate) fn find<'c>(
+        &self,
+        names: &'c NameCache,
+        head: &impl Head,
+    ) -> Option<&'c Resource<'static>> {
+        let Namer::Route(None) = self else {
+            return None;
+        };
+        let method = head.method();
+        #[cfg(feature = "axum")]
+        if let Some(matched) = head.extensions().get::<axum::extract::MatchedPath>() {
+            return names.find_route(method, matched.as_str());
+        }
+        let path = head.uri().path();
+        if !has_id(path) {
+            return names.find_route(method, path);
+        }
+        with_buffer(
+            |cleaned| push_cleaned(cleaned, path),
+            |cleaned| names.find_route(method, cleaned),
+        )
+    }
+
     /// Calls `f` with the resource of `head`, from `names`. The default
     /// names are looked up by method and path (the template, or the path
     /// as it is when it has no identifier) without joining them; a cleaned
@@ -239,6 +268,43 @@ mod tests {
             .unwrap();
         assert_eq!(name(&default, &odd), "PURGE:/health");
         assert_eq!(name(&default, &odd), "PURGE:/health");
+    }
+
+    #[test]
+    fn find_returns_the_named_resource_once_it_is_known_and_defers_the_rest() {
+        let sentinel: &'static sentinel_core::Sentinel =
+            Box::leak(Box::new(sentinel_core::Sentinel::builder().build()));
+        let names = NameCache::new(sentinel, 100);
+        let default = Namer::default_route();
+        let find = |namer: &Namer, request: &http::Request<()>| {
+            namer
+                .find(&names, request)
+                .map(|r| std::ptr::from_ref(r) as usize)
+        };
+        let named = |namer: &Namer, request: &http::Request<()>| {
+            namer.with_resource(&names, request, None, |r| std::ptr::from_ref(r) as usize)
+        };
+        let plain = http::Request::get("/health").body(()).unwrap();
+        let cleaned = http::Request::get("/orders/42?x=1").body(()).unwrap();
+        let other_id = http::Request::get("/orders/7").body(()).unwrap();
+        // Unknown names: not found (the caller then names them).
+        assert_eq!(find(&default, &plain), None);
+        assert_eq!(find(&default, &cleaned), None);
+        let health = named(&default, &plain);
+        let orders = named(&default, &cleaned);
+        assert_ne!(health, orders);
+        // Known: the same handles, a cleaned path by its cleaned name.
+        assert_eq!(find(&default, &plain), Some(health));
+        assert_eq!(find(&default, &cleaned), Some(orders));
+        assert_eq!(find(&default, &other_id), Some(orders));
+        // Another method is another name.
+        let post = http::Request::post("/health").body(()).unwrap();
+        assert_eq!(find(&default, &post), None);
+        // A user's cleaner or namer always names through `with_resource`.
+        let upper = Namer::Route(Some(Arc::new(|path: &str| Cow::Owned(path.to_uppercase()))));
+        assert_eq!(find(&upper, &plain), None);
+        let custom = Namer::Custom(Arc::new(|parts: &Parts| parts.uri.path().to_owned()));
+        assert_eq!(find(&custom, &plain), None);
     }
 
     #[test]

@@ -58,9 +58,25 @@ impl Config {
     /// Names and enters the resource of a request.
     #[inline]
     fn admit(&self, head: &impl Head, parts: Option<&Parts>) -> Admission {
-        if let Some(resource) = self.route.get(head.method(), head.extensions()) {
-            return self.enter(resource, head, parts);
-        }
+        let resource = match self.route.get(head.method(), head.extensions()) {
+            Some(resource) => resource,
+            None => match self.namer.find(&self.names, head) {
+                Some(resource) => {
+                    self.route
+                        .remember(head.method(), head.extensions(), resource);
+                    resource
+                }
+                None => return self.admit_named(head, parts),
+            },
+        };
+        self.enter(resource, head, parts)
+    }
+
+    /// [`admit`](Self::admit) for a name the index does not find (first
+    /// sight, a cleaned path, a user's namer, past the index's room).
+    #[cold]
+    #[inline(never)]
+    fn admit_named(&self, head: &impl Head, parts: Option<&Parts>) -> Admission {
         self.namer
             .with_resource(&self.names, head, parts, |resource| {
                 if !self.namer.needs_parts() {
