@@ -106,7 +106,7 @@ impl Config {
             Ok(_) => None,
             Err(block) => qps_rule(block)
                 .filter(|_| self.headers.any())
-                .and_then(|rule| resource.flow_quota(Some(rule))),
+                .and_then(|rule| resource.flow_quota_refused(rule)),
         };
         Admission { entering, quota }
     }

@@ -63,7 +63,32 @@ impl Resource<'_> {
     /// # Ok::<(), sentinel_core::RuleErrors>(())
     /// ```
     pub fn flow_quota(&self, rule: Option<&FlowRule>) -> Option<FlowQuota> {
-        self.sentinel().flow_quota(self.node()?, rule)
+        self.sentinel().flow_quota(self.node()?, rule, true)
+    }
+
+    /// The quota `rule` reports when it has just refused an entry: as
+    /// [`flow_quota`](Self::flow_quota) for that rule, with nothing
+    /// `remaining`, and the window not summed (a rate-limited response
+    /// tells the limit, the window and the reset; what a refusal leaves is
+    /// nothing). For a 429's headers: a rule-set read, no window read.
+    ///
+    /// ```
+    /// use sentinel_core::flow::FlowRule;
+    /// use sentinel_core::{BlockKind, ManualClock, Sentinel};
+    ///
+    /// let sentinel = Sentinel::builder().clock(ManualClock::new(10_200)).build();
+    /// sentinel.flow_rules().load(vec![FlowRule::new("r", 1.0)])?;
+    /// let resource = sentinel.resource("r");
+    /// drop(resource.entry());
+    /// let block = resource.entry().unwrap_err();
+    /// assert_eq!(block.kind(), BlockKind::Flow);
+    /// let rule = block.rule_as::<FlowRule>().unwrap();
+    /// let quota = resource.flow_quota_refused(rule).unwrap();
+    /// assert_eq!((quota.limit, quota.remaining, quota.reset_ms), (1, 0, 300));
+    /// # Ok::<(), sentinel_core::RuleErrors>(())
+    /// ```
+    pub fn flow_quota_refused(&self, rule: &FlowRule) -> Option<FlowQuota> {
+        self.sentinel().flow_quota(self.node()?, Some(rule), false)
     }
 }
 
@@ -72,6 +97,7 @@ impl Sentinel {
         &self,
         node: &ResourceNode,
         rule: Option<&FlowRule>,
+        count_passes: bool,
     ) -> Option<FlowQuota> {
         let version = self.rules_version();
         let now = self.now_ms();
@@ -84,12 +110,19 @@ impl Sentinel {
                     .find(|c| std::ptr::eq(&*c.rule, rule) || *c.rule == *rule)?,
                 None => flow.iter().find(|c| c.rule.grade == FlowGrade::Qps)?,
             };
-            quota_of(compiled, node.stats(), now)
+            quota_of(compiled, node.stats(), now, count_passes)
         })
     }
 }
 
-fn quota_of(compiled: &CompiledFlow, node: &StatisticNode, now: u64) -> Option<FlowQuota> {
+/// The quota of `compiled` at `now`; `remaining` 0 without reading the
+/// window unless `count_passes`.
+fn quota_of(
+    compiled: &CompiledFlow,
+    node: &StatisticNode,
+    now: u64,
+    count_passes: bool,
+) -> Option<FlowQuota> {
     let rule = &compiled.rule;
     let own_node = matches!(
         (&compiled.limit, &compiled.strategy),
@@ -98,26 +131,28 @@ fn quota_of(compiled: &CompiledFlow, node: &StatisticNode, now: u64) -> Option<F
     if rule.grade != FlowGrade::Qps || !own_node {
         return None;
     }
-    let (window_ms, bucket_ms, passes) = match &compiled.window {
-        Some(window) => (
-            window.interval_ms(),
-            window.bucket_ms(),
-            window.sum(now, MetricEvent::Pass),
-        ),
-        None => {
-            let (interval, bucket) = node.second_window_ms();
-            (interval, bucket, node.sum(now, MetricEvent::Pass))
-        }
+    let (window_ms, bucket_ms) = match &compiled.window {
+        Some(window) => (window.interval_ms(), window.bucket_ms()),
+        None => node.second_window_ms(),
     };
     // The check passes an entry while `whole(passes / w) + 1 <=
     // whole(count)`, i.e. while `passes < whole(count) * w`.
     let limit = (rule.count.max(0.0).floor() as u64)
         .saturating_mul(window_ms)
         .div_ceil(1_000);
+    let remaining = if count_passes {
+        let passes = match &compiled.window {
+            Some(window) => window.sum(now, MetricEvent::Pass),
+            None => node.sum(now, MetricEvent::Pass),
+        };
+        limit.saturating_sub(passes)
+    } else {
+        0
+    };
     Some(FlowQuota {
         limit,
         window_ms,
-        remaining: limit.saturating_sub(passes),
+        remaining,
         reset_ms: bucket_ms - now % bucket_ms.max(1),
     })
 }
@@ -155,6 +190,35 @@ mod tests {
         // The bucket of 20 000 leaves the window at 21 000.
         clock.set(21_000);
         assert_eq!(quota().1, 3);
+    }
+
+    #[test]
+    fn a_refusal_reports_the_same_quota_with_nothing_remaining() {
+        let mut own = FlowRule::new("w", 2.0);
+        own.stat_interval_ms = 4_000;
+        own.stat_sample_count = 4;
+        let (instance, clock) = sentinel(vec![FlowRule::new("r", 3.0), own.clone()]);
+        for (name, rule) in [("r", FlowRule::new("r", 3.0)), ("w", own)] {
+            let resource = instance.resource(name);
+            drop(resource.entry().unwrap());
+            clock.advance_ms(700);
+            let read = resource.flow_quota(Some(&rule)).unwrap();
+            assert!(read.remaining > 0, "{name}: {read:?}");
+            let refused = resource.flow_quota_refused(&rule).unwrap();
+            assert_eq!(
+                refused,
+                FlowQuota {
+                    remaining: 0,
+                    ..read
+                },
+                "{name}"
+            );
+        }
+        // Rules the headers do not describe give none either way.
+        let mut threads = FlowRule::new("t", 2.0);
+        threads.grade = FlowGrade::Concurrency;
+        let (instance, _) = sentinel(vec![threads.clone()]);
+        assert_eq!(instance.resource("t").flow_quota_refused(&threads), None);
     }
 
     #[test]
