@@ -169,6 +169,8 @@ where
             return call_with_parts(inner, config, request);
         }
         let admission = config.admit(&request, None);
+        // The usual case matched here, not in `proceed`: the request then
+        // moves once, straight into the inner future.
         match admission.entering {
             Ok(Entering::Entered(entry)) => {
                 let outcome = config.outcome(admission.quota);
@@ -204,9 +206,9 @@ where
     proceed(inner, config, admission, request)
 }
 
-/// Calls the inner service, or queues or answers the request.
-// Inlined into `call`: the request and the inner future are then built in
-// place, not copied through a frame (hundreds of bytes each).
+/// Calls the inner service, or queues or answers the request: for a
+/// request `call` did not call at once (queued or blocked), and for the
+/// `&Parts` path.
 #[inline(always)]
 fn proceed<S, ReqB, K>(
     inner: &mut S,
