@@ -133,19 +133,7 @@ impl Namer {
         let Namer::Route(None) = self else {
             return None;
         };
-        let method = head.method();
-        #[cfg(feature = "axum")]
-        if let Some(matched) = head.extensions().get::<axum::extract::MatchedPath>() {
-            return names.find_route(method, matched.as_str());
-        }
-        let path = head.uri().path();
-        if !has_id(path) {
-            return names.find_route(method, path);
-        }
-        with_buffer(
-            |cleaned| push_cleaned(cleaned, path),
-            |cleaned| names.find_route(method, cleaned),
-        )
+        with_route_path(head, None, |method, path| names.find_route(method, path))
     }
 
     /// Calls `f` with the resource of `head`, from `names`. The default
@@ -165,23 +153,36 @@ impl Namer {
             Namer::Custom(name) => {
                 names.with(&name(parts.expect("a custom namer is given the parts")), f)
             }
-            Namer::Route(cleaner) => {
-                let method = head.method();
-                #[cfg(feature = "axum")]
-                if let Some(matched) = head.extensions().get::<axum::extract::MatchedPath>() {
-                    return names.with_route(method, matched.as_str(), f);
-                }
-                let path = head.uri().path();
-                match cleaner {
-                    None if !has_id(path) => names.with_route(method, path, f),
-                    None => with_buffer(
-                        |cleaned| push_cleaned(cleaned, path),
-                        |cleaned| names.with_route(method, cleaned, f),
-                    ),
-                    Some(cleaner) => names.with_route(method, &cleaner(path), f),
-                }
-            }
+            Namer::Route(cleaner) => with_route_path(head, cleaner.as_ref(), |method, path| {
+                names.with_route(method, path, f)
+            }),
         }
+    }
+}
+
+/// Calls `k` with the method and path a route namer names `head` by: the
+/// route template, else the path as it is when it has no identifier, else
+/// the path cleaned (by `cleaner`, or by [`clean_path`]'s rule into this
+/// thread's buffer, no `String` per request).
+#[inline]
+fn with_route_path<T>(
+    head: &impl Head,
+    cleaner: Option<&Cleaner>,
+    k: impl FnOnce(&http::Method, &str) -> T,
+) -> T {
+    let method = head.method();
+    #[cfg(feature = "axum")]
+    if let Some(matched) = head.extensions().get::<axum::extract::MatchedPath>() {
+        return k(method, matched.as_str());
+    }
+    let path = head.uri().path();
+    match cleaner {
+        None if !has_id(path) => k(method, path),
+        None => with_buffer(
+            |cleaned| push_cleaned(cleaned, path),
+            |cleaned| k(method, cleaned),
+        ),
+        Some(cleaner) => k(method, &cleaner(path)),
     }
 }
 
