@@ -7,10 +7,12 @@
 //! joined per request (a per-thread buffer, three copies) and a shorter
 //! key hashed. The first 2 048 names are also in an index of `OnceLock`s
 //! (by method and path), read with atomic loads only: a known name costs
-//! a hash, a load and a compare, not an `ArcSwap` load and its guard.
+//! a hash, a load and a compare, not an `ArcSwap` load and its guard. A
+//! request path with identifiers is found there by the name it cleans to
+//! without writing that name ([`Key`]: hashed and compared piece by
+//! piece).
 
 use std::collections::HashMap;
-use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -19,6 +21,8 @@ use http::Method;
 use sentinel_core::{Resource, Sentinel};
 
 use crate::buffer::with_joined;
+use crate::key::{Key, Lookup};
+use crate::name::first_id;
 
 /// The resource every request is entered as once the layer has seen
 /// [`max_resource_names`](crate::SentinelLayer::max_resource_names) distinct
@@ -130,36 +134,44 @@ impl Index {
         }
     }
 
-    #[inline]
-    fn start(&self, method: u8, text: &str) -> usize {
-        let hash =
-            self.hasher.hash_one(text) ^ u64::from(method).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    #[inline(always)]
+    fn start(&self, method: u8, key: &(impl Lookup + ?Sized)) -> usize {
+        let hash = key.hash(&self.hasher) ^ u64::from(method).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         hash as usize & (self.slots.len() - 1)
     }
 
-    #[inline]
-    fn find(&self, method: u8, text: &str) -> Option<&Resource<'static>> {
+    /// The resource of the name `key` stands for (a text, or a request
+    /// path as the text it cleans to).
+    #[inline(always)]
+    fn find(&self, method: u8, key: &(impl Lookup + ?Sized)) -> Option<&Resource<'static>> {
         let mask = self.slots.len() - 1;
-        let mut at = self.start(method, text);
+        let mut at = self.start(method, key);
         loop {
             // An empty slot ends the probe: the index is at most half full.
             let slot = self.slots[at].get()?;
-            if slot.method == method && *slot.text == *text {
+            if slot.method == method && key.matches(&slot.text) {
                 return Some(&slot.resource);
             }
             at = (at + 1) & mask;
         }
     }
 
+    /// The resource of the name `text` (a path or a whole name).
+    #[inline]
+    fn find_text(&self, method: u8, text: &str) -> Option<&Resource<'static>> {
+        self.find(method, &Key::of_text(text)?)
+    }
+
     /// Adds a name not in the index yet, if there is room; called under
     /// the cache's insert lock only.
     fn add(&self, method: u8, text: &str, resource: &Arc<Resource<'static>>) {
         let len = self.len.load(Ordering::Relaxed);
-        if len >= self.slots.len() / 2 {
+        // A text with more `{id}`s than a key holds is left to the maps.
+        let (true, Some(key)) = (len < self.slots.len() / 2, Key::of_text(text)) else {
             return;
-        }
+        };
         let mask = self.slots.len() - 1;
-        let mut at = self.start(method, text);
+        let mut at = self.start(method, &key);
         while self.slots[at].get().is_some() {
             at = (at + 1) & mask;
         }
@@ -223,7 +235,7 @@ impl NameCache {
         f: impl FnOnce(&Resource<'static>) -> T,
     ) -> T {
         if let Some(slot) = slot_of(method) {
-            if let Some(resource) = self.index.find(slot as u8, path) {
+            if let Some(resource) = self.index.find_text(slot as u8, path) {
                 return f(resource);
             }
             // Past the index's room: the maps, still without a join.
@@ -234,12 +246,25 @@ impl NameCache {
         with_joined(method.as_str(), path, |name| self.with(name, f))
     }
 
-    /// The handle of `method:path` if the index holds it (a standard
+    /// The handle of `method:template` if the index holds it (a standard
     /// method, one of the first names): an index slot is never emptied, so
     /// the handle lives as long as the cache.
     #[inline]
-    pub(crate) fn find_route(&self, method: &Method, path: &str) -> Option<&Resource<'static>> {
-        self.index.find(slot_of(method)? as u8, path)
+    pub(crate) fn find_route(&self, method: &Method, template: &str) -> Option<&Resource<'static>> {
+        self.index.find_text(slot_of(method)? as u8, template)
+    }
+
+    /// As [`find_route`](Self::find_route), for a request path: the handle
+    /// of `method:` + the path as [`clean_path`](crate::clean_path) cleans
+    /// it, found without writing the cleaned path.
+    #[inline(always)]
+    pub(crate) fn find_path(&self, method: &Method, path: &str) -> Option<&Resource<'static>> {
+        let slot = slot_of(method)? as u8;
+        match first_id(path) {
+            // Most paths have no identifier: the path is the name's text.
+            None => self.index.find(slot, path),
+            Some(first) => self.index.find(slot, &Key::of_path(path, first)?),
+        }
     }
 
     /// Calls `f` with the handle of `name`, made on first sight; the
@@ -248,7 +273,7 @@ impl NameCache {
     #[inline]
     pub(crate) fn with<T>(&self, name: &str, f: impl FnOnce(&Resource<'static>) -> T) -> T {
         let (method, text) = key(name);
-        if let Some(resource) = self.index.find(method, text) {
+        if let Some(resource) = self.index.find_text(method, text) {
             return f(resource);
         }
         let map = self.map.load();
@@ -356,9 +381,9 @@ mod tests {
         let by_route = cache.with_route(&Method::GET, "/p0", |r| std::ptr::from_ref(r) as usize);
         let by_name = cache.with("GET:/p0", |r| std::ptr::from_ref(r) as usize);
         assert_eq!(by_route, by_name);
-        assert!(cache.index.find(0, "/p0").is_some());
+        assert!(cache.index.find_text(0, "/p0").is_some());
         assert!(
-            cache.index.find(1, "/p0").is_none(),
+            cache.index.find_text(1, "/p0").is_none(),
             "POST:/p0 was never named"
         );
         assert_eq!(cache.refused(), 0);

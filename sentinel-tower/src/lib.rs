@@ -45,6 +45,7 @@ mod cache;
 mod config;
 mod future;
 mod headers;
+mod key;
 mod layer;
 mod name;
 mod route;

@@ -8,6 +8,7 @@ use sentinel_core::Resource;
 
 use crate::buffer::with_buffer;
 use crate::cache::NameCache;
+use crate::key::next_marked;
 
 /// Replaces the path segments that look like identifiers with `{id}`: all
 /// digits (`123`), UUIDs (`0f8c…-…`), and hex strings of 16 characters or
@@ -33,24 +34,19 @@ pub fn clean_path(path: &str) -> Cow<'_, str> {
     Cow::Owned(cleaned)
 }
 
-/// Whether a segment of `path` looks like an identifier. One pass over
-/// the bytes: a segment is looked at only when it starts with a hex digit
-/// (every identifier does), the others are skipped to their `/`.
+/// Whether a segment of `path` looks like an identifier.
 #[inline]
-fn has_id(path: &str) -> bool {
-    let bytes = path.as_bytes();
-    let mut start = 0;
-    while start < bytes.len() {
-        let end = bytes[start..]
-            .iter()
-            .position(|b| *b == b'/')
-            .map_or(bytes.len(), |i| start + i);
-        if bytes[start].is_ascii_hexdigit() && is_id(&bytes[start..end]) {
-            return true;
-        }
-        start = end + 1;
-    }
-    false
+pub(crate) fn has_id(path: &str) -> bool {
+    first_id(path).is_some()
+}
+
+/// The first segment of `path` that looks like an identifier: its start
+/// and end. One pass over the bytes: a segment is looked at only when it
+/// starts with a hex digit (every identifier does), the others are
+/// skipped to their `/`.
+#[inline]
+pub(crate) fn first_id(path: &str) -> Option<(usize, usize)> {
+    next_marked(path.as_bytes(), 0, |first| first.is_ascii_hexdigit(), is_id)
 }
 
 /// Appends `path` to `out` with its identifier segments as `{id}`. The
@@ -76,7 +72,7 @@ fn push_cleaned(out: &mut String, path: &str) {
     out.push_str(&path[copied..]);
 }
 
-fn is_id(bytes: &[u8]) -> bool {
+pub(crate) fn is_id(bytes: &[u8]) -> bool {
     if bytes.is_empty() {
         return false;
     }
@@ -120,9 +116,10 @@ impl Namer {
     }
 
     /// The resource of `head` if `names` finds it in its index (a known
-    /// name, by a route template or a path, cleaned, with a standard
-    /// method): returned, not passed to a closure, so that
-    /// entering it needs no result carried back up. `None`: ask
+    /// name, by a route template or a path, with a standard method; a path
+    /// with identifiers is found by the name it cleans to, not cleaned):
+    /// returned, not passed to a closure, so that entering it needs no
+    /// result carried back up. `None`: ask
     /// [`with_resource`](Self::with_resource).
     #[inline]
     pub(crate) fn find<'c>(
@@ -133,7 +130,13 @@ impl Namer {
         let Namer::Route(None) = self else {
             return None;
         };
-        with_route_path(head, None, |method, path| names.find_route(method, path))
+        let method = head.method();
+        #[cfg(feature = "axum")]
+        if let Some(matched) = head.extensions().get::<axum::extract::MatchedPath>() {
+            return names.find_route(method, matched.as_str());
+        }
+        // The path is not cleaned: the index finds the cleaned name from it.
+        names.find_path(method, head.uri().path())
     }
 
     /// Calls `f` with the resource of `head`, from `names`. The default
@@ -306,6 +309,38 @@ mod tests {
         assert_eq!(find(&upper, &plain), None);
         let custom = Namer::Custom(Arc::new(|parts: &Parts| parts.uri.path().to_owned()));
         assert_eq!(find(&custom, &plain), None);
+    }
+
+    #[test]
+    fn paths_the_index_keys_apart_are_still_named_by_their_cleaned_path() {
+        let sentinel: &'static sentinel_core::Sentinel =
+            Box::leak(Box::new(sentinel_core::Sentinel::builder().build()));
+        let names = NameCache::new(sentinel, 100);
+        let default = Namer::default_route();
+        let get = |path: &str| http::Request::get(path).body(()).unwrap();
+        let name = |request: &http::Request<()>| {
+            let named = default.with_resource(&names, request, None, |r| r.name().to_owned());
+            let found = default.find(&names, request).map(|r| r.name().to_owned());
+            (named, found)
+        };
+        // More identifiers than a key holds: named, never in the index.
+        let many = get("/1/2/3/4/5/6/7/8");
+        let (named, found) = name(&many);
+        assert_eq!(named, "GET:/{id}/{id}/{id}/{id}/{id}/{id}/{id}/{id}");
+        assert_eq!(found, None);
+        assert_eq!(name(&get("/9/8/7/6/5/4/3/2")).0, named);
+        // A literal `{id}` is kept, as cleaning keeps it (the path is
+        // looked up the slower way), and a path with an identifier there
+        // is the same name, found by the path.
+        let literal = get("/a/{id}/b");
+        let (named, _) = name(&literal);
+        assert_eq!(named, "GET:/a/{id}/b");
+        assert_eq!(name(&get("/a/42/b")), (named.clone(), Some(named)));
+        // Up to six identifiers are found by the path, as cleaned.
+        let six = get("/1/x/2/3/4/5/6");
+        let (named, _) = name(&six);
+        assert_eq!(named, "GET:/{id}/x/{id}/{id}/{id}/{id}/{id}");
+        assert_eq!(name(&get("/7/x/8/9/10/11/12")).1, Some(named));
     }
 
     #[test]
