@@ -148,22 +148,28 @@ where
                     outcome,
                 } => {
                     let outcome = outcome.as_ref().expect("polled after completion");
-                    // The entry stays where it is unless a streamed body
-                    // takes it: no copy of it for a buffered response.
-                    let answer = match future.poll(cx) {
+                    let mut response = match future.poll(cx) {
                         Poll::Pending => return Poll::Pending,
-                        Poll::Ready(Ok(response)) => {
-                            Ok(finish::<ResB, K>(response, entry, outcome))
-                        }
+                        Poll::Ready(Ok(response)) => response,
                         Poll::Ready(Err(error)) => {
                             if let Some(entry) = entry {
                                 entry.set_error(&error);
                             }
-                            Err(error)
+                            state.set(State::Done);
+                            return Poll::Ready(Err(error));
                         }
                     };
+                    // The entry stays where it is unless a streamed body
+                    // takes it: no copy of it for a buffered response.
+                    let streamed = finish(&mut response, entry, outcome);
+                    // Left before the answer is made: it is then made
+                    // where it is returned, not copied there.
                     state.set(State::Done);
-                    return Poll::Ready(answer);
+                    return Poll::Ready(Ok(match streamed {
+                        None => response.map(K::buffered),
+                        Some((entry, grpc)) => response
+                            .map(|body| K::wrapped(ResponseBody::streamed(body, entry, grpc))),
+                    }));
                 }
                 StateProj::Queued { waiting } => {
                     let waiting = waiting.as_mut().project();
@@ -193,15 +199,16 @@ where
     }
 }
 
-/// Records the inner response's outcome; the entry exits now (dropped
-/// where it is, when the state is left) unless the body streams (then the
-/// body takes it and holds it to its end).
+/// Records the inner response's outcome. The entry exits when the state
+/// is left (dropped where it is) unless the body streams: then it is
+/// taken and returned, with the error check of a gRPC body's trailers,
+/// for the body to hold to its end.
 #[inline(always)]
-fn finish<ResB: Body, K: BodyKind<ResB>>(
-    mut response: Response<ResB>,
+fn finish<ResB: Body>(
+    response: &mut Response<ResB>,
     entry: &mut Option<Entry<'static>>,
     outcome: &Outcome,
-) -> Response<K::Body> {
+) -> Option<(Entry<'static>, Option<ErrorCheck>)> {
     let grpc = is_grpc(response.headers());
     if let Some(entry) = entry
         && outcome
@@ -222,11 +229,11 @@ fn finish<ResB: Body, K: BodyKind<ResB>>(
     let buffered = !grpc && (body.size_hint().exact().is_some() || body.is_end_stream());
     // A body of known length is complete at the head: exit now, as
     // Sentinel's servlet filter does when the handler returns.
-    if !buffered && let Some(entry) = entry.take() {
-        let grpc = grpc.then(|| outcome.is_error.clone());
-        return response.map(|body| K::wrapped(ResponseBody::streamed(body, entry, grpc)));
+    if buffered {
+        return None;
     }
-    response.map(K::buffered)
+    let entry = entry.take()?;
+    Some((entry, grpc.then(|| outcome.is_error.clone())))
 }
 
 impl<S, ReqB, K> fmt::Debug for ResponseFuture<S, ReqB, K>
