@@ -11,8 +11,15 @@
 //!     $B governor $n 2>&1 | grep 'refs'; done
 //! ```
 //!
-//! Cases: `baseline`, `governor`, `pass`, `cleaned`, `block`,
-//! `router-baseline`, `router-governor`, `router-pass`, `router-pass-axum`.
+//! Cases: `baseline`, `core`, `core-block`, `floor`, `governor`, `pass`,
+//! `cleaned`, `block`, `router-baseline`, `router-governor`, `router-pass`,
+//! `router-pass-axum`.
+//!
+//! `core` is the floor of the core (its entry and exit in the handler,
+//! no layer); `floor` the floor of any layer around it: a minimal one
+//! (below, [`Floor`]) that enters one fixed resource and holds the entry
+//! in its future until the response, with nothing else: no naming, no
+//! response checks, no headers.
 //!
 //! `$B time 15` instead times every case in turn, 15 rounds (each case's
 //! set-up included, under 1 % of a round), and prints medians: on a shared
@@ -106,10 +113,11 @@ fn main() {
     one(case, n);
 }
 
-const CASES: [&str; 11] = [
+const CASES: [&str; 12] = [
     "baseline",
     "core",
     "core-block",
+    "floor",
     "governor",
     "pass",
     "cleaned",
@@ -187,6 +195,14 @@ fn one(case: &str, n: u64) {
             });
             run(service, "/orders", n, 200)
         }
+        "floor" => {
+            let sentinel = instance(vec![FlowRule::new("GET:/orders", 1e11)]);
+            let service = Floor {
+                inner: service_fn(ok),
+                resource: Arc::new(sentinel.resource("GET:/orders")),
+            };
+            run(service, "/orders", n, 200)
+        }
         "governor" => run(
             ServiceBuilder::new()
                 .layer(governor!(false))
@@ -248,5 +264,58 @@ fn one(case: &str, n: u64) {
             200,
         ),
         other => panic!("unknown case {other}"),
+    }
+}
+
+/// The least a layer around the core does: enters one fixed resource
+/// (inbound, as the layer does) and holds the entry in its future until
+/// the response. Its overhead over `core` is what holding an entry across
+/// a call costs, whatever else a layer does.
+#[derive(Clone)]
+struct Floor<S> {
+    inner: S,
+    resource: Arc<sentinel_core::Resource<'static>>,
+}
+
+pin_project_lite::pin_project! {
+    struct FloorFuture<F> {
+        #[pin]
+        inner: F,
+        entry: Option<sentinel_core::Entry<'static>>,
+    }
+}
+
+impl<F: Future> Future for FloorFuture<F> {
+    type Output = F::Output;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let output = std::task::ready!(this.inner.poll(cx));
+        // The entry exits at the response.
+        this.entry.take();
+        Poll::Ready(output)
+    }
+}
+
+impl<S: Service<Request<Body>>> Service<Request<Body>> for Floor<S> {
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = FloorFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        let entry = self
+            .resource
+            .builder()
+            .entry_type(sentinel_core::EntryType::Inbound)
+            .enter()
+            .ok();
+        FloorFuture {
+            inner: self.inner.call(request),
+            entry,
+        }
     }
 }
