@@ -151,7 +151,11 @@ fn interleaved(rounds: usize) {
         let (min, max) = times[i]
             .iter()
             .fold((f64::MAX, 0.0f64), |(lo, hi), t| (lo.min(*t), hi.max(*t)));
-        let base = if case.starts_with("router") { 7 } else { 0 };
+        let base = if case.starts_with("router") {
+            CASES.iter().position(|c| *c == "router-baseline").unwrap()
+        } else {
+            0
+        };
         println!(
             "{case:>16} {:7.1} ({min:.1}..{max:.1})  overhead {:+7.1}",
             median(i),
