@@ -22,7 +22,7 @@ use sentinel_core::{Resource, Sentinel};
 
 use crate::buffer::with_joined;
 use crate::key::{Key, Lookup};
-use crate::name::first_id;
+use crate::segment::first_id;
 
 /// The resource every request is entered as once the layer has seen
 /// [`max_resource_names`](crate::SentinelLayer::max_resource_names) distinct

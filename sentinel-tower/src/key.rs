@@ -3,15 +3,16 @@
 //! with identifiers is found without writing its cleaned form.
 //!
 //! A name's text is cut at its `{id}` segments into pieces; a request path
-//! at the segments [`clean_path`](crate::clean_path) replaces (and at a
-//! literal `{id}`, which cleaning keeps as it is). Both hash the pieces
-//! with a mark between them, so a path and the text it cleans to have one
-//! hash, and a path matches a text when the text is its pieces joined by
-//! `{id}`: the cleaned path, exactly.
+//! at the segments [`clean_path`](crate::clean_path) replaces. Both hash
+//! the pieces with a mark between them, so a path and the text it cleans
+//! to have one hash, and a path matches a text when the text is its pieces
+//! joined by `{id}`: the cleaned path, exactly. (A path with a literal
+//! `{id}` segment, which cleaning keeps, hashes apart from its name: it is
+//! named the slower way, through the maps. A match is exact either way.)
 
 use std::hash::{BuildHasher, Hasher};
 
-use crate::name::is_id;
+use crate::segment::{is_id, next_marked};
 
 /// The most marks a key holds; a text or path with more is not in the
 /// index (it is named the slower way, through the maps).
@@ -162,35 +163,11 @@ impl Lookup for Key<'_> {
     }
 }
 
-/// The first segment of `text` (between `/`s, or an end) from `start` on
-/// (a segment's start) that `marked` picks, among those whose first byte
-/// is a `candidate` (the others are only skipped to their `/`): its start
-/// and end. An empty segment is never picked.
-#[inline(always)]
-pub(crate) fn next_marked(
-    text: &[u8],
-    mut start: usize,
-    candidate: impl Fn(u8) -> bool,
-    marked: impl Fn(&[u8]) -> bool,
-) -> Option<(usize, usize)> {
-    while start < text.len() {
-        let end = text[start..]
-            .iter()
-            .position(|b| *b == b'/')
-            .map_or(text.len(), |i| start + i);
-        if candidate(text[start]) && marked(&text[start..end]) {
-            return Some((start, end));
-        }
-        start = end + 1;
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::clean_path;
-    use crate::name::first_id;
+    use crate::segment::first_id;
 
     fn hasher() -> foldhash::fast::RandomState {
         foldhash::fast::RandomState::default()

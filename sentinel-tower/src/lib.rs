@@ -49,6 +49,7 @@ mod key;
 mod layer;
 mod name;
 mod route;
+mod segment;
 mod service;
 
 pub use block::retry_after;

@@ -8,7 +8,7 @@ use sentinel_core::Resource;
 
 use crate::buffer::with_buffer;
 use crate::cache::NameCache;
-use crate::key::next_marked;
+use crate::segment::{has_id, is_id};
 
 /// Replaces the path segments that look like identifiers with `{id}`: all
 /// digits (`123`), UUIDs (`0f8c…-…`), and hex strings of 16 characters or
@@ -34,21 +34,6 @@ pub fn clean_path(path: &str) -> Cow<'_, str> {
     Cow::Owned(cleaned)
 }
 
-/// Whether a segment of `path` looks like an identifier.
-#[inline]
-pub(crate) fn has_id(path: &str) -> bool {
-    first_id(path).is_some()
-}
-
-/// The first segment of `path` that looks like an identifier: its start
-/// and end. One pass over the bytes: a segment is looked at only when it
-/// starts with a hex digit (every identifier does), the others are
-/// skipped to their `/`.
-#[inline]
-pub(crate) fn first_id(path: &str) -> Option<(usize, usize)> {
-    next_marked(path.as_bytes(), 0, |first| first.is_ascii_hexdigit(), is_id)
-}
-
 /// Appends `path` to `out` with its identifier segments as `{id}`. The
 /// text between identifiers is copied in one piece (a copy per segment
 /// cost more than the scan).
@@ -70,21 +55,6 @@ fn push_cleaned(out: &mut String, path: &str) {
         start = end + 1;
     }
     out.push_str(&path[copied..]);
-}
-
-pub(crate) fn is_id(bytes: &[u8]) -> bool {
-    if bytes.is_empty() {
-        return false;
-    }
-    if bytes.iter().all(u8::is_ascii_digit) {
-        return true;
-    }
-    let is_uuid = bytes.len() == 36
-        && bytes.iter().enumerate().all(|(i, b)| match i {
-            8 | 13 | 18 | 23 => *b == b'-',
-            _ => b.is_ascii_hexdigit(),
-        });
-    is_uuid || (bytes.len() >= 16 && bytes.iter().all(u8::is_ascii_hexdigit))
 }
 
 /// A path cleaner: takes a request path, gives the path to name the
@@ -242,11 +212,16 @@ mod tests {
         assert_eq!(clean_path("/x/deadbeef"), "/x/deadbeef");
     }
 
-    #[test]
-    fn the_default_namer_cleans_into_the_name_and_a_users_cleaner_is_used() {
+    /// A name cache of room 100 on an instance of its own.
+    fn names() -> NameCache {
         let sentinel: &'static sentinel_core::Sentinel =
             Box::leak(Box::new(sentinel_core::Sentinel::builder().build()));
-        let names = NameCache::new(sentinel, 100);
+        NameCache::new(sentinel, 100)
+    }
+
+    #[test]
+    fn the_default_namer_cleans_into_the_name_and_a_users_cleaner_is_used() {
+        let names = names();
         let request = http::Request::post("/orders/42/items/deadbeefdeadbeef?x=1")
             .body(())
             .unwrap();
@@ -276,9 +251,7 @@ mod tests {
 
     #[test]
     fn find_returns_the_named_resource_once_it_is_known_and_defers_the_rest() {
-        let sentinel: &'static sentinel_core::Sentinel =
-            Box::leak(Box::new(sentinel_core::Sentinel::builder().build()));
-        let names = NameCache::new(sentinel, 100);
+        let names = names();
         let default = Namer::default_route();
         let find = |namer: &Namer, request: &http::Request<()>| {
             namer
@@ -313,9 +286,7 @@ mod tests {
 
     #[test]
     fn paths_the_index_keys_apart_are_still_named_by_their_cleaned_path() {
-        let sentinel: &'static sentinel_core::Sentinel =
-            Box::leak(Box::new(sentinel_core::Sentinel::builder().build()));
-        let names = NameCache::new(sentinel, 100);
+        let names = names();
         let default = Namer::default_route();
         let get = |path: &str| http::Request::get(path).body(()).unwrap();
         let name = |request: &http::Request<()>| {
