@@ -12,7 +12,7 @@
 
 use std::hash::{BuildHasher, Hasher};
 
-use crate::segment::{is_id, next_marked};
+use crate::segment::{next_id, next_marked};
 
 /// The most marks a key holds; a text or path with more is not in the
 /// index (it is named the slower way, through the maps).
@@ -37,16 +37,15 @@ impl<'t> Key<'t> {
         if !text.as_bytes().contains(&b'{') {
             return Some(Key::whole(text));
         }
-        let is_mark = |first| first == b'{';
-        let is_marked = |segment: &[u8]| segment == ID;
-        match next_marked(text.as_bytes(), 0, is_mark, is_marked) {
+        let next = |from| next_marked(text.as_bytes(), from, |first| first == b'{', |s| s == ID);
+        match next(0) {
             None => Some(Key::whole(text)),
-            Some(first) => Key::marked_from(text, first, is_mark, is_marked),
+            Some(first) => Key::marked_from(text, first, next),
         }
     }
 
     /// The key of a request path whose first identifier segment is
-    /// `first` (from [`first_id`](crate::name::first_id)): marked where
+    /// `first` (from [`first_id`](crate::segment::first_id)): marked where
     /// [`clean_path`] puts `{id}`, so that it is the key of the cleaned
     /// path. `None`: too many identifiers. (A path with no identifier is
     /// its own text: [`whole`](Self::whole).)
@@ -54,7 +53,7 @@ impl<'t> Key<'t> {
     /// [`clean_path`]: crate::clean_path
     #[inline(always)]
     pub(crate) fn of_path(path: &'t str, first: (usize, usize)) -> Option<Self> {
-        Key::marked_from(path, first, |first| first.is_ascii_hexdigit(), is_id)
+        Key::marked_from(path, first, |from| next_id(path.as_bytes(), from))
     }
 
     /// The key of `text` with no marks: the text itself. For a request
@@ -68,29 +67,28 @@ impl<'t> Key<'t> {
         }
     }
 
-    /// `text` marked at `first` and at the segments after it that
-    /// `marked` picks (see [`next_marked`]).
+    /// `text` marked at `first` and at each segment `next` finds after the
+    /// last mark (`next(from)`: the first marked segment from `from` on).
     #[inline(always)]
     fn marked_from(
         text: &'t str,
         first: (usize, usize),
-        candidate: impl Fn(u8) -> bool + Copy,
-        marked: impl Fn(&[u8]) -> bool + Copy,
+        next: impl Fn(usize) -> Option<(usize, usize)>,
     ) -> Option<Self> {
         // Marks are kept as `u16`s: a longer text is not indexed.
         if text.len() > usize::from(u16::MAX) {
             return None;
         }
         let mut key = Key::whole(text);
-        let mut next = Some(first);
-        while let Some((start, end)) = next {
+        let mut mark = Some(first);
+        while let Some((start, end)) = mark {
             if key.len == MAX_MARKS {
                 return None;
             }
             // Within `u16`: checked above.
             key.marks[key.len] = (start as u16, end as u16);
             key.len += 1;
-            next = next_marked(text.as_bytes(), end + 1, candidate, marked);
+            mark = next(end + 1);
         }
         Some(key)
     }

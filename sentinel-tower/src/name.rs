@@ -8,7 +8,7 @@ use sentinel_core::Resource;
 
 use crate::buffer::with_buffer;
 use crate::cache::NameCache;
-use crate::segment::{has_id, is_id};
+use crate::segment::{first_id, next_id};
 
 /// Replaces the path segments that look like identifiers with `{id}`: all
 /// digits (`123`), UUIDs (`0f8c…-…`), and hex strings of 16 characters or
@@ -26,33 +26,28 @@ use crate::segment::{has_id, is_id};
 /// assert_eq!(clean_path("/health"), "/health");
 /// ```
 pub fn clean_path(path: &str) -> Cow<'_, str> {
-    if !has_id(path) {
+    let Some(first) = first_id(path) else {
         return Cow::Borrowed(path);
-    }
+    };
     let mut cleaned = String::with_capacity(path.len());
-    push_cleaned(&mut cleaned, path);
+    push_cleaned(&mut cleaned, path, first);
     Cow::Owned(cleaned)
 }
 
-/// Appends `path` to `out` with its identifier segments as `{id}`. The
-/// text between identifiers is copied in one piece (a copy per segment
-/// cost more than the scan).
-fn push_cleaned(out: &mut String, path: &str) {
-    let bytes = path.as_bytes();
-    // Where the text not yet copied starts, and where the segment starts.
-    let (mut copied, mut start) = (0, 0);
-    while start <= bytes.len() {
-        let end = bytes[start..]
-            .iter()
-            .position(|b| *b == b'/')
-            .map_or(bytes.len(), |i| start + i);
-        if is_id(&bytes[start..end]) {
-            // `start` and `end` border a `/` or an end: char boundaries.
-            out.push_str(&path[copied..start]);
-            out.push_str("{id}");
-            copied = end;
-        }
-        start = end + 1;
+/// Appends `path` to `out` with its identifier segments as `{id}`, the
+/// first of them `first` (from [`first_id`]). The text between
+/// identifiers is copied in one piece (a copy per segment cost more than
+/// the scan).
+fn push_cleaned(out: &mut String, path: &str, first: (usize, usize)) {
+    // Where the text not yet copied starts.
+    let mut copied = 0;
+    let mut id = Some(first);
+    while let Some((start, end)) = id {
+        // `start` and `end` border a `/` or an end: char boundaries.
+        out.push_str(&path[copied..start]);
+        out.push_str("{id}");
+        copied = end;
+        id = next_id(path.as_bytes(), end + 1);
     }
     out.push_str(&path[copied..]);
 }
@@ -150,11 +145,13 @@ fn with_route_path<T>(
     }
     let path = head.uri().path();
     match cleaner {
-        None if !has_id(path) => k(method, path),
-        None => with_buffer(
-            |cleaned| push_cleaned(cleaned, path),
-            |cleaned| k(method, cleaned),
-        ),
+        None => match first_id(path) {
+            None => k(method, path),
+            Some(first) => with_buffer(
+                |cleaned| push_cleaned(cleaned, path, first),
+                |cleaned| k(method, cleaned),
+            ),
+        },
         Some(cleaner) => k(method, &cleaner(path)),
     }
 }
@@ -201,6 +198,7 @@ impl Head for Parts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::segment::is_id;
 
     #[test]
     fn ids_are_replaced_and_words_kept() {
@@ -337,7 +335,7 @@ mod tests {
             "/orders/4x",
         ] {
             let by_split = path.as_bytes().split(|b| *b == b'/').any(is_id);
-            assert_eq!(has_id(path), by_split, "{path:?}");
+            assert_eq!(first_id(path).is_some(), by_split, "{path:?}");
         }
     }
 
@@ -364,7 +362,10 @@ mod tests {
             "/orders",
         ] {
             let mut cleaned = String::new();
-            push_cleaned(&mut cleaned, path);
+            match first_id(path) {
+                Some(first) => push_cleaned(&mut cleaned, path, first),
+                None => cleaned.push_str(path),
+            }
             assert_eq!(cleaned, by_segment(path), "{path:?}");
         }
     }

@@ -2,19 +2,20 @@
 //! ones (shared by path cleaning, in `name.rs`, and the index keys, in
 //! `key.rs`).
 
-/// Whether a segment of `path` looks like an identifier.
-#[inline]
-pub(crate) fn has_id(path: &str) -> bool {
-    first_id(path).is_some()
-}
-
 /// The first segment of `path` that looks like an identifier: its start
 /// and end. One pass over the bytes: a segment is looked at only when it
 /// starts with a hex digit (every identifier does), the others are
 /// skipped to their `/`.
 #[inline]
 pub(crate) fn first_id(path: &str) -> Option<(usize, usize)> {
-    next_marked(path.as_bytes(), 0, |first| first.is_ascii_hexdigit(), is_id)
+    next_id(path.as_bytes(), 0)
+}
+
+/// The first segment of `path` from `start` on (a segment's start) that
+/// looks like an identifier: its start and end.
+#[inline(always)]
+pub(crate) fn next_id(path: &[u8], start: usize) -> Option<(usize, usize)> {
+    next_marked(path, start, |first| first.is_ascii_hexdigit(), is_id)
 }
 
 /// Whether a path segment looks like an identifier: all digits, a UUID,
