@@ -10,7 +10,12 @@
 //!
 //! - `request`: a bare `service_fn`, as `tower::ServiceBuilder` users have;
 //! - `router`: an axum `Router` with one route, the layers added with
-//!   `route_layer`, so the name comes from `MatchedPath`.
+//!   `route_layer`, so the name comes from `MatchedPath`;
+//! - `two_threads`: the `request` cases on two threads at once, each
+//!   calling the same layer (its clones), as a multi-threaded runtime
+//!   does. A round is one request on each thread, in parallel: on two
+//!   free cores it takes what one request takes alone, plus what the
+//!   threads' contention on shared state adds.
 //!
 //! Run: `cargo bench -p sentinel-tower --bench layer`.
 
@@ -20,9 +25,9 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::pin;
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::routing::get;
@@ -202,5 +207,70 @@ fn router_group(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, request_group, router_group);
+/// Two threads calling `service` (each its clone) `rounds` times each, let
+/// go together: the time from the first one's start to the last one's end.
+fn two_threads<S>(service: &S, uri: &'static str, rounds: u64) -> Duration
+where
+    S: Service<Request<Body>> + Clone + Send + Sync,
+    S::Response: HasStatus,
+    S::Error: std::fmt::Debug,
+{
+    let barrier = Barrier::new(2);
+    let spans: Vec<(Instant, Instant)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                scope.spawn(|| {
+                    let service = service.clone();
+                    barrier.wait();
+                    let start = Instant::now();
+                    for _ in 0..rounds {
+                        std::hint::black_box(call(&service, uri));
+                    }
+                    (start, Instant::now())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| worker.join().expect("a bench thread panicked"))
+            .collect()
+    });
+    let start = spans.iter().map(|span| span.0).min().expect("two spans");
+    let end = spans.iter().map(|span| span.1).max().expect("two spans");
+    end - start
+}
+
+fn two_threads_group(c: &mut Criterion) {
+    let mut group = c.benchmark_group("two_threads");
+    // A round is two requests, one per thread.
+    group.throughput(Throughput::Elements(2));
+
+    let direct = service_fn(ok);
+    group.bench_function("baseline: service_fn, no layer", |b| {
+        b.iter_custom(|rounds| two_threads(&direct, "/orders", rounds))
+    });
+
+    let peer = ServiceBuilder::new()
+        .layer(governor!(false))
+        .service(service_fn(ok));
+    assert_eq!(call(&peer, "/orders"), 200);
+    group.bench_function("tower_governor, global key, pass", |b| {
+        b.iter_custom(|rounds| two_threads(&peer, "/orders", rounds))
+    });
+
+    let sentinel = instance(vec![passing("GET:/orders"), passing("GET:/orders/{id}")]);
+    let ours = ServiceBuilder::new()
+        .layer(SentinelLayer::with_sentinel(sentinel))
+        .service(service_fn(ok));
+    assert_eq!(call(&ours, "/orders"), 200);
+    group.bench_function("sentinel, flow rule, pass, /orders", |b| {
+        b.iter_custom(|rounds| two_threads(&ours, "/orders", rounds))
+    });
+    group.bench_function("sentinel, flow rule, pass, /orders/42 cleaned", |b| {
+        b.iter_custom(|rounds| two_threads(&ours, "/orders/42", rounds))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, request_group, router_group, two_threads_group);
 criterion_main!(benches);
