@@ -116,6 +116,29 @@ macro_rules! governor {
     }};
 }
 
+/// A bare `service_fn` behind `tower_governor`'s bucket that never empties.
+fn peer_passing()
+-> impl Service<Request<Body>, Response: HasStatus, Error: std::fmt::Debug> + Clone + Send + Sync {
+    let peer = ServiceBuilder::new()
+        .layer(governor!(false))
+        .service(service_fn(ok));
+    assert_eq!(call(&peer, "/orders"), 200);
+    peer
+}
+
+/// A bare `service_fn` behind our layer, with a passing rule for `/orders`
+/// and one for `/orders/{id}` (what `/orders/42` cleans to).
+fn ours_passing()
+-> impl Service<Request<Body>, Response: HasStatus, Error: std::fmt::Debug> + Clone + Send + Sync {
+    let sentinel = instance(vec![passing("GET:/orders"), passing("GET:/orders/{id}")]);
+    let ours = ServiceBuilder::new()
+        .layer(SentinelLayer::with_sentinel(sentinel))
+        .service(service_fn(ok));
+    assert_eq!(call(&ours, "/orders"), 200);
+    assert_eq!(call(&ours, "/orders/42"), 200);
+    ours
+}
+
 fn request_group(c: &mut Criterion) {
     let mut group = c.benchmark_group("request");
     group.throughput(Throughput::Elements(1));
@@ -126,10 +149,7 @@ fn request_group(c: &mut Criterion) {
         b.iter(|| call(&direct, "/orders"))
     });
 
-    let peer = ServiceBuilder::new()
-        .layer(governor!(false))
-        .service(service_fn(ok));
-    assert_eq!(call(&peer, "/orders"), 200);
+    let peer = peer_passing();
     group.bench_function("tower_governor, global key, pass", |b| {
         b.iter(|| call(&peer, "/orders"))
     });
@@ -143,15 +163,10 @@ fn request_group(c: &mut Criterion) {
         b.iter(|| call(&peer_blocking, "/orders"))
     });
 
-    let sentinel = instance(vec![passing("GET:/orders"), passing("GET:/orders/{id}")]);
-    let ours = ServiceBuilder::new()
-        .layer(SentinelLayer::with_sentinel(sentinel))
-        .service(service_fn(ok));
-    assert_eq!(call(&ours, "/orders"), 200);
+    let ours = ours_passing();
     group.bench_function("sentinel, flow rule, pass, /orders", |b| {
         b.iter(|| call(&ours, "/orders"))
     });
-    assert_eq!(call(&ours, "/orders/42"), 200);
     group.bench_function("sentinel, flow rule, pass, /orders/42 cleaned", |b| {
         b.iter(|| call(&ours, "/orders/42"))
     });
@@ -250,19 +265,12 @@ fn two_threads_group(c: &mut Criterion) {
         b.iter_custom(|rounds| two_threads(&direct, "/orders", rounds))
     });
 
-    let peer = ServiceBuilder::new()
-        .layer(governor!(false))
-        .service(service_fn(ok));
-    assert_eq!(call(&peer, "/orders"), 200);
+    let peer = peer_passing();
     group.bench_function("tower_governor, global key, pass", |b| {
         b.iter_custom(|rounds| two_threads(&peer, "/orders", rounds))
     });
 
-    let sentinel = instance(vec![passing("GET:/orders"), passing("GET:/orders/{id}")]);
-    let ours = ServiceBuilder::new()
-        .layer(SentinelLayer::with_sentinel(sentinel))
-        .service(service_fn(ok));
-    assert_eq!(call(&ours, "/orders"), 200);
+    let ours = ours_passing();
     group.bench_function("sentinel, flow rule, pass, /orders", |b| {
         b.iter_custom(|rounds| two_threads(&ours, "/orders", rounds))
     });
