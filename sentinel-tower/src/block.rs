@@ -1,6 +1,7 @@
 //! What a blocked request gets back: `429` for HTTP, a trailers-only
 //! `RESOURCE_EXHAUSTED`/`UNAVAILABLE` for gRPC.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -103,22 +104,30 @@ pub(crate) fn blocked_response(block: &BlockError, reply: BlockReply<'_>) -> Res
     if reply.grpc {
         return grpc_response(block);
     }
-    let mut response = match reply.custom {
-        Some(custom) => custom(block).map(Bytes::from),
-        None => http_response(block, reply.json, reply.quota.as_ref()),
-    };
-    if let Some(quota) = &reply.quota {
-        let keep = reply.custom.is_some();
-        headers::write(response.headers_mut(), quota, true, keep, reply.headers);
+    match reply.custom {
+        Some(custom) => {
+            let mut response = custom(block).map(Bytes::from);
+            if let Some(quota) = &reply.quota {
+                // The user's own headers win.
+                headers::write(response.headers_mut(), quota, true, true, reply.headers);
+            }
+            response
+        }
+        None => http_response(block, reply.json, reply.quota.as_ref(), reply.headers),
     }
-    response
 }
 
-/// `429 Too Many Requests`, `blocked by <kind>` (or the JSON body), and
-/// `Retry-After` where [`retry_after`] gives one.
-fn http_response(block: &BlockError, json: bool, quota: Option<&FlowQuota>) -> Response<Bytes> {
+/// `429 Too Many Requests`, `blocked by <kind>` (or the JSON body),
+/// `Retry-After` where [`retry_after`] gives one, and the rate-limit
+/// headers of `quota`.
+fn http_response(
+    block: &BlockError,
+    json: bool,
+    quota: Option<&FlowQuota>,
+    settings: HeaderSettings,
+) -> Response<Bytes> {
     let retry = retry_after(block);
-    let (body, content_type) = if json {
+    let body = if json {
         // The exact time to the window's next bucket edge when a QPS rule
         // blocked, else Retry-After's seconds.
         let retry_ms = quota.map(|q| q.reset_ms).or(retry.map(|s| s * 1_000));
@@ -127,26 +136,83 @@ fn http_response(block: &BlockError, json: bool, quota: Option<&FlowQuota>) -> R
             "resource": block.resource(),
             "retry_after_ms": retry_ms,
         });
-        (Bytes::from(body.to_string()), "application/json")
+        Bytes::from(body.to_string())
     } else {
-        (
-            Bytes::from_static(blocked_text(block.kind()).as_bytes()),
-            "text/plain; charset=utf-8",
-        )
+        Bytes::from_static(blocked_text(block.kind()).as_bytes())
+    };
+    let head = Head {
+        json,
+        retry,
+        stated: quota.map(|quota| headers::Stated::of(quota, true)),
+        settings,
     };
     let mut response = Response::new(body);
     *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
-    let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-    if let Some(seconds) = retry {
-        let value = match seconds {
-            // The common case without an allocation.
-            1 => HeaderValue::from_static("1"),
-            seconds => HeaderValue::from(seconds),
-        };
-        headers.insert(RETRY_AFTER, value);
-    }
+    *response.headers_mut() = head.headers();
     response
+}
+
+/// What decides the headers of a default 429: the body's type,
+/// `Retry-After`, the quota's figures and which rate-limit headers are
+/// on. A refused request's are most often the same as the one before it
+/// on its thread (one rule, one window edge a second).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Head {
+    json: bool,
+    retry: Option<u64>,
+    stated: Option<headers::Stated>,
+    settings: HeaderSettings,
+}
+
+thread_local! {
+    /// The last default 429's headers this thread built, with what
+    /// decided them: the next one with the same copies them (two
+    /// allocations, no header hashed or value built).
+    static LAST_HEAD: RefCell<Option<(Head, HeaderMap)>> = const { RefCell::new(None) };
+}
+
+impl Head {
+    /// The headers of a 429 with this head, copied from this thread's
+    /// last one when that had the same.
+    fn headers(self) -> HeaderMap {
+        LAST_HEAD
+            .try_with(|last| {
+                let mut last = last.try_borrow_mut().ok()?;
+                match &*last {
+                    Some((head, headers)) if *head == self => Some(headers.clone()),
+                    _ => {
+                        let headers = self.build();
+                        *last = Some((self, headers.clone()));
+                        Some(headers)
+                    }
+                }
+            })
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| self.build())
+    }
+
+    fn build(self) -> HeaderMap {
+        let mut headers = HeaderMap::with_capacity(4);
+        let content_type = if self.json {
+            "application/json"
+        } else {
+            "text/plain; charset=utf-8"
+        };
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+        if let Some(seconds) = self.retry {
+            let value = match seconds {
+                // The common case without an allocation.
+                1 => HeaderValue::from_static("1"),
+                seconds => HeaderValue::from(seconds),
+            };
+            headers.insert(RETRY_AFTER, value);
+        }
+        if let Some(stated) = self.stated {
+            headers::write_stated(&mut headers, stated, false, self.settings);
+        }
+        headers
+    }
 }
 
 /// `blocked by <kind>`, without formatting.
@@ -263,6 +329,85 @@ mod tests {
         assert_eq!(response.headers()["grpc-status"], "14");
         assert_eq!(response.headers()["grpc-message"], "blocked by degrade");
         assert!(response.body().is_empty());
+    }
+
+    #[test]
+    fn each_429_has_the_headers_of_its_own_block_whatever_came_before() {
+        let quota = |limit, reset_ms| FlowQuota {
+            limit,
+            window_ms: 1_000,
+            remaining: 7,
+            reset_ms,
+        };
+        let reply = |json, quota, legacy| BlockReply {
+            grpc: false,
+            json,
+            quota,
+            headers: HeaderSettings {
+                legacy,
+                ..HeaderSettings::default()
+            },
+            custom: None,
+        };
+        let qps = || block(BlockKind::Flow, FlowRule::new("r", 5.0));
+        let mut slow = FlowRule::new("r", 5.0);
+        slow.stat_interval_ms = 2_500;
+        let mut threads = FlowRule::new("r", 5.0);
+        threads.grade = FlowGrade::Concurrency;
+        let head = |response: Response<Bytes>| {
+            let mut head: Vec<String> = response
+                .headers()
+                .iter()
+                .map(|(name, value)| format!("{name}: {}", value.to_str().unwrap()))
+                .collect();
+            head.sort();
+            head.join(" | ")
+        };
+        // Each block twice in a row (the second copies the first's
+        // headers), then the next, which differs in one thing.
+        let cases: [(BlockError, BlockReply<'_>, &str); 7] = [
+            (
+                qps(),
+                reply(false, Some(quota(5, 300)), false),
+                "content-type: text/plain; charset=utf-8 | ratelimit-policy: \"default\";q=5;w=1 | ratelimit: \"default\";r=0;t=1 | retry-after: 1",
+            ),
+            (
+                qps(),
+                reply(false, Some(quota(6, 300)), false),
+                "content-type: text/plain; charset=utf-8 | ratelimit-policy: \"default\";q=6;w=1 | ratelimit: \"default\";r=0;t=1 | retry-after: 1",
+            ),
+            (
+                qps(),
+                reply(false, Some(quota(6, 1_300)), false),
+                "content-type: text/plain; charset=utf-8 | ratelimit-policy: \"default\";q=6;w=1 | ratelimit: \"default\";r=0;t=2 | retry-after: 1",
+            ),
+            (
+                qps(),
+                reply(true, Some(quota(6, 1_300)), false),
+                "content-type: application/json | ratelimit-policy: \"default\";q=6;w=1 | ratelimit: \"default\";r=0;t=2 | retry-after: 1",
+            ),
+            (
+                qps(),
+                reply(true, Some(quota(6, 1_300)), true),
+                "content-type: application/json | ratelimit-policy: \"default\";q=6;w=1 | ratelimit: \"default\";r=0;t=2 | retry-after: 1 | x-ratelimit-limit: 6 | x-ratelimit-remaining: 0 | x-ratelimit-reset: 2",
+            ),
+            (
+                block(BlockKind::Flow, slow),
+                reply(true, Some(quota(6, 1_300)), true),
+                "content-type: application/json | ratelimit-policy: \"default\";q=6;w=1 | ratelimit: \"default\";r=0;t=2 | retry-after: 3 | x-ratelimit-limit: 6 | x-ratelimit-remaining: 0 | x-ratelimit-reset: 2",
+            ),
+            (
+                block(BlockKind::Flow, threads),
+                reply(true, None, true),
+                "content-type: application/json",
+            ),
+        ];
+        for (block, reply, expected) in cases {
+            for _ in 0..2 {
+                let reply = BlockReply { ..reply };
+                assert_eq!(head(blocked_response(&block, reply)), expected);
+            }
+        }
     }
 
     #[test]

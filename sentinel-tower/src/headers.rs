@@ -15,7 +15,7 @@ static X_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining"
 static X_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
 
 /// Which rate-limit headers a layer writes.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct HeaderSettings {
     /// `RateLimit-Policy` and `RateLimit` on 429s (default on).
     pub(crate) ietf: bool,
@@ -49,6 +49,30 @@ fn seconds(ms: u64) -> u64 {
     ms.div_ceil(1_000).max(1)
 }
 
+/// The figures the headers state of a quota: what the rule admits per
+/// window, its window in whole seconds, what is left, and the seconds to
+/// the reset. Two quotas with the same figures give the same headers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stated {
+    limit: u64,
+    window: u64,
+    remaining: u64,
+    reset: u64,
+}
+
+impl Stated {
+    /// The figures of `quota`; `blocked`: the rule refused this request,
+    /// so nothing remains now.
+    pub(crate) fn of(quota: &FlowQuota, blocked: bool) -> Self {
+        Stated {
+            limit: quota.limit,
+            window: seconds(quota.window_ms),
+            remaining: if blocked { 0 } else { quota.remaining },
+            reset: seconds(quota.reset_ms),
+        }
+    }
+}
+
 /// Writes the headers of `quota` into `headers`; with `keep`, keeps any
 /// of them the response already has (a user's block response may set its
 /// own). `blocked`: the rule refused this request, so nothing remains now.
@@ -59,16 +83,29 @@ pub(crate) fn write(
     keep: bool,
     settings: HeaderSettings,
 ) {
-    let window = seconds(quota.window_ms);
-    let remaining = if blocked { 0 } else { quota.remaining };
-    let reset = seconds(quota.reset_ms);
+    write_stated(headers, Stated::of(quota, blocked), keep, settings);
+}
+
+/// Writes the headers stating `stated` (see [`write`]).
+pub(crate) fn write_stated(
+    headers: &mut HeaderMap,
+    stated: Stated,
+    keep: bool,
+    settings: HeaderSettings,
+) {
+    let Stated {
+        limit,
+        window,
+        remaining,
+        reset,
+    } = stated;
     let mut put = |name: &HeaderName, value: &dyn Fn() -> HeaderValue| {
         if !keep || !headers.contains_key(name) {
             headers.insert(name.clone(), value());
         }
     };
     if settings.ietf {
-        put(&RATELIMIT_POLICY, &|| policy(quota.limit, window));
+        put(&RATELIMIT_POLICY, &|| policy(limit, window));
         put(&RATELIMIT, &|| {
             value(&[
                 Part::Text(POLICY_R),
@@ -79,7 +116,7 @@ pub(crate) fn write(
         });
     }
     if settings.legacy {
-        put(&X_LIMIT, &|| value(&[Part::Number(quota.limit)]));
+        put(&X_LIMIT, &|| value(&[Part::Number(limit)]));
         put(&X_REMAINING, &|| value(&[Part::Number(remaining)]));
         put(&X_RESET, &|| value(&[Part::Number(reset)]));
     }

@@ -143,10 +143,7 @@ impl CompiledRule for CompiledFlow {
             FlowStrategy::Relate => Strategy::Relate(reference.into(), AtomicU32::new(0)),
             FlowStrategy::Chain => Strategy::Chain(reference.into()),
         };
-        let window = (rule.stat_interval_ms != 1_000)
-            .then(|| WindowShape::new(rule.stat_interval_ms, rule.stat_sample_count).ok())
-            .flatten()
-            .map(LeapArray::with_shape);
+        let window = own_window(rule).map(LeapArray::with_shape);
         let cluster = cluster::ClusterFlow::of_rule(rule);
         let quota = (cluster.is_none()
             && rule.grade == FlowGrade::Qps
@@ -183,6 +180,14 @@ impl CompiledRule for CompiledFlow {
             Limit::Default => 2,
         }
     }
+}
+
+/// The shape of `rule`'s own window, when its interval is not the node's
+/// second (read by its check and by the quota its headers state).
+fn own_window(rule: &FlowRule) -> Option<WindowShape> {
+    (rule.stat_interval_ms != 1_000)
+        .then(|| WindowShape::new(rule.stat_interval_ms, rule.stat_sample_count).ok())
+        .flatten()
 }
 
 /// Bits of [`Outcome::reserved`](crate::slot::Outcome::reserved).

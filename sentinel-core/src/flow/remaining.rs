@@ -2,7 +2,7 @@
 //! IETF rate-limit headers (`RateLimit-Policy`, `RateLimit`). Read on
 //! demand, off the entry path.
 
-use super::{CompiledFlow, FlowGrade, FlowRule, Limit, Strategy};
+use super::{CompiledFlow, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, own_window};
 use crate::node::{ResourceNode, StatisticNode};
 use crate::stat::MetricEvent;
 use crate::{Resource, Sentinel};
@@ -63,14 +63,18 @@ impl Resource<'_> {
     /// # Ok::<(), sentinel_core::RuleErrors>(())
     /// ```
     pub fn flow_quota(&self, rule: Option<&FlowRule>) -> Option<FlowQuota> {
-        self.sentinel().flow_quota(self.node()?, rule, true)
+        self.sentinel().flow_quota(self.node()?, rule)
     }
 
     /// The quota `rule` reports when it has just refused an entry: as
     /// [`flow_quota`](Self::flow_quota) for that rule, with nothing
     /// `remaining`, and the window not summed (a rate-limited response
     /// tells the limit, the window and the reset; what a refusal leaves is
-    /// nothing). For a 429's headers: a rule-set read, no window read.
+    /// nothing). For a 429's headers, read from the rule as given (the
+    /// one in the [`BlockError`](crate::BlockError), loaded when it
+    /// refused) and the clock: no rule-set read, no window read. `None`
+    /// where `flow_quota` gives none for that rule, and for a rule of
+    /// another resource.
     ///
     /// ```
     /// use sentinel_core::flow::FlowRule;
@@ -88,7 +92,12 @@ impl Resource<'_> {
     /// # Ok::<(), sentinel_core::RuleErrors>(())
     /// ```
     pub fn flow_quota_refused(&self, rule: &FlowRule) -> Option<FlowQuota> {
-        self.sentinel().flow_quota(self.node()?, Some(rule), false)
+        let node = self.node()?;
+        if rule.resource != node.name() {
+            return None;
+        }
+        let figures = Figures::of(rule, node.stats())?;
+        Some(figures.quota(self.sentinel().now_ms(), 0))
     }
 }
 
@@ -97,7 +106,6 @@ impl Sentinel {
         &self,
         node: &ResourceNode,
         rule: Option<&FlowRule>,
-        count_passes: bool,
     ) -> Option<FlowQuota> {
         let version = self.rules_version();
         let now = self.now_ms();
@@ -110,51 +118,63 @@ impl Sentinel {
                     .find(|c| std::ptr::eq(&*c.rule, rule) || *c.rule == *rule)?,
                 None => flow.iter().find(|c| c.rule.grade == FlowGrade::Qps)?,
             };
-            quota_of(compiled, node.stats(), now, count_passes)
+            quota_of(compiled, node.stats(), now)
         })
     }
 }
 
-/// The quota of `compiled` at `now`; `remaining` 0 without reading the
-/// window unless `count_passes`.
-fn quota_of(
-    compiled: &CompiledFlow,
-    node: &StatisticNode,
-    now: u64,
-    count_passes: bool,
-) -> Option<FlowQuota> {
-    let rule = &compiled.rule;
-    let own_node = matches!(
-        (&compiled.limit, &compiled.strategy),
-        (Limit::Default, Strategy::Direct)
-    );
-    if rule.grade != FlowGrade::Qps || !own_node {
-        return None;
+/// What a QPS rule's headers state of its window, from the rule's fields
+/// and its node's second window: what `CompiledFlow::compile` decides
+/// from the same fields (the node the rule counts on, its own window).
+struct Figures {
+    limit: u64,
+    window_ms: u64,
+    bucket_ms: u64,
+}
+
+impl Figures {
+    /// `None` for a concurrency rule or one that counts on another node
+    /// (an origin's, a related resource's, a context's).
+    fn of(rule: &FlowRule, node: &StatisticNode) -> Option<Self> {
+        let own_node = rule.limit_app == LIMIT_APP_DEFAULT && rule.strategy == FlowStrategy::Direct;
+        if rule.grade != FlowGrade::Qps || !own_node {
+            return None;
+        }
+        let (window_ms, bucket_ms) = own_window(rule).map_or_else(
+            || node.second_window_ms(),
+            |w| (w.interval_ms(), w.bucket_ms()),
+        );
+        // The check passes an entry while `whole(passes / w) + 1 <=
+        // whole(count)`, i.e. while `passes < whole(count) * w`.
+        let limit = (rule.count.max(0.0).floor() as u64)
+            .saturating_mul(window_ms)
+            .div_ceil(1_000);
+        Some(Figures {
+            limit,
+            window_ms,
+            bucket_ms,
+        })
     }
-    let (window_ms, bucket_ms) = match &compiled.window {
-        Some(window) => (window.interval_ms(), window.bucket_ms()),
-        None => node.second_window_ms(),
+
+    /// The quota at `now` with `remaining` passes left.
+    fn quota(&self, now: u64, remaining: u64) -> FlowQuota {
+        FlowQuota {
+            limit: self.limit,
+            window_ms: self.window_ms,
+            remaining,
+            reset_ms: self.bucket_ms - now % self.bucket_ms.max(1),
+        }
+    }
+}
+
+/// The quota of `compiled` at `now`, its window's passes counted.
+fn quota_of(compiled: &CompiledFlow, node: &StatisticNode, now: u64) -> Option<FlowQuota> {
+    let figures = Figures::of(&compiled.rule, node)?;
+    let passes = match &compiled.window {
+        Some(window) => window.sum(now, MetricEvent::Pass),
+        None => node.sum(now, MetricEvent::Pass),
     };
-    // The check passes an entry while `whole(passes / w) + 1 <=
-    // whole(count)`, i.e. while `passes < whole(count) * w`.
-    let limit = (rule.count.max(0.0).floor() as u64)
-        .saturating_mul(window_ms)
-        .div_ceil(1_000);
-    let remaining = if count_passes {
-        let passes = match &compiled.window {
-            Some(window) => window.sum(now, MetricEvent::Pass),
-            None => node.sum(now, MetricEvent::Pass),
-        };
-        limit.saturating_sub(passes)
-    } else {
-        0
-    };
-    Some(FlowQuota {
-        limit,
-        window_ms,
-        remaining,
-        reset_ms: bucket_ms - now % bucket_ms.max(1),
-    })
+    Some(figures.quota(now, figures.limit.saturating_sub(passes)))
 }
 
 #[cfg(test)]
@@ -219,6 +239,16 @@ mod tests {
         threads.grade = FlowGrade::Concurrency;
         let (instance, _) = sentinel(vec![threads.clone()]);
         assert_eq!(instance.resource("t").flow_quota_refused(&threads), None);
+        // Nor does a rule of another resource.
+        assert_eq!(
+            instance
+                .resource("t")
+                .flow_quota_refused(&FlowRule::new("r", 3.0)),
+            None
+        );
+        let mut origin = FlowRule::new("t", 2.0);
+        origin.limit_app = "checkout".into();
+        assert_eq!(instance.resource("t").flow_quota_refused(&origin), None);
     }
 
     #[test]
