@@ -12,8 +12,8 @@
 //! ```
 //!
 //! Cases: `baseline`, `core`, `core-block`, `floor`, `governor`, `pass`,
-//! `cleaned`, `block`, `router-baseline`, `router-governor`, `router-pass`,
-//! `router-pass-axum`.
+//! `cleaned`, `block`, `block-json` (a client that accepts JSON),
+//! `router-baseline`, `router-governor`, `router-pass`, `router-pass-axum`.
 //!
 //! `core` is the floor of the core (its entry and exit in the handler,
 //! no layer); `floor` the floor of any layer around it: a minimal one
@@ -73,8 +73,17 @@ where
     S: Service<Request<Body>, Response = Response<B>> + Clone,
     S::Error: std::fmt::Debug,
 {
+    run_with(service, || request(uri), n, expect);
+}
+
+/// [`run`] with the requests `make` makes.
+fn run_with<S, B>(service: S, make: impl Fn() -> Request<Body>, n: u64, expect: u16)
+where
+    S: Service<Request<Body>, Response = Response<B>> + Clone,
+    S::Error: std::fmt::Debug,
+{
     for _ in 0..n {
-        let response = ready(service.clone().oneshot(request(uri))).unwrap();
+        let response = ready(service.clone().oneshot(make())).unwrap();
         assert_eq!(response.status(), expect);
         std::hint::black_box(response);
     }
@@ -113,7 +122,7 @@ fn main() {
     one(case, n);
 }
 
-const CASES: [&str; 12] = [
+const CASES: [&str; 13] = [
     "baseline",
     "core",
     "core-block",
@@ -122,6 +131,7 @@ const CASES: [&str; 12] = [
     "pass",
     "cleaned",
     "block",
+    "block-json",
     "router-baseline",
     "router-governor",
     "router-pass",
@@ -238,6 +248,26 @@ fn one(case: &str, n: u64) {
                     .layer(SentinelLayer::with_sentinel(sentinel))
                     .service(service_fn(ok)),
                 "/orders",
+                n,
+                429,
+            )
+        }
+        // The same, the client accepting JSON: the 429 tells it in JSON.
+        "block-json" => {
+            let sentinel = instance(vec![FlowRule::new("GET:/orders", 0.0)]);
+            let json = || {
+                let mut request = request("/orders");
+                request.headers_mut().insert(
+                    http::header::ACCEPT,
+                    http::HeaderValue::from_static("application/json"),
+                );
+                request
+            };
+            run_with(
+                ServiceBuilder::new()
+                    .layer(SentinelLayer::with_sentinel(sentinel))
+                    .service(service_fn(ok)),
+                json,
                 n,
                 429,
             )

@@ -131,12 +131,7 @@ fn http_response(
         // The exact time to the window's next bucket edge when a QPS rule
         // blocked, else Retry-After's seconds.
         let retry_ms = quota.map(|q| q.reset_ms).or(retry.map(|s| s * 1_000));
-        let body = serde_json::json!({
-            "error": block.kind().as_str(),
-            "resource": block.resource(),
-            "retry_after_ms": retry_ms,
-        });
-        Bytes::from(body.to_string())
+        json_body(block.kind().as_str(), block.resource(), retry_ms)
     } else {
         Bytes::from_static(blocked_text(block.kind()).as_bytes())
     };
@@ -150,6 +145,22 @@ fn http_response(
     *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
     *response.headers_mut() = head.headers();
     response
+}
+
+/// `{"error":<kind>,"resource":<name>,"retry_after_ms":<ms or null>}`,
+/// written in one buffer (each value escaped by `serde_json`), not built
+/// as a `serde_json::Value` of three keys first.
+fn json_body(kind: &str, resource: &str, retry_ms: Option<u64>) -> Bytes {
+    const WRITES: &str = "a string or a number serializes";
+    let mut out = Vec::with_capacity(64 + resource.len());
+    out.extend_from_slice(b"{\"error\":");
+    serde_json::to_writer(&mut out, kind).expect(WRITES);
+    out.extend_from_slice(b",\"resource\":");
+    serde_json::to_writer(&mut out, resource).expect(WRITES);
+    out.extend_from_slice(b",\"retry_after_ms\":");
+    serde_json::to_writer(&mut out, &retry_ms).expect(WRITES);
+    out.push(b'}');
+    Bytes::from(out)
 }
 
 /// What decides the headers of a default 429: the body's type,
@@ -408,6 +419,29 @@ mod tests {
                 assert_eq!(head(blocked_response(&block, reply)), expected);
             }
         }
+    }
+
+    #[test]
+    fn the_json_body_escapes_what_it_quotes() {
+        for (kind, resource, retry_ms) in [
+            ("flow", "GET:/orders/{id}", Some(350)),
+            ("my \"kind\"", "GET:/a\"b\\c\n\u{1}é", None),
+        ] {
+            let body = json_body(kind, resource, retry_ms);
+            let read: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(
+                read,
+                serde_json::json!({
+                    "error": kind,
+                    "resource": resource,
+                    "retry_after_ms": retry_ms,
+                })
+            );
+        }
+        assert_eq!(
+            json_body("flow", "r", None),
+            r#"{"error":"flow","resource":"r","retry_after_ms":null}"#
+        );
     }
 
     #[test]
