@@ -179,28 +179,14 @@ thread_local! {
     /// The last default 429's headers this thread built, with what
     /// decided them: the next one with the same copies them (two
     /// allocations, no header hashed or value built).
-    static LAST_HEAD: RefCell<Option<(Head, HeaderMap)>> = const { RefCell::new(None) };
+    static LAST_HEAD: headers::Last<Head, HeaderMap> = const { RefCell::new(None) };
 }
 
 impl Head {
     /// The headers of a 429 with this head, copied from this thread's
     /// last one when that had the same.
     fn headers(self) -> HeaderMap {
-        LAST_HEAD
-            .try_with(|last| {
-                let mut last = last.try_borrow_mut().ok()?;
-                match &*last {
-                    Some((head, headers)) if *head == self => Some(headers.clone()),
-                    _ => {
-                        let headers = self.build();
-                        *last = Some((self, headers.clone()));
-                        Some(headers)
-                    }
-                }
-            })
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| self.build())
+        headers::last_or(&LAST_HEAD, self, || self.build())
     }
 
     fn build(self) -> HeaderMap {

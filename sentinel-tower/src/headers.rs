@@ -3,6 +3,7 @@
 //! `X-RateLimit-*` trio, from a QPS flow rule's [`FlowQuota`].
 
 use std::cell::RefCell;
+use std::thread::LocalKey;
 
 use http::HeaderMap;
 use http::header::{HeaderName, HeaderValue};
@@ -122,39 +123,51 @@ pub(crate) fn write_stated(
     }
 }
 
+/// A thread's last value of a kind, with the key that decided it.
+pub(crate) type Last<K, V> = RefCell<Option<(K, V)>>;
+
+/// The value for `key`: this thread's last one (in `last`) when its key
+/// was the same, else `build`'s, kept for the next call.
+#[inline]
+pub(crate) fn last_or<K: PartialEq + Copy, V: Clone>(
+    last: &'static LocalKey<Last<K, V>>,
+    key: K,
+    build: impl Fn() -> V,
+) -> V {
+    last.try_with(|last| {
+        let mut last = last.try_borrow_mut().ok()?;
+        match &*last {
+            Some((held, value)) if *held == key => Some(value.clone()),
+            _ => {
+                let value = build();
+                *last = Some((key, value.clone()));
+                Some(value)
+            }
+        }
+    })
+    .ok()
+    .flatten()
+    .unwrap_or_else(build)
+}
+
 thread_local! {
     /// The last `RateLimit-Policy` value this thread built, with its limit
     /// and window: the 429s of one rule share it (a reference count each,
     /// not a new value joined and checked byte by byte).
-    static POLICY: RefCell<Option<(u64, u64, HeaderValue)>> = const { RefCell::new(None) };
+    static POLICY: Last<(u64, u64), HeaderValue> = const { RefCell::new(None) };
 }
 
 /// `"default";q=<limit>;w=<window>`, from this thread's last one when the
 /// figures are the same.
 fn policy(limit: u64, window: u64) -> HeaderValue {
-    let make = || {
+    last_or(&POLICY, (limit, window), || {
         value(&[
             Part::Text(POLICY_Q),
             Part::Number(limit),
             Part::Text(";w="),
             Part::Number(window),
         ])
-    };
-    POLICY
-        .try_with(|last| {
-            let mut last = last.try_borrow_mut().ok()?;
-            match &*last {
-                Some((l, w, value)) if (*l, *w) == (limit, window) => Some(value.clone()),
-                _ => {
-                    let value = make();
-                    *last = Some((limit, window, value.clone()));
-                    Some(value)
-                }
-            }
-        })
-        .ok()
-        .flatten()
-        .unwrap_or_else(make)
+    })
 }
 
 const POLICY_Q: &str = "\"default\";q=";
