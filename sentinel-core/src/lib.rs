@@ -67,7 +67,8 @@ pub use rule::{Rule, RuleError, RuleErrors};
 pub use rules::{Listener, RuleBook, RuleManager};
 pub use sentinel::{
     CapUsage, Caps, DEFAULT_CONTEXT, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_NAME_LEN,
-    DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES, Sentinel, SentinelBuilder, global,
+    DEFAULT_MAX_ORIGINS, DEFAULT_MAX_ORIGINS_TOTAL, DEFAULT_MAX_RESOURCES, DEFAULT_MAX_RULE_NAMES,
+    Sentinel, SentinelBuilder, global,
 };
 #[cfg(feature = "tokio")]
 pub use sentinel::{Entering, Queued};

@@ -237,7 +237,7 @@ fn an_other_rule_limits_the_origins_past_the_cap_together() {
 }
 
 #[test]
-fn a_reload_keeps_nodes_and_never_makes_one_twice() {
+fn a_load_makes_no_node_and_an_entry_makes_each_once() {
     let (_clock, sentinel) = small_caps();
     fill_every_cap(&sentinel);
     let rules = vec![FlowRule::new("a", 0.0), FlowRule::new("b", 0.0)];
@@ -246,7 +246,14 @@ fn a_reload_keeps_nodes_and_never_makes_one_twice() {
     // Another kind on the same names, and a manager load after a book load.
     let breaker = DegradeRule::new("a", DegradeGrade::ErrorCount, 5.0);
     load(&sentinel, [breaker]);
-    assert_eq!(sentinel.caps().resources.reserved, 2);
+    assert_eq!(sentinel.caps().resources.reserved, 0, "no entry yet");
+    assert_eq!(sentinel.caps().rule_names.used, 2);
+    assert!(sentinel.resource_node("a").is_none());
+    assert!(
+        sentinel.entry("a").is_err(),
+        "the rule applies past the cap"
+    );
+    assert!(sentinel.entry("a").is_err());
     let names = || {
         sentinel
             .resource_nodes()
@@ -254,21 +261,31 @@ fn a_reload_keeps_nodes_and_never_makes_one_twice() {
             .count()
     };
     assert_eq!(names(), 1);
+    assert_eq!(sentinel.caps().resources.reserved, 1);
 
-    // Dropping "b"'s rule keeps its node (entries still count on it) but
-    // it is no longer named by rules.
+    // Dropping "b"'s rule before any entry used it leaves nothing: past
+    // the full cap, "b" is now a name like any other.
     load(&sentinel, [FlowRule::new("a", 0.0)]);
     assert!(sentinel.is_reserved("a"));
     assert!(!sentinel.is_reserved("b"));
     let b = sentinel.entry("b").unwrap();
-    assert!(b.is_counted());
+    assert!(!b.is_counted());
     drop(b);
     sentinel.flow_rules().load(Vec::new()).unwrap();
     assert!(sentinel.is_reserved("a"), "the degrade rule still names it");
     sentinel.degrade_rules().load(Vec::new()).unwrap();
     assert!(!sentinel.is_reserved("a"));
-    assert_eq!(sentinel.caps().resources.reserved, 2);
-    assert_eq!(sentinel.resource_nodes().count(), 52);
+    // "a"'s node, made by its entries, stays (entries may still borrow it),
+    // no longer named by rules.
+    let a = sentinel.resource_node("a").expect("kept");
+    assert!(!a.is_named_by_rules());
+    assert_eq!(sentinel.caps().resources.reserved, 1);
+    assert_eq!(sentinel.caps().rule_names.used, 0);
+    assert_eq!(
+        sentinel.resource_nodes().count(),
+        51,
+        "the 50 of the cap and \"a\""
+    );
 }
 
 #[test]

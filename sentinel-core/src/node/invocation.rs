@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 
 use super::overflow::Overflow;
 use super::registry::{Arena, Registry};
+use super::reserved::RuleNames;
 use super::tree::{EntranceNode, TreeNode, add_child, has_child};
 use super::{ResourceNode, StatisticNode};
 use crate::stat::StatConfig;
@@ -28,6 +29,8 @@ pub(crate) const DEFAULT_CONTEXT_ID: u32 = 0;
 pub(crate) struct InvocationTree {
     pub(crate) contexts: Registry<EntranceNode>,
     pub(crate) nodes: Arena<TreeNode>,
+    /// The names the rules in force mention.
+    names: RuleNames,
     /// Serialises changes to the tree (new nodes, new edges).
     lock: Mutex<()>,
 }
@@ -35,27 +38,33 @@ pub(crate) struct InvocationTree {
 impl InvocationTree {
     /// A tree with the default context, and room for `max_contexts` named
     /// ones whose names are at most `max_name_len` bytes.
-    pub(crate) fn new(max_contexts: usize, max_name_len: usize) -> Self {
+    pub(crate) fn new(max_contexts: usize, max_name_len: usize, names: &RuleNames) -> Self {
         let contexts = Registry::new(
             max_contexts.saturating_add(1),
             max_name_len.max(DEFAULT_CONTEXT.len()),
             Overflow::new("contexts"),
         );
-        let default =
-            contexts.get_or_create(DEFAULT_CONTEXT, |_| EntranceNode::new(DEFAULT_CONTEXT));
+        let default = contexts.get_or_create(
+            DEFAULT_CONTEXT,
+            |_, _| EntranceNode::new(DEFAULT_CONTEXT),
+            |_| false,
+        );
         debug_assert_eq!(default.map(|(id, _)| id), Some(DEFAULT_CONTEXT_ID));
         InvocationTree {
             contexts,
             nodes: Arena::default(),
+            names: Arc::clone(names),
             lock: Mutex::new(()),
         }
     }
 
-    /// The id of context `name`, made if new; `None` past the context cap.
+    /// The id of context `name`, made if new; `None` past the context cap
+    /// unless a rule in force names it.
     #[inline]
     pub(crate) fn context(&self, name: &str) -> Option<u32> {
+        let named = |name: &str| self.names.load().context(name);
         self.contexts
-            .get_or_create(name, |_| EntranceNode::new(name))
+            .get_or_create(name, |_, _| EntranceNode::new(name), named)
             .map(|(id, _)| id)
     }
 

@@ -4,6 +4,7 @@
 pub(crate) mod invocation;
 pub(crate) mod overflow;
 pub(crate) mod registry;
+pub(crate) mod reserved;
 mod resource;
 mod statistic;
 pub(crate) mod tree;

@@ -16,12 +16,13 @@
 
 use std::fmt;
 use std::hash::BuildHasher;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use once_cell::race::OnceBox;
 use parking_lot::Mutex;
 
-use super::overflow::Overflow;
+use super::overflow::{Budget, Overflow};
 
 /// The hasher for name lookups: fast on short strings and keyed per process,
 /// so names chosen by a caller (origins, contexts) cannot be crafted to
@@ -126,11 +127,15 @@ const HIGH: u64 = 0xffff_ffff_0000_0000;
 
 /// Named values, each created exactly once, found by name without a lock.
 ///
-/// Names come two ways. Entries make them on first sight, at most `cap` of
-/// them and none longer than `max_name_len` bytes: past either the entry is
-/// refused a node (counted, logged once). Rule loads *reserve* the names
-/// their rules mention, outside the cap, so that names made by traffic can
-/// never leave a rule without its node.
+/// Entries make names on first sight. A name that the rules in force
+/// mention (the `reserved` test given at creation) is made outside the cap,
+/// whatever filled it, so that names made by traffic can never leave a rule
+/// without its node; any other name is made only while fewer than `cap`
+/// were made so (and, for a registry under a shared [`Budget`], while the
+/// budget has room), and never when longer than `max_name_len` bytes: past
+/// either the entry is refused a node (counted, logged once). Rule loads
+/// make no node: a name they mention costs a node only once an entry uses
+/// it, so loads of new names leave nothing behind.
 pub(crate) struct Registry<T> {
     arena: Arena<T>,
     tables: [OnceBox<Table>; TABLES],
@@ -140,13 +145,16 @@ pub(crate) struct Registry<T> {
     /// Serialises creation; holds how many names entries made (the ones the
     /// cap bounds).
     create: Mutex<usize>,
-    /// Entries made `cap` names: a new name is refused without the mutex,
-    /// so a flood of new names past the cap does not queue on it.
+    /// Entries made `cap` names: a new name is refused without the mutex
+    /// (unless rules mention it), so a flood of new names past the cap does
+    /// not queue on it.
     full: AtomicBool,
     cap: usize,
     max_name_len: usize,
-    /// How many names reservations made (outside the cap).
+    /// How many names were made because rules mention them (outside the cap).
     reserved: AtomicUsize,
+    /// A bound shared with other registries (the origins of every resource).
+    budget: Option<Arc<Budget>>,
     overflow: Overflow,
 }
 
@@ -166,7 +174,22 @@ impl<T: Named> Registry<T> {
             cap,
             max_name_len,
             reserved: AtomicUsize::new(0),
+            budget: None,
             overflow,
+        }
+    }
+
+    /// As [`new`](Self::new), the names made by entries also taken from
+    /// `budget`, which other registries share.
+    pub(crate) fn with_budget(
+        cap: usize,
+        max_name_len: usize,
+        overflow: Overflow,
+        budget: &Arc<Budget>,
+    ) -> Self {
+        Registry {
+            budget: Some(Arc::clone(budget)),
+            ..Self::new(cap, max_name_len, overflow)
         }
     }
 
@@ -201,16 +224,18 @@ impl<T: Named> Registry<T> {
         self.arena.get(index)
     }
 
-    /// The value named `name`, made by `make(index)` if it is new. `None`
-    /// when the name is new and the registry is full or the name too long:
-    /// that is counted and logged once.
+    /// The value named `name`, made by `make(index, reserved)` if it is
+    /// new. `None` when the name is new, `reserved(name)` is false, and the
+    /// registry (or its budget) is full or the name too long: that is
+    /// counted and logged once.
     #[inline]
     pub(crate) fn get_or_create(
         &self,
         name: &str,
-        make: impl FnOnce(u32) -> T,
+        make: impl FnOnce(u32, bool) -> T,
+        reserved: impl Fn(&str) -> bool,
     ) -> Option<(u32, &T)> {
-        let found = self.try_get_or_create(name, make);
+        let found = self.try_get_or_create(name, make, reserved);
         if found.is_none() {
             self.refuse(name);
         }
@@ -222,28 +247,29 @@ impl<T: Named> Registry<T> {
     pub(crate) fn try_get_or_create(
         &self,
         name: &str,
-        make: impl FnOnce(u32) -> T,
+        make: impl FnOnce(u32, bool) -> T,
+        reserved: impl Fn(&str) -> bool,
     ) -> Option<(u32, &T)> {
         match self.find(name) {
             Some(index) => Some((index, self.arena.get(index)?)),
-            None => self.create(name, make, false),
-        }
-    }
-
-    /// The value named `name`, made by `make(index)` if it is new, whatever
-    /// the cap and the name's length (rule loads check lengths first).
-    /// `None` only when the arena has no index left (2^32 names).
-    pub(crate) fn reserve(&self, name: &str, make: impl FnOnce(u32) -> T) -> Option<(u32, &T)> {
-        match self.find(name) {
-            Some(index) => Some((index, self.arena.get(index)?)),
-            None => self.create(name, make, true),
+            None => self.create(name, make, reserved),
         }
     }
 
     #[cold]
-    fn create(&self, name: &str, make: impl FnOnce(u32) -> T, reserve: bool) -> Option<(u32, &T)> {
-        // A name too long is never stored: it is refused as past the cap.
-        if !reserve && (name.len() > self.max_name_len || self.full.load(Ordering::Relaxed)) {
+    fn create(
+        &self,
+        name: &str,
+        make: impl FnOnce(u32, bool) -> T,
+        reserved: impl Fn(&str) -> bool,
+    ) -> Option<(u32, &T)> {
+        // Past the cap or the budget, a name that no rule mentions is
+        // refused without the mutex. A name too long is never stored
+        // (rule loads refuse names over the limit, so no rule mentions one).
+        let budget_full = self.budget.as_ref().is_some_and(|b| b.is_full());
+        if (name.len() > self.max_name_len || self.full.load(Ordering::Relaxed) || budget_full)
+            && !reserved(name)
+        {
             return None;
         }
         let mut made_by_entries = self.create.lock();
@@ -251,21 +277,30 @@ impl<T: Named> Registry<T> {
         if let Some(index) = self.find(name) {
             return Some((index, self.arena.get(index)?));
         }
-        if reserve {
+        // Asked again under the mutex: loads mark the nodes their rules
+        // name under it too (see `locked`), so a node is made with the
+        // mark of the rules in force.
+        let is_reserved = reserved(name);
+        if is_reserved {
             if self.arena.len() >= u32::MAX as usize {
                 return None;
             }
             self.reserved.fetch_add(1, Ordering::Relaxed);
         } else {
-            if *made_by_entries >= self.cap {
+            if name.len() > self.max_name_len || *made_by_entries >= self.cap {
                 return None;
+            }
+            if let Some(budget) = &self.budget {
+                if !budget.take() {
+                    return None;
+                }
             }
             *made_by_entries += 1;
             if *made_by_entries >= self.cap {
                 self.full.store(true, Ordering::Relaxed);
             }
         }
-        let index = self.arena.push(make(self.arena.len() as u32));
+        let index = self.arena.push(make(self.arena.len() as u32, is_reserved));
         let mut level = self.current.load(Ordering::Relaxed);
         let mut table = self.tables[level].get()?;
         if 2 * (index as usize + 1) > table.words.len() {
@@ -283,9 +318,19 @@ impl<T: Named> Registry<T> {
         Some((index, self.arena.get(index)?))
     }
 
+    /// Runs `f` with no value being made meanwhile (rule loads mark the
+    /// nodes of the names they mention this way). `f` must not make one.
+    pub(crate) fn locked<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _made = self.create.lock();
+        f()
+    }
+
     /// Records an entry refused for want of room (a handle made past the cap).
     pub(crate) fn refuse(&self, name: &str) {
-        self.overflow.record(self.cap, self.max_name_len, name);
+        match &self.budget {
+            Some(budget) if budget.is_full() => budget.refuse(&self.overflow, name),
+            _ => self.overflow.record(self.cap, self.max_name_len, name),
+        }
     }
 
     /// How many new names were refused because the registry was full.
@@ -305,7 +350,7 @@ impl<T> Registry<T> {
         self.arena.len()
     }
 
-    /// How many names rule loads made, outside the cap.
+    /// How many names were made because rules mention them, outside the cap.
     pub(crate) fn reserved(&self) -> usize {
         self.reserved.load(Ordering::Relaxed)
     }

@@ -58,6 +58,13 @@ struct Origins {
 }
 
 /// The statistics of one resource for one origin (the caller's name).
+///
+/// Callers choose origins, so an origin node is small: at most 1 KiB, its
+/// name aside. It keeps no minute window until one is asked for
+/// ([`StatisticNode::keep_minute`], or a warm-up flow rule that reads the
+/// origin's previous second): until then its minute totals and history
+/// hold what its second window does, and its second-window figures (what
+/// rules check) and lifetime totals are whole.
 pub struct OriginNode {
     name: Arc<str>,
     stats: StatisticNode,
@@ -69,7 +76,7 @@ impl OriginNode {
     fn new(name: &str, config: &StatConfig) -> Self {
         OriginNode {
             name: name.into(),
-            stats: StatisticNode::new(config),
+            stats: StatisticNode::without_minute(config),
             past_cap: false,
         }
     }
@@ -109,6 +116,7 @@ impl ResourceNode {
         id: u32,
         config: &StatConfig,
         origin_cap: &Arc<OriginCap>,
+        named_by_rules: bool,
     ) -> Self {
         ResourceNode {
             name: name.into(),
@@ -119,7 +127,7 @@ impl ResourceNode {
             context_nodes: ArcSwapOption::empty(),
             origins: OnceBox::new(),
             origin_cap: Arc::clone(origin_cap),
-            named_by_rules: AtomicBool::new(false),
+            named_by_rules: AtomicBool::new(named_by_rules),
             config: *config,
             rules_hint: AtomicU64::new(0),
             percentiles: OnceBox::new(),
@@ -151,23 +159,32 @@ impl ResourceNode {
             .get_or_init(|| {
                 let cap = &self.origin_cap;
                 Box::new(Origins {
-                    registry: Registry::new(cap.max, cap.max_name_len, cap.overflow()),
+                    registry: Registry::with_budget(
+                        cap.max,
+                        cap.max_name_len,
+                        cap.overflow(),
+                        &cap.budget,
+                    ),
                     past_cap: OnceBox::new(),
                 })
             })
             .registry
     }
 
-    /// The node of `origin`, made on first use. Past the cap (or over the
-    /// name length limit) the node that every such origin of the resource
-    /// shares: a `limit_app: other` flow rule then limits them together,
-    /// more strictly than one by one, rather than not at all.
+    /// The node of `origin`, made on first use. Past the cap or the
+    /// instance's origin budget (or over the name length limit) the node
+    /// that every such origin of the resource shares, unless a rule in
+    /// force names the origin on this resource: a `limit_app: other` flow
+    /// rule then limits them together, more strictly than one by one,
+    /// rather than not at all.
     pub(crate) fn origin_node(&self, origin: &str) -> Option<&OriginNode> {
         let config = &self.config;
-        match self
-            .origin_registry()
-            .get_or_create(origin, |_| OriginNode::new(origin, config))
-        {
+        let named = |origin: &str| self.origin_cap.names.load().origin(&self.name, origin);
+        match self.origin_registry().get_or_create(
+            origin,
+            |_, _| OriginNode::new(origin, config),
+            named,
+        ) {
             Some((_, node)) => Some(node),
             None => self.past_cap_origin(),
         }
@@ -189,13 +206,6 @@ impl ResourceNode {
     /// `None` until one came. It is not among [`origins`](Self::origins).
     pub fn origins_past_cap(&self) -> Option<&OriginNode> {
         self.origins.get()?.past_cap.get()
-    }
-
-    /// Makes the node of `origin`, which a rule names, outside the cap.
-    pub(crate) fn reserve_origin(&self, origin: &str) {
-        let config = &self.config;
-        self.origin_registry()
-            .reserve(origin, |_| OriginNode::new(origin, config));
     }
 
     /// Whether a loaded rule mentions this resource (see
@@ -223,15 +233,17 @@ impl ResourceNode {
     }
 
     /// How many entries were refused an origin node of their own because
-    /// the resource had `max_origins` already (or the origin's name was over
-    /// the length limit); they counted on
-    /// [`origins_past_cap`](Self::origins_past_cap). Origins that rules name
-    /// are made outside the cap.
+    /// the resource had `max_origins` already, the instance its
+    /// `max_origins_total` (or the origin's name was over the length
+    /// limit); they counted on [`origins_past_cap`](Self::origins_past_cap).
+    /// Origins that rules in force name on the resource are made outside
+    /// both.
     pub fn refused_origins(&self) -> u64 {
         self.origins.get().map_or(0, |o| o.registry.refused())
     }
 
-    /// How many origins entries made, and how many rules reserved.
+    /// How many origins entries made within the caps, and how many were
+    /// made outside them because rules named them.
     pub(crate) fn origin_counts(&self) -> (usize, usize) {
         self.origins.get().map_or((0, 0), |o| {
             let r = &o.registry;

@@ -199,13 +199,41 @@ impl Totals {
 impl StatisticNode {
     /// An empty node with the windows of `config`.
     pub fn new(config: &StatConfig) -> Self {
+        Self::with_windows(LiveWindows::new(config.second(), config.minute()), config)
+    }
+
+    fn with_windows(windows: LiveWindows, config: &StatConfig) -> Self {
         StatisticNode {
-            windows: LiveWindows::new(config.second(), config.minute()),
+            windows,
             batch_extra: Adder::new(),
             exact: AtomicU64::new(0),
             per_second_factor: 1_000.0 / config.second().interval_ms() as f64,
             max_rt_ms: config.max_rt(),
         }
+    }
+
+    /// An empty node with the windows of `config`, its minute window made
+    /// only when first asked for ([`keep_minute`](Self::keep_minute), or a
+    /// read of the previous second's rate): until then the minute's
+    /// figures (totals, per-second history) hold only what the second
+    /// window still does, and the node costs about an eighth.
+    pub(crate) fn without_minute(config: &StatConfig) -> Self {
+        Self::with_windows(
+            LiveWindows::without_minute(config.second(), config.minute()),
+            config,
+        )
+    }
+
+    /// Makes the minute window if the node has none yet: its figures
+    /// count from then on.
+    pub fn keep_minute(&self) {
+        self.windows.keep_minute();
+    }
+
+    /// Whether the node keeps a minute window (every node but origin
+    /// nodes from the start; an origin node once asked for one).
+    pub fn keeps_minute(&self) -> bool {
+        self.windows.keeps_minute()
     }
 
     #[inline(always)]
@@ -396,7 +424,8 @@ impl StatisticNode {
     // ---- reads over the minute window ----
 
     fn previous_per_second(&self, now: u64, event: MetricEvent) -> f64 {
-        let minute = self.windows.minute();
+        // Rule checks read it (warm-up): the history is kept from now on.
+        let minute = self.windows.keep_minute();
         let count = minute
             .bucket_start(now)
             .checked_sub(minute.bucket_ms())
@@ -445,8 +474,8 @@ impl StatisticNode {
     /// that starts at or after `from_ms`, oldest first. The bucket holding
     /// `now` is still filling and is left out. Does not allocate.
     pub fn for_each_metric_since(&self, from_ms: u64, now: u64, mut f: impl FnMut(MetricSnapshot)) {
-        let minute = self.windows.minute();
-        let current = minute.bucket_start(now);
+        let minute = self.windows.minute_shape();
+        let current = self.windows.minute_bucket_start(now);
         // Walk the ring by start time rather than slot order, oldest first.
         let bucket_ms = minute.bucket_ms();
         let oldest = current.saturating_sub(minute.interval_ms() - bucket_ms);

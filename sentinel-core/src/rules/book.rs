@@ -104,7 +104,10 @@ impl Sentinel {
     /// is invalid nothing changes and every problem is returned. Unchanged
     /// rules keep their state; statistics are never reset. Each kind's
     /// listeners hear of the load. As [`RuleManager::load`](crate::RuleManager::load),
-    /// it makes the nodes of every name the rules mention, outside the caps.
+    /// the names the rules mention get their nodes outside the caps, and a
+    /// book mentioning more than
+    /// [`max_rule_names`](crate::SentinelBuilder::max_rule_names) distinct
+    /// names is refused.
     pub fn load_rule_book(&self, book: RuleBook) -> Result<(), RuleErrors> {
         if let Err(errors) = book.validate_within(self.max_name_len()) {
             tracing::warn!(%errors, "sentinel: rule book refused");
@@ -125,6 +128,9 @@ impl Sentinel {
             (kinds::AUTHORITY.replace)(parts, authority);
             (kinds::PARAM.replace)(parts, param_flow);
         });
+        let set = set.inspect_err(|errors| {
+            tracing::warn!(%errors, "sentinel: rule book refused");
+        })?;
         tracing::info!(?counts, version = set.version, "sentinel: rule book loaded");
         fn announce<R>(sentinel: &Sentinel, kind: &Kind<R>, set: &RuleSet) {
             (kind.listeners)(sentinel).announce(set.version, (kind.rules)(set));

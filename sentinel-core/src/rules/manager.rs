@@ -43,10 +43,12 @@ impl<'s, R: Clone + Send + Sync + 'static> RuleManager<'s, R> {
     /// them: when any is invalid nothing changes and every problem of every
     /// rule is returned (a name longer than the instance's
     /// [`max_name_len`](crate::SentinelBuilder::max_name_len) is one).
-    /// Unchanged rules keep their state; statistics are never reset. The
-    /// nodes of every resource, context and origin the rules name are made
-    /// now, outside the caps, so that the rules apply whatever names
-    /// traffic made before.
+    /// Unchanged rules keep their state; statistics are never reset. Every
+    /// resource, context and origin the rules name gets its node when an
+    /// entry first uses it, outside the caps, so that the rules apply
+    /// whatever names traffic made before; past
+    /// [`max_rule_names`](crate::SentinelBuilder::max_rule_names) distinct
+    /// names the load is refused.
     pub fn load(&self, rules: Vec<R>) -> Result<(), RuleErrors> {
         let max_name_len = self.sentinel.max_name_len();
         let mut errors: Vec<RuleError> = rules
@@ -74,7 +76,10 @@ impl<'s, R: Clone + Send + Sync + 'static> RuleManager<'s, R> {
         let count = rules.len();
         let set = self
             .sentinel
-            .update_rules(|parts| (self.kind.replace)(parts, rules));
+            .update_rules(|parts| (self.kind.replace)(parts, rules))
+            .inspect_err(|errors| {
+                tracing::warn!(kind = self.kind.name, %errors, "sentinel: rules refused");
+            })?;
         tracing::info!(
             kind = self.kind.name,
             rules = count,

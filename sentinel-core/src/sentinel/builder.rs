@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use parking_lot::Mutex;
 
@@ -17,6 +17,7 @@ use crate::node::StatisticNode;
 use crate::node::invocation::InvocationTree;
 use crate::node::overflow::{OriginCap, Overflow};
 use crate::node::registry::Registry;
+use crate::node::reserved::{DEFAULT_MAX_RULE_NAMES, RuleNames};
 use crate::rules::AllListeners;
 use crate::slot::{Slot, UserSlots};
 use crate::stat::StatConfig;
@@ -28,6 +29,8 @@ pub const DEFAULT_MAX_RESOURCES: usize = 6_000;
 pub const DEFAULT_MAX_CONTEXTS: usize = 2_000;
 /// The default cap on origins per resource.
 pub const DEFAULT_MAX_ORIGINS: usize = 1_000;
+/// The default budget of origins over every resource.
+pub const DEFAULT_MAX_ORIGINS_TOTAL: usize = 50_000;
 /// The default limit on the length of a name (resource, context, origin),
 /// in bytes.
 pub const DEFAULT_MAX_NAME_LEN: usize = 1_024;
@@ -39,7 +42,9 @@ pub struct SentinelBuilder {
     max_resources: Option<usize>,
     max_contexts: Option<usize>,
     max_origins: Option<usize>,
+    max_origins_total: Option<usize>,
     max_name_len: Option<usize>,
+    max_rule_names: Option<usize>,
     stat: StatConfig,
     slots: Vec<Arc<dyn Slot>>,
     status: Option<Arc<dyn SystemStatus>>,
@@ -88,6 +93,34 @@ impl SentinelBuilder {
         self
     }
 
+    /// At most this many origin nodes made by entries over every resource
+    /// of the instance together (default [`DEFAULT_MAX_ORIGINS_TOTAL`]):
+    /// with [`max_origins`](Self::max_origins) per resource alone, origins
+    /// chosen by callers could cost `max_origins` times `max_resources`
+    /// nodes. Past it an entry with a new origin counts on its resource's
+    /// shared node, as past `max_origins` (counted in
+    /// [`Sentinel::refused_origins`] and in
+    /// [`Caps::origins_total`](crate::Caps::origins_total), logged once).
+    /// An origin node costs at most 1 KiB (its name aside; no minute
+    /// window until one is asked for), so the default bounds caller-chosen
+    /// origins to about 50 MiB. Origins that rules in force name are made
+    /// outside it.
+    pub fn max_origins_total(mut self, max: usize) -> Self {
+        self.max_origins_total = Some(max);
+        self
+    }
+
+    /// At most this many distinct names (resources, contexts, and origins
+    /// per resource) may the rules in force mention, every kind together
+    /// (default [`DEFAULT_MAX_RULE_NAMES`]). A load that would put more in
+    /// force is refused whole with an error naming the first rule past it;
+    /// the rules in force stay. Each name in force costs a set entry (its
+    /// bytes and about 40 more); a node only once an entry uses the name.
+    pub fn max_rule_names(mut self, max: usize) -> Self {
+        self.max_rule_names = Some(max);
+        self
+    }
+
     /// The longest name, in bytes, of a resource, context or origin
     /// (default [`DEFAULT_MAX_NAME_LEN`]). A rule naming a longer one is
     /// refused when loaded; an entry with a longer name is treated as past
@@ -120,6 +153,7 @@ impl SentinelBuilder {
     /// The instance.
     pub fn build(self) -> Sentinel {
         let max_name_len = self.max_name_len.unwrap_or(DEFAULT_MAX_NAME_LEN);
+        let names = RuleNames::default();
         Sentinel {
             clock: InstanceClock::new(self.clock),
             resources: Registry::new(
@@ -130,15 +164,21 @@ impl SentinelBuilder {
             tree: InvocationTree::new(
                 self.max_contexts.unwrap_or(DEFAULT_MAX_CONTEXTS),
                 max_name_len,
+                &names,
             ),
             inbound: StatisticNode::new(&self.stat),
             user_slots: UserSlots::new(self.slots),
             enabled: AtomicBool::new(true),
             origin_cap: Arc::new(OriginCap::new(
                 self.max_origins.unwrap_or(DEFAULT_MAX_ORIGINS),
+                self.max_origins_total.unwrap_or(DEFAULT_MAX_ORIGINS_TOTAL),
                 max_name_len,
+                &names,
             )),
             max_name_len,
+            names,
+            max_rule_names: self.max_rule_names.unwrap_or(DEFAULT_MAX_RULE_NAMES),
+            refused_rule_loads: AtomicU64::new(0),
             named_by_rules: Mutex::new(Vec::new()),
             config: self.stat,
             rules: InstanceRules::default(),
@@ -157,7 +197,9 @@ impl fmt::Debug for SentinelBuilder {
             .field("max_resources", &self.max_resources)
             .field("max_contexts", &self.max_contexts)
             .field("max_origins", &self.max_origins)
+            .field("max_origins_total", &self.max_origins_total)
             .field("max_name_len", &self.max_name_len)
+            .field("max_rule_names", &self.max_rule_names)
             .field("stat", &self.stat)
             .field("slots", &self.slots)
             .finish()

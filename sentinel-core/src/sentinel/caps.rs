@@ -1,10 +1,14 @@
 //! The caps of an instance: the names rule loads reserve outside them, and
 //! what an operator reads of them ([`Sentinel::caps`], the refused counts).
 
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
 use crate::node::ResourceNode;
-use crate::node::tree::EntranceNode;
-use crate::rules::RuleSetParts;
+use crate::node::reserved::{ReservedNames, TooManyNames};
+use crate::rule::{RuleError, RuleErrors};
 use crate::rules::names::{self, NameOf, RuleName};
+use crate::rules::{RuleSetParts, kinds};
 
 use super::Sentinel;
 
@@ -17,7 +21,8 @@ pub struct CapUsage {
     pub max: usize,
     /// Names made by entries (for origins: over every resource).
     pub used: usize,
-    /// Names made because a loaded rule mentions them, outside the cap.
+    /// Nodes made (by entries) for names that a rule in force mentioned
+    /// then, outside the cap.
     pub reserved: usize,
     /// Entries refused a node: new names past the cap, or names longer
     /// than the limit.
@@ -34,6 +39,14 @@ pub struct Caps {
     pub contexts: CapUsage,
     /// Origins (`max_origins`, per resource).
     pub origins: CapUsage,
+    /// Origins over every resource (`max_origins_total`): `used` origin
+    /// nodes made by entries in all, `reserved` made because rules name
+    /// them (outside it), `refused` entries refused because it was spent
+    /// (also counted in `origins.refused`).
+    pub origins_total: CapUsage,
+    /// The distinct names the rules in force mention (`max_rule_names`):
+    /// `used` names in force, `refused` loads refused for mentioning more.
+    pub rule_names: CapUsage,
     /// The longest name accepted, in bytes (`max_name_len`).
     pub max_name_len: usize,
 }
@@ -71,10 +84,7 @@ impl Sentinel {
     /// cap. A lookup without a lock or an allocation: a cache of names
     /// (such as `sentinel-tower`'s) asks it before refusing a name.
     pub fn is_reserved(&self, name: &str) -> bool {
-        self.resources
-            .find(name)
-            .and_then(|id| self.resources.get(id))
-            .is_some_and(ResourceNode::is_named_by_rules)
+        self.names.load().resource(name)
     }
 
     /// Every cap, how full, and how many entries each refused.
@@ -117,75 +127,108 @@ impl Sentinel {
                 reserved: origins.1,
                 refused: self.refused_origins(),
             },
+            origins_total: CapUsage {
+                max: self.origin_cap.budget.max(),
+                used: self.origin_cap.budget.used(),
+                reserved: origins.1,
+                refused: self.origin_cap.budget.refused(),
+            },
+            rule_names: CapUsage {
+                max: self.max_rule_names,
+                used: self.rule_names(),
+                reserved: 0,
+                refused: self.refused_rule_loads.load(Ordering::Relaxed),
+            },
             max_name_len: self.max_name_len,
         }
     }
 
-    /// Makes the node of every resource, context and origin the rules of
-    /// `parts` mention, outside the caps, and marks the resources named by
-    /// rules. Runs under the rules lock, before the set is swapped in.
+    /// Puts in force the names the rules of `parts` mention (every
+    /// resource, context and origin), so that entries make their nodes
+    /// outside the caps, and marks the resources named by rules. Runs under
+    /// the rules lock, before the set is swapped in. Refused whole, with
+    /// nothing changed, past `max_rule_names` distinct names.
     ///
-    /// A node whose rules a later load drops is kept (and stays outside the
-    /// cap): entries may hold it, nodes are never freed while the instance
-    /// lives (as in Sentinel), and dropping its figures would hide what
-    /// the resource did. Reserved nodes are bounded by the distinct names
-    /// rules ever mentioned.
-    pub(super) fn reserve_names(&self, parts: &RuleSetParts) {
-        let mut named = Vec::new();
-        let mut each = |names: Vec<RuleName<'_>>| {
-            let resource = names.first().map(|n| n.name);
-            for name in &names {
-                match name.of {
-                    NameOf::Resource => named.extend(self.reserve_resource(name.name)),
-                    NameOf::Context => {
-                        let context = name.name;
-                        self.tree
-                            .contexts
-                            .reserve(context, |_| EntranceNode::new(context));
-                    }
-                    NameOf::Origin => {
-                        if let Some(id) = resource.and_then(|r| self.reserve_resource(r)) {
-                            if let Some(node) = self.resources.get(id) {
-                                node.reserve_origin(name.name);
-                            }
-                        }
+    /// No node is made here: a name costs a node only once an entry uses
+    /// it, so a load of new names leaves nothing behind when the next load
+    /// drops them. A node once made is kept (outside the cap) for as long
+    /// as the instance lives, as in Sentinel: entries, handles and readers
+    /// may borrow it that long, and dropping its figures would hide what
+    /// the resource did.
+    pub(super) fn reserve_names(&self, parts: &RuleSetParts) -> Result<(), RuleErrors> {
+        let max = self.max_rule_names;
+        let mut reserved = ReservedNames::default();
+        let mut add = |kind: &'static str, rules: &mut dyn Iterator<Item = Vec<RuleName<'_>>>| {
+            for (index, names) in rules.enumerate() {
+                let resource = names.first().map_or("", |n| n.name);
+                for name in &names {
+                    let added = match name.of {
+                        NameOf::Resource => reserved.add_resource(name.name, max),
+                        NameOf::Context => reserved.add_context(name.name, max),
+                        NameOf::Origin => reserved.add_origin(resource, name.name, max),
+                    };
+                    if let Err(TooManyNames { max }) = added {
+                        self.refused_rule_loads.fetch_add(1, Ordering::Relaxed);
+                        let message = format!(
+                            "the rules in force would mention more than {max} distinct \
+                             names (resources, contexts, origins per resource; \
+                             max_rule_names)"
+                        );
+                        return Err(RuleErrors(vec![RuleError::new(
+                            kind, index, resource, name.field, message,
+                        )]));
                     }
                 }
             }
+            Ok(())
         };
-        parts.flow.rules.iter().for_each(|r| each(names::flow(r)));
-        parts
-            .degrade
-            .rules
-            .iter()
-            .for_each(|r| each(names::degrade(r)));
-        parts.param.rules.iter().for_each(|r| each(names::param(r)));
-        let authority = &parts.authority.rules;
-        authority.iter().for_each(|r| each(names::authority(r)));
+        add(
+            kinds::FLOW.name,
+            &mut parts.flow.rules.iter().map(names::flow),
+        )?;
+        add(
+            kinds::DEGRADE.name,
+            &mut parts.degrade.rules.iter().map(names::degrade),
+        )?;
+        add(
+            kinds::PARAM.name,
+            &mut parts.param.rules.iter().map(names::param),
+        )?;
+        add(
+            kinds::AUTHORITY.name,
+            &mut parts.authority.rules.iter().map(names::authority),
+        )?;
 
-        named.sort_unstable();
-        named.dedup();
-        let mut previous = self.named_by_rules.lock();
-        for id in previous.iter() {
-            if named.binary_search(id).is_err() {
-                if let Some(node) = self.resources.get(*id) {
-                    node.set_named_by_rules(false);
+        // Under the resources' creation lock: a resource made meanwhile is
+        // made with the mark of the names in force.
+        self.resources.locked(|| {
+            let mut named: Vec<u32> = reserved
+                .resources()
+                .filter_map(|name| self.resources.find(name))
+                .collect();
+            self.names.store(Arc::new(reserved));
+            named.sort_unstable();
+            let mut previous = self.named_by_rules.lock();
+            for id in previous.iter() {
+                if named.binary_search(id).is_err() {
+                    if let Some(node) = self.resources.get(*id) {
+                        node.set_named_by_rules(false);
+                    }
                 }
             }
-        }
-        for id in &named {
-            if let Some(node) = self.resources.get(*id) {
-                node.set_named_by_rules(true);
+            for id in &named {
+                if let Some(node) = self.resources.get(*id) {
+                    node.set_named_by_rules(true);
+                }
             }
-        }
-        *previous = named;
+            *previous = named;
+        });
+        Ok(())
     }
 
-    /// The id of the node of `name`, made outside the cap if new.
-    fn reserve_resource(&self, name: &str) -> Option<u32> {
-        let (config, origin_cap) = (&self.config, &self.origin_cap);
-        self.resources
-            .reserve(name, |id| ResourceNode::new(name, id, config, origin_cap))
-            .map(|(id, _)| id)
+    /// The distinct names the rules in force mention (resources, contexts,
+    /// origins per resource).
+    pub(crate) fn rule_names(&self) -> usize {
+        self.names.load().len()
     }
 }

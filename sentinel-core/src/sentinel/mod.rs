@@ -18,9 +18,10 @@ mod rules;
 mod tree;
 
 pub use crate::node::invocation::DEFAULT_CONTEXT;
+pub use crate::node::reserved::DEFAULT_MAX_RULE_NAMES;
 pub use builder::{
-    DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_NAME_LEN, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES,
-    SentinelBuilder,
+    DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_NAME_LEN, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_ORIGINS_TOTAL,
+    DEFAULT_MAX_RESOURCES, SentinelBuilder,
 };
 pub use caps::{CapUsage, Caps};
 #[cfg(feature = "tokio")]
@@ -28,7 +29,7 @@ pub use queued::{Entering, Queued};
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
@@ -39,6 +40,7 @@ use crate::log::BlockLedger;
 use crate::node::invocation::InvocationTree;
 use crate::node::overflow::OriginCap;
 use crate::node::registry::Registry;
+use crate::node::reserved::RuleNames;
 use crate::node::{ResourceNode, StatisticNode};
 use crate::rules::AllListeners;
 use crate::slot::{UserSlots, chain};
@@ -81,6 +83,12 @@ pub struct Sentinel {
     enabled: AtomicBool,
     pub(crate) origin_cap: Arc<OriginCap>,
     max_name_len: usize,
+    /// The names the rules in force mention, consulted when a node is made.
+    pub(crate) names: RuleNames,
+    /// The most distinct names the rules in force may mention.
+    pub(crate) max_rule_names: usize,
+    /// Loads refused for mentioning more.
+    pub(crate) refused_rule_loads: AtomicU64,
     /// The resources the rules in force mention (their node ids).
     pub(crate) named_by_rules: Mutex<Vec<u32>>,
     /// The rule set in force, swapped as one.
@@ -165,23 +173,22 @@ impl Sentinel {
     /// counts one per entry instead).
     pub(crate) fn resolve_quietly(&self, name: &str) -> Option<&ResourceNode> {
         let (config, origin_cap) = (&self.config, &self.origin_cap);
+        let named = |name: &str| self.names.load().resource(name);
         self.resources
-            .try_get_or_create(name, |id| ResourceNode::new(name, id, config, origin_cap))
+            .try_get_or_create(
+                name,
+                |id, named| ResourceNode::new(name, id, config, origin_cap, named),
+                named,
+            )
             .map(|(_, node)| node)
     }
 
     /// The node of a handle made past the resource cap: a rule loaded since
-    /// may have made it. Otherwise the entry is refused a node (counted).
+    /// may name it (then it is made now). Otherwise the entry is refused a
+    /// node (counted).
     #[cold]
     fn resolve_late(&self, name: &str) -> Option<&ResourceNode> {
-        let node = self
-            .resources
-            .find(name)
-            .and_then(|id| self.resources.get(id));
-        if node.is_none() {
-            self.resources.refuse(name);
-        }
-        node
+        self.resolve(name)
     }
 
     /// The node of a request's resource: the handle's, or found (made if

@@ -13,6 +13,7 @@ use crate::authority::AuthorityRule;
 use crate::degrade::DegradeRule;
 use crate::flow::FlowRule;
 use crate::hotspot::ParamFlowRule;
+use crate::rule::RuleErrors;
 use crate::rules::{RuleManager, RuleSet, RuleSetParts, kinds};
 use crate::system::SystemRule;
 
@@ -144,18 +145,23 @@ impl Sentinel {
     }
 
     /// Builds and swaps in a new rule set from the one in force, one load at
-    /// a time.
-    pub(crate) fn update_rules(&self, change: impl FnOnce(&mut RuleSetParts)) -> Arc<RuleSet> {
+    /// a time. Refused, with nothing changed, when the new set would
+    /// mention more names than `max_rule_names`.
+    pub(crate) fn update_rules(
+        &self,
+        change: impl FnOnce(&mut RuleSetParts),
+    ) -> Result<Arc<RuleSet>, RuleErrors> {
         let _guard = self.rules.lock.lock();
         let current = self.rules.set.load_full();
         let version = current.version.wrapping_add(1).max(1);
         let mut parts = current.parts.clone();
         change(&mut parts);
-        // Before the set is visible: its rules find their nodes made.
-        self.reserve_names(&parts);
+        // Before the set is visible: entries make its rules' nodes past the
+        // caps.
+        self.reserve_names(&parts)?;
         let next = Arc::new(RuleSet::build(version, parts));
         self.rules.set.store(Arc::clone(&next));
         self.rules.version.store(version, Ordering::Release);
-        next
+        Ok(next)
     }
 }

@@ -1251,6 +1251,11 @@ impl<'s> Checker<'s> {
             s.min_rt as f64,
         );
         self.exact(kind, &label, "concurrency", m.concurrency, s.concurrency);
+        if matches!(node, Node::Origin(..)) {
+            // Origin nodes keep no minute window unless asked for one: their
+            // minute totals hold only what the second window does.
+            return;
+        }
         let (lo, hi) = (m.minute.lo, m.minute.hi);
         self.range(
             kind,
@@ -1306,11 +1311,11 @@ impl<'s> Checker<'s> {
     }
 
     /// A node the library may not have made: it must exist exactly when a
-    /// call counted on it or a loaded rule names it (issue 21: rules
-    /// reserve their names' nodes when loaded, with nothing counted).
+    /// call counted on it. A name a loaded rule mentions gets its node from
+    /// the first entry that uses it, past any cap; a load makes none.
     fn exists(&mut self, node: Node, m: &NodeModel, found: bool, named: bool) -> bool {
         self.count(node.kind());
-        if found != (m.calls > 0 || named) {
+        if found != (m.calls > 0) {
             let label = node.label();
             self.fail(
                 &label,
@@ -1320,7 +1325,7 @@ impl<'s> Checker<'s> {
                 ),
             );
         }
-        found && (m.calls > 0 || named)
+        found && m.calls > 0
     }
 
     /// Every reading at a quiescent instant.

@@ -61,9 +61,10 @@ impl LiveWindows {
 
     /// Adds a slice's values to its minute bucket and the lifetime totals.
     pub(super) fn fold(&self, start: u64, lanes: &[u64; LANES], min_rt: u32) {
-        if lanes.iter().any(|&v| v != 0) || min_rt != NO_RT {
+        let minute = self.minute.get();
+        if let Some(minute) = minute.filter(|_| lanes.iter().any(|&v| v != 0) || min_rt != NO_RT) {
             // A slice older than the minute window goes to a bucket nobody reads.
-            let bucket = self.minute.current(start);
+            let bucket = minute.current(start);
             for (lane, &v) in lanes.iter().enumerate() {
                 if v != 0 {
                     bucket.add_lane(lane, v);
@@ -137,16 +138,16 @@ impl LiveWindows {
     /// Whether a second-window part starting at `start` belongs to a minute
     /// bucket in the minute window at `now`.
     fn in_minute(&self, start: u64, now: u64) -> bool {
-        let current = self.minute.bucket_start(now);
-        let bucket = self.minute.bucket_start(start);
-        bucket <= current && current - bucket < self.minute.interval_ms()
+        let current = self.minute_bucket_start(now);
+        let bucket = self.minute_bucket_start(start);
+        bucket <= current && current - bucket < self.minute_shape.interval_ms()
     }
 
     /// Every lane over the minute window at `now`, folded or not.
     pub(crate) fn minute_sums(&self, now: u64) -> [u64; LANES] {
         self.consistent(|| {
             let mut sums = [0u64; LANES];
-            for (_, bucket) in self.minute.values(now) {
+            for (_, bucket) in self.minute.get().into_iter().flat_map(|m| m.values(now)) {
                 for (lane, sum) in sums.iter_mut().enumerate() {
                     *sum = sum.wrapping_add(bucket.lane(lane));
                 }
@@ -171,7 +172,7 @@ impl LiveWindows {
             let mut found = false;
             let mut sums = [0u64; LANES];
             let mut min = NO_RT;
-            if let Some(bucket) = self.minute.bucket_at(start) {
+            if let Some(bucket) = self.minute.get().and_then(|m| m.bucket_at(start)) {
                 found = true;
                 for (lane, sum) in sums.iter_mut().enumerate() {
                     *sum = bucket.lane(lane);
@@ -180,7 +181,7 @@ impl LiveWindows {
             }
             for i in 0..self.slot_count {
                 self.parts(i, |part, lanes, rt| {
-                    if self.minute.bucket_start(part) == start {
+                    if self.minute_bucket_start(part) == start {
                         found = true;
                         for (lane, sum) in sums.iter_mut().enumerate() {
                             *sum = sum.wrapping_add(lanes.lane(lane));

@@ -102,7 +102,7 @@ fn owner_rotation(read: fn(&LiveWindows, &dyn Fn() -> [(&'static [u64], u64); 2]
         1,
         "main's slice 0 folded once"
     );
-    let bucket = w.minute().bucket_at(0).expect("slice 0 folded");
+    let bucket = w.keep_minute().bucket_at(0).expect("slice 0 folded");
     assert_eq!(bucket.lane(LANE_PASS), 1);
     assert_eq!(
         w.minute_slice(0).map(|(lanes, _)| lanes[LANE_PASS]),
@@ -212,7 +212,10 @@ fn shared_rotation(
     assert_eq!(w.pass_less_success(), 7);
     let minute = w.minute_sums(2)[LANE_PASS];
     let second = w.second_sum(2, LANE_PASS);
-    let folded = w.minute().bucket_at(0).map_or(0, |b| b.lane(LANE_PASS));
+    let folded = w
+        .keep_minute()
+        .bucket_at(0)
+        .map_or(0, |b| b.lane(LANE_PASS));
     // C's 2 is in slice 0 (folded), in slice 2 (added after B's check of
     // the slice and before its swap), or late (lifetime totals only).
     assert!(
@@ -316,5 +319,33 @@ fn loom_token_reuse_and_takeover_see_the_exited_owners_writes() {
         // C moved the slot it took over to slice 1, folding what it held.
         assert_eq!(w.second_sum(1, LANE_PASS), 8);
         assert_eq!(w.lifetime_sums()[LANE_PASS], 15);
+    });
+}
+
+/// A minute window made while the owner folds (`fold.rs`, origin nodes'
+/// windows made without one): the fold lands in the minute window or in
+/// the lifetime totals only, never twice; lifetime totals count every pass
+/// once, and the minute never holds more than was passed.
+#[test]
+fn loom_minute_made_during_a_fold_never_counts_a_slice_twice() {
+    check(1, || {
+        let shape = |interval, samples| WindowShape::new(interval, samples).expect("valid shape");
+        let w = Arc::new(LiveWindows::without_minute(shape(1, 1), shape(4, 2)));
+        pass(&w, 0, 1);
+        let asker = {
+            let w = Arc::clone(&w);
+            thread::spawn(move || {
+                w.keep_minute();
+                let minute = w.minute_sums(2)[LANE_PASS];
+                assert!(minute <= 3, "minute {minute}");
+            })
+        };
+        // Slot 0 moves from slice 0 to slice 2: the fold of slice 0 races
+        // the minute window's making.
+        pass(&w, 2, 2);
+        asker.join().unwrap();
+        assert_eq!(w.lifetime_sums()[LANE_PASS], 3);
+        let minute = w.minute_sums(2)[LANE_PASS];
+        assert!(minute == 2 || minute == 3, "minute {minute}");
     });
 }

@@ -115,7 +115,11 @@ pub(crate) struct LiveWindows {
     /// The number of slots (`sample_count`).
     slot_count: usize,
     shared: OnceBox<Box<[CachePadded<SharedPart>]>>,
-    minute: LeapArray<MetricBucket>,
+    /// The minute window: made with the windows, or (origin nodes) when
+    /// first asked for ([`keep_minute`](Self::keep_minute)). Until then
+    /// folds feed the lifetime totals only.
+    minute: OnceBox<LeapArray<MetricBucket>>,
+    minute_shape: WindowShape,
     /// Try-lock for rotating shared parts.
     rotating: AtomicBool,
     /// Every lane folded out of the second window, ever, plus late events.
@@ -127,6 +131,14 @@ pub(crate) struct LiveWindows {
 
 impl LiveWindows {
     pub(crate) fn new(second: WindowShape, minute: WindowShape) -> Self {
+        let windows = Self::without_minute(second, minute);
+        windows.keep_minute();
+        windows
+    }
+
+    /// As [`new`](Self::new), the minute window made only when
+    /// [`keep_minute`](Self::keep_minute) first asks for it.
+    pub(crate) fn without_minute(second: WindowShape, minute: WindowShape) -> Self {
         LiveWindows {
             interval_ms: second.interval_ms(),
             bucket_len: Divisor::new(second.bucket_ms()),
@@ -135,7 +147,8 @@ impl LiveWindows {
             second: OnceBox::new(),
             slot_count: second.sample_count() as usize,
             shared: OnceBox::new(),
-            minute: LeapArray::with_shape(minute),
+            minute: OnceBox::new(),
+            minute_shape: minute,
             rotating: AtomicBool::new(false),
             folded: std::array::from_fn(|_| AtomicU64::new(0)),
             seq: AtomicU64::new(0),
@@ -157,9 +170,26 @@ impl LiveWindows {
         self.sample_count.get() as u32
     }
 
-    /// The minute window.
-    pub(crate) fn minute(&self) -> &LeapArray<MetricBucket> {
-        &self.minute
+    /// The minute window, made now if it was not.
+    pub(crate) fn keep_minute(&self) -> &LeapArray<MetricBucket> {
+        self.minute
+            .get_or_init(|| Box::new(LeapArray::with_shape(self.minute_shape)))
+    }
+
+    /// Whether the minute window was made.
+    pub(crate) fn keeps_minute(&self) -> bool {
+        self.minute.get().is_some()
+    }
+
+    /// The minute window's shape.
+    pub(crate) fn minute_shape(&self) -> WindowShape {
+        self.minute_shape
+    }
+
+    /// The start of the minute bucket holding `t`.
+    pub(crate) fn minute_bucket_start(&self, t: u64) -> u64 {
+        let t = t.min(LAST_TIME);
+        t - t % self.minute_shape.bucket_ms()
     }
 
     // ---- writes ----

@@ -104,7 +104,7 @@ fn rotation_folds_into_the_minute_and_keeps_lifetime_totals() {
     in_thread(T0 + 1_010, 1);
     assert!(w.shared.get().is_none(), "two owned parts, no shared one");
     assert_eq!(w.second_sum(T0 + 1_010, LANE_PASS), 2);
-    let bucket = w.minute().bucket_at(T0).expect("folded");
+    let bucket = w.keep_minute().bucket_at(T0).expect("folded");
     assert_eq!(bucket.lane(LANE_PASS), 7);
     assert_eq!(w.minute_sums(T0 + 1_010)[LANE_PASS], 9);
     assert_eq!(w.minute_slice(T0).map(|(l, _)| l[LANE_PASS]), Some(7));
