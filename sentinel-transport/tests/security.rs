@@ -74,7 +74,14 @@ async fn a_token_guards_writes() {
         vec![FlowRule::new("GET:/a", 0.0)]
     );
 
-    let by_query = get(addr, "/setSwitch?value=false&token=s3cret").await;
+    let by_query = send(
+        Method::POST,
+        addr,
+        "/setSwitch?token=s3cret",
+        &[form_type],
+        Some("value=false".into()),
+    )
+    .await;
     assert_eq!(by_query.status, 200);
     assert!(!sentinel.is_enabled());
     // Reads need no token unless protected.
@@ -257,7 +264,14 @@ async fn a_page_of_another_site_cannot_change_state() {
         (&[], 200),
     ];
     for (headers, status) in cases {
-        let answer = send(Method::GET, addr, "/setSwitch?value=false", headers, None).await;
+        let answer = send(
+            Method::POST,
+            addr,
+            "/setSwitch",
+            headers,
+            Some("value=false".into()),
+        )
+        .await;
         assert_eq!(answer.status, status, "{headers:?}: {}", answer.body);
         assert_eq!(sentinel.is_enabled(), status != 200, "{headers:?}");
         sentinel.set_enabled(true);
