@@ -465,6 +465,10 @@ async fn a_duplicated_parameter_or_header_is_refused_and_changes_nothing() {
     assert!(sentinel.is_enabled());
 }
 
+/// A change to a server's settings, given the dashboard's and the
+/// client's addresses.
+type Configure = fn(CommandCenter, std::net::SocketAddr, std::net::IpAddr) -> CommandCenter;
+
 #[tokio::test]
 async fn off_loopback_writes_come_only_from_a_dashboard_an_allowed_peer_or_with_the_token() {
     let any: std::net::IpAddr = "0.0.0.0".parse().unwrap();
@@ -475,11 +479,7 @@ async fn off_loopback_writes_come_only_from_a_dashboard_an_allowed_peer_or_with_
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dashboard = closed.local_addr().unwrap();
     drop(closed);
-    let cases: [(
-        &str,
-        fn(CommandCenter, std::net::SocketAddr, std::net::IpAddr) -> CommandCenter,
-        u16,
-    ); 4] = [
+    let cases: [(&str, Configure, u16); 4] = [
         ("nobody allowed", |c, _, _| c, 403),
         ("the dashboard", |c, d, _| c.dashboard(d.to_string()), 200),
         ("an allowed peer", |c, _, ip| c.allow_writes_from(ip), 200),
