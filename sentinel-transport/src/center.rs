@@ -14,7 +14,8 @@ use crate::commands::{self, Ctx};
 use crate::handle::{CommandCenterHandle, StartError};
 use crate::info::{Machine, hostname};
 use crate::net::{bind, callback_ip, default_app};
-use crate::security::{self, Guard};
+use crate::security::{self, Guard, Writers};
+use crate::server::{self, Limits, descriptor_budget};
 use crate::shared::SentinelRef;
 use crate::store::RuleSink;
 
@@ -24,6 +25,12 @@ pub const DEFAULT_PORT: u16 = 8719;
 pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
 /// The default cap on a request body (a `setRules` form).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+/// The default cap on open connections.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// The default time a connection has to send a request's head.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default time a request has to send its body.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The command server of one instance: Sentinel's command API (what the
 /// dashboard calls), the live page, and the heartbeat to the dashboards.
@@ -31,8 +38,10 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 ///
 /// Secure by default: bound to 127.0.0.1, every state-changing command
 /// (`setRules`, `setParamFlowRules`, `setSwitch`) refused until
-/// [`allow_writes`](Self::allow_writes), bodies capped at
-/// [`DEFAULT_MAX_BODY_BYTES`].
+/// [`allow_writes`](Self::allow_writes) and then served only as a POST
+/// form, bodies capped at [`DEFAULT_MAX_BODY_BYTES`], connections at
+/// [`DEFAULT_MAX_CONNECTIONS`], each request's head and body read within a
+/// deadline. See the crate's README for what each guarantees.
 pub struct CommandCenter {
     sentinel: SentinelRef,
     port: u16,
@@ -43,7 +52,12 @@ pub struct CommandCenter {
     heartbeat_interval: Duration,
     heartbeat_ip: Option<IpAddr>,
     guard: Guard,
+    write_peers: Vec<IpAddr>,
+    host_names: Vec<String>,
     max_body_bytes: usize,
+    max_connections: usize,
+    header_read_timeout: Duration,
+    body_read_timeout: Duration,
     metric: Option<MetricSearcher>,
     rules: RuleSink,
     live_page: bool,
@@ -57,9 +71,15 @@ impl std::fmt::Debug for CommandCenter {
             .field("app", &self.app)
             .field("dashboards", &self.dashboards)
             .field("allow_writes", &self.guard.allow_writes)
+            .field("allow_get_writes", &self.guard.get_writes)
+            .field("write_peers", &self.write_peers)
+            .field("host_names", &self.host_names)
             .field("token", &self.guard.token.as_ref().map(|_| "<set>"))
             .field("protect_reads", &self.guard.protect_reads)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_connections", &self.max_connections)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("body_read_timeout", &self.body_read_timeout)
             .field("rules", &self.rules)
             .finish_non_exhaustive()
     }
@@ -83,7 +103,12 @@ impl CommandCenter {
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             heartbeat_ip: None,
             guard: Guard::default(),
+            write_peers: Vec::new(),
+            host_names: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             metric: None,
             rules: RuleSink::Memory,
             live_page: true,
@@ -141,9 +166,41 @@ impl CommandCenter {
     }
 
     /// Turns the state-changing commands on (default off). The dashboard
-    /// needs this to push rules or flip the switch.
+    /// needs this to push rules or flip the switch. They are served only as
+    /// a POST with a form body (what the dashboard sends from 1.6.0 on),
+    /// never from a browser page of another site; bound beyond loopback
+    /// and without a [`token`](Self::token), only from the dashboards'
+    /// addresses and [`allow_writes_from`](Self::allow_writes_from).
     pub fn allow_writes(mut self, allow: bool) -> Self {
         self.guard.allow_writes = allow;
+        self
+    }
+
+    /// Serves the state-changing commands as a GET too (default off), for
+    /// a dashboard older than 1.6.0, which sends them so. A GET can be
+    /// made by any web page a browser on an allowed machine shows (an
+    /// image's address); keep it off unless such a dashboard is used.
+    pub fn allow_get_writes(mut self, allow: bool) -> Self {
+        self.guard.get_writes = allow;
+        self
+    }
+
+    /// Accepts state-changing commands from `peer` when bound beyond
+    /// loopback without a token, besides the dashboards' addresses (a
+    /// dashboard behind a proxy or NAT, an operator's machine); call again
+    /// for several.
+    pub fn allow_writes_from(mut self, peer: IpAddr) -> Self {
+        self.write_peers.push(peer);
+        self
+    }
+
+    /// A host name this server answers to, besides `localhost`, the
+    /// machine's name and its addresses (the `Host` of every request is
+    /// checked, against DNS rebinding); call again for several. Needed
+    /// when clients reach the server by a DNS name or through a proxy that
+    /// keeps the `Host`.
+    pub fn host_name(mut self, name: impl Into<String>) -> Self {
+        self.host_names.push(name.into());
         self
     }
 
@@ -165,9 +222,36 @@ impl CommandCenter {
     }
 
     /// The largest request body accepted (default 1 MiB); a larger one is
-    /// refused with 413 and changes nothing.
+    /// refused with 413 and changes nothing, at once (before reading it)
+    /// when its `Content-Length` says so.
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
+        self
+    }
+
+    /// The most connections open at once (default 256, and at most half
+    /// the process's file-descriptor limit). A new connection past it
+    /// closes the one that has waited longest without a request being
+    /// answered (a slow or silent client); when every connection is being
+    /// answered, the new one is closed.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections;
+        self
+    }
+
+    /// The time a connection has to send a complete request head, from
+    /// when it opens or its previous answer is done (default 10 s): this
+    /// is also how long a kept-alive connection may stay idle. Past it,
+    /// the connection is closed.
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// The time a request has to send its body once its head is read
+    /// (default 10 s); past it, 408 and the connection is closed.
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.body_read_timeout = timeout;
         self
     }
 
@@ -244,6 +328,14 @@ impl CommandCenter {
         if self.max_body_bytes == 0 {
             return Err(StartError::Invalid("max_body_bytes must be > 0".into()));
         }
+        if self.max_connections == 0 {
+            return Err(StartError::Invalid("max_connections must be > 0".into()));
+        }
+        if self.header_read_timeout.is_zero() || self.body_read_timeout.is_zero() {
+            return Err(StartError::Invalid(
+                "header_read_timeout and body_read_timeout must be > 0".into(),
+            ));
+        }
         Ok(())
     }
 
@@ -271,9 +363,22 @@ impl CommandCenter {
             pid: std::process::id(),
         };
         let dashboards = std::mem::take(&mut self.dashboards);
+        let writers = Arc::new(Writers::new(
+            std::mem::take(&mut self.write_peers),
+            dashboards.len(),
+        ));
+        for (index, dashboard) in dashboards.iter().enumerate() {
+            // An address given as an IP is known at once; a name is
+            // resolved before each heartbeat.
+            let authority = crate::heartbeat::authority(dashboard);
+            if let Ok(at) = authority.parse::<std::net::SocketAddr>() {
+                writers.set_dashboard(index, vec![at.ip()]);
+            }
+        }
+        let limits = self.limits();
         let interval = self.heartbeat_interval;
         let sentinel = Arc::clone(&self.sentinel);
-        let router = self.router(machine.clone());
+        let router = self.router(machine.clone(), Arc::clone(&writers));
         let listener = {
             let _entered = runtime.enter();
             listener
@@ -282,19 +387,13 @@ impl CommandCenter {
             tokio::net::TcpListener::from_std(listener).map_err(StartError::Runtime)?
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = runtime.spawn(async move {
-            let serve = axum::serve(listener, router).with_graceful_shutdown(async {
-                let _ = stopped.await;
-            });
-            if let Err(e) = serve.await {
-                tracing::warn!(error = %e, "sentinel command center stopped");
-            }
-        });
+        let server = runtime.spawn(server::serve(listener, router, limits, stopped));
         let heartbeat = (!dashboards.is_empty()).then(|| {
             runtime.spawn(crate::heartbeat::run(
                 machine,
                 dashboards,
                 interval,
+                writers,
                 move || wall_clock_ms(&sentinel),
             ))
         });
@@ -302,7 +401,27 @@ impl CommandCenter {
         Ok(CommandCenterHandle::new(addr, stop, server, heartbeat, own))
     }
 
-    fn router(self, machine: Machine) -> Router {
+    /// The server's bounds, the connection cap within the descriptor
+    /// budget.
+    fn limits(&self) -> Limits {
+        let budget = descriptor_budget().unwrap_or(usize::MAX).max(1);
+        if budget < self.max_connections {
+            tracing::warn!(
+                asked = self.max_connections,
+                allowed = budget,
+                "sentinel command center: connections capped at half the file-descriptor limit"
+            );
+        }
+        Limits {
+            max_connections: self.max_connections.min(budget),
+            header_read_timeout: self.header_read_timeout,
+            body_read_timeout: self.body_read_timeout,
+            max_body_bytes: self.max_body_bytes,
+        }
+    }
+
+    fn router(self, machine: Machine, writers: Arc<Writers>) -> Router {
+        let (machine_name, machine_ip) = (machine.hostname.clone(), machine.ip);
         let ctx = Arc::new(Ctx {
             sentinel: Arc::clone(&self.sentinel),
             machine,
@@ -313,8 +432,17 @@ impl CommandCenter {
         if self.live_page {
             router = router.merge(crate::live_page(Shared(self.sentinel)));
         }
+        let mut host_names = self.host_names;
+        host_names.push(machine_name.clone());
+        let mut host_ips = vec![machine_ip];
+        if !self.bind.is_unspecified() {
+            host_ips.push(self.bind);
+        }
         let guard = Guard {
             loopback: self.bind.is_loopback(),
+            host_names,
+            host_ips: host_ips.into_iter().map(|ip| ip.to_canonical()).collect(),
+            writers,
             ..self.guard
         };
         router

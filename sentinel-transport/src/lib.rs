@@ -33,10 +33,14 @@ mod json;
 mod live;
 mod net;
 mod security;
+mod server;
 mod shared;
 mod store;
 
-pub use center::{CommandCenter, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT};
+pub use center::{
+    CommandCenter, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT,
+    DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT,
+};
 pub use handle::{CommandCenterHandle, StartError};
 pub use info::SENTINEL_VERSION;
 pub use live::live_page;

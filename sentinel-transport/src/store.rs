@@ -56,11 +56,27 @@ impl RuleSink {
                 .await;
                 match written {
                     Ok(Ok(())) => Ok(()),
-                    Ok(Err(e)) => Err((status(&e), e.lines())),
-                    Err(e) => Err((
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        vec![format!("rule file not written: {e}")],
-                    )),
+                    Ok(Err(e)) => {
+                        let status = status(&e);
+                        if status == StatusCode::INTERNAL_SERVER_ERROR {
+                            // Out of descriptors or disk, most often: said
+                            // in the log as well as in the answer.
+                            tracing::warn!(error = %e, "sentinel command center: the rule file could not be written");
+                        }
+                        Err((status, e.lines()))
+                    }
+                    Err(e) => {
+                        let why = if e.is_panic() {
+                            crate::server::panic_message(e.into_panic().as_ref())
+                        } else {
+                            e.to_string()
+                        };
+                        tracing::error!(%why, "sentinel command center: a rule file write failed");
+                        Err((
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            vec![format!("rule file not written: {why}")],
+                        ))
+                    }
                 }
             }
         }

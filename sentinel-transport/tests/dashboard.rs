@@ -330,11 +330,12 @@ async fn the_dashboard_registers_us_and_its_rules_take_effect() {
 }
 
 #[tokio::test]
-async fn an_old_dashboard_sending_rules_as_a_get_works_too() {
+async fn an_old_dashboard_sending_rules_as_a_get_works_when_allowed() {
     let (sentinel, _) = common::instance();
     let server = CommandCenter::new(Arc::clone(&sentinel))
         .port(0)
         .allow_writes(true)
+        .allow_get_writes(true)
         .start()
         .unwrap();
     let machine = Machine {

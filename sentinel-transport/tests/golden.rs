@@ -182,17 +182,17 @@ async fn info_commands() {
         get(addr, "/getSwitch").await.body,
         "Sentinel switch value: true"
     );
-    let off = get(addr, "/setSwitch?value=false").await;
+    let off = post_form(addr, "/setSwitch", &[("value", "false")]).await;
     assert_eq!(off.body, "Sentinel set switch value: false");
     assert!(!sentinel.is_enabled());
     assert_eq!(
         get(addr, "/getSwitch").await.body,
         "Sentinel switch value: false"
     );
-    let typo = get(addr, "/setSwitch?value=flase").await;
+    let typo = post_form(addr, "/setSwitch", &[("value", "flase")]).await;
     assert_eq!(typo.status, 400);
     assert!(!sentinel.is_enabled(), "a bad value changes nothing");
-    get(addr, "/setSwitch?value=true").await;
+    post_form(addr, "/setSwitch", &[("value", "true")]).await;
     assert!(sentinel.is_enabled());
 }
 

@@ -74,7 +74,14 @@ async fn a_token_guards_writes() {
         vec![FlowRule::new("GET:/a", 0.0)]
     );
 
-    let by_query = get(addr, "/setSwitch?value=false&token=s3cret").await;
+    let by_query = send(
+        Method::POST,
+        addr,
+        "/setSwitch?token=s3cret",
+        &[form_type],
+        Some("value=false".into()),
+    )
+    .await;
     assert_eq!(by_query.status, 200);
     assert!(!sentinel.is_enabled());
     // Reads need no token unless protected.
@@ -257,7 +264,14 @@ async fn a_page_of_another_site_cannot_change_state() {
         (&[], 200),
     ];
     for (headers, status) in cases {
-        let answer = send(Method::GET, addr, "/setSwitch?value=false", headers, None).await;
+        let answer = send(
+            Method::POST,
+            addr,
+            "/setSwitch",
+            headers,
+            Some("value=false".into()),
+        )
+        .await;
         assert_eq!(answer.status, status, "{headers:?}: {}", answer.body);
         assert_eq!(sentinel.is_enabled(), status != 200, "{headers:?}");
         sentinel.set_enabled(true);
@@ -311,5 +325,233 @@ async fn on_loopback_only_loopback_host_names_are_served() {
     ] {
         let answer = send(Method::GET, addr, "/getSwitch", &[("host", &host)], None).await;
         assert_eq!(answer.status, 200, "{host}");
+    }
+}
+
+/// A form POST with extra headers.
+async fn post_with(
+    addr: std::net::SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> common::Answer {
+    let mut all = vec![("content-type", "application/x-www-form-urlencoded")];
+    all.extend_from_slice(headers);
+    send(Method::POST, addr, path, &all, Some(body.into())).await
+}
+
+#[tokio::test]
+async fn a_get_write_from_an_image_with_a_foreign_referer_is_refused() {
+    let (sentinel, _) = instance();
+    sentinel
+        .flow_rules()
+        .load(vec![FlowRule::new("kept", 5.0)])
+        .unwrap();
+    let server = CommandCenter::new(Arc::clone(&sentinel))
+        .port(0)
+        .allow_writes(true)
+        .start()
+        .unwrap();
+    let addr = server.local_addr();
+    let evil = [("referer", "http://evil.example/page")];
+    for path in ["/setSwitch?value=false", "/setRules?type=flow&data=%5B%5D"] {
+        for headers in [&evil[..], &[]] {
+            let answer = send(Method::GET, addr, path, headers, None).await;
+            assert_eq!(answer.status, 405, "{path} {headers:?}: {}", answer.body);
+            assert!(answer.body.contains("allow_get_writes"), "{}", answer.body);
+        }
+    }
+    assert!(sentinel.is_enabled());
+    assert_eq!(
+        sentinel.flow_rules().rules(),
+        vec![FlowRule::new("kept", 5.0)]
+    );
+    // A POST with a foreign Referer (no Origin, no Sec-Fetch-Site: an
+    // older browser's form) is refused too; the page's own is not.
+    let foreign = post_with(addr, "/setSwitch", &evil, "value=false").await;
+    assert_eq!(foreign.status, 403, "{}", foreign.body);
+    assert!(sentinel.is_enabled());
+    let own = format!("http://{addr}/");
+    let same = post_with(addr, "/setSwitch", &[("referer", &own)], "value=false").await;
+    assert_eq!(same.status, 200, "{}", same.body);
+    assert!(!sentinel.is_enabled());
+    // A write's body is a form.
+    let json = send(
+        Method::POST,
+        addr,
+        "/setSwitch",
+        &[("content-type", "application/json")],
+        Some("value=true".into()),
+    )
+    .await;
+    assert_eq!(json.status, 415, "{}", json.body);
+    assert!(!sentinel.is_enabled());
+}
+
+#[tokio::test]
+async fn get_writes_enabled_for_an_old_dashboard_still_refuse_a_foreign_referer() {
+    let (sentinel, _) = instance();
+    let server = CommandCenter::new(Arc::clone(&sentinel))
+        .port(0)
+        .allow_writes(true)
+        .allow_get_writes(true)
+        .start()
+        .unwrap();
+    let addr = server.local_addr();
+    let evil = send(
+        Method::GET,
+        addr,
+        "/setSwitch?value=false",
+        &[("referer", "http://evil.example/")],
+        None,
+    )
+    .await;
+    assert_eq!(evil.status, 403, "{}", evil.body);
+    assert!(sentinel.is_enabled());
+    assert_eq!(get(addr, "/setSwitch?value=false").await.status, 200);
+    assert!(!sentinel.is_enabled());
+    let put = send(Method::PUT, addr, "/setSwitch?value=true", &[], None).await;
+    assert_eq!(put.status, 405);
+}
+
+#[tokio::test]
+async fn a_duplicated_parameter_or_header_is_refused_and_changes_nothing() {
+    let (sentinel, _) = instance();
+    sentinel
+        .degrade_rules()
+        .load(vec![sentinel_core::degrade::DegradeRule::new(
+            "kept",
+            sentinel_core::degrade::DegradeGrade::ErrorCount,
+            5.0,
+        )])
+        .unwrap();
+    let server = CommandCenter::new(Arc::clone(&sentinel))
+        .port(0)
+        .allow_writes(true)
+        .start()
+        .unwrap();
+    let addr = server.local_addr();
+    let degrade_before = sentinel.degrade_rules().rules();
+    for (path, body) in [
+        ("/setRules", "type=flow&type=degrade&data=%5B%5D"),
+        ("/setRules", "type=degrade&data=%5B%5D&data=%5B%5D"),
+        ("/setRules?type=flow", "type=degrade&data=%5B%5D"),
+        ("/setSwitch", "value=true&value=false"),
+    ] {
+        let answer = post_with(addr, path, &[], body).await;
+        assert_eq!(answer.status, 400, "{path} {body}: {}", answer.body);
+        assert!(
+            answer.body.contains("given more than once"),
+            "{}",
+            answer.body
+        );
+    }
+    assert_eq!(sentinel.degrade_rules().rules(), degrade_before);
+    assert!(sentinel.is_enabled());
+    let reads = get(addr, "/getRules?type=flow&type=degrade").await;
+    assert_eq!(reads.status, 400);
+
+    // Two Host headers, raw (a client library would merge or refuse them).
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = "POST /setSwitch HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 11\r\nConnection: close\r\n\r\nvalue=false";
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(common::TIMEOUT, stream.read_to_string(&mut answer))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(sentinel.is_enabled());
+}
+
+/// A change to a server's settings, given the dashboard's and the
+/// client's addresses.
+type Configure = fn(CommandCenter, std::net::SocketAddr, std::net::IpAddr) -> CommandCenter;
+
+#[tokio::test]
+async fn off_loopback_writes_come_only_from_a_dashboard_an_allowed_peer_or_with_the_token() {
+    let any: std::net::IpAddr = "0.0.0.0".parse().unwrap();
+    let localhost: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+    let (sentinel, _) = instance();
+    // A port with nothing listening, as the dashboard: its address is
+    // what counts.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dashboard = closed.local_addr().unwrap();
+    drop(closed);
+    let cases: [(&str, Configure, u16); 4] = [
+        ("nobody allowed", |c, _, _| c, 403),
+        ("the dashboard", |c, d, _| c.dashboard(d.to_string()), 200),
+        ("an allowed peer", |c, _, ip| c.allow_writes_from(ip), 200),
+        (
+            "another peer allowed",
+            |c, _, _| c.allow_writes_from("10.9.9.9".parse().unwrap()),
+            403,
+        ),
+    ];
+    for (case, configure, status) in cases {
+        let server = configure(
+            CommandCenter::new(Arc::clone(&sentinel))
+                .port(0)
+                .bind(any)
+                .allow_writes(true),
+            dashboard,
+            localhost,
+        )
+        .start()
+        .unwrap();
+        let addr = std::net::SocketAddr::new(localhost, server.port());
+        let answer = post_with(addr, "/setSwitch", &[], "value=false").await;
+        assert_eq!(answer.status, status, "{case}: {}", answer.body);
+        if status == 403 {
+            assert!(answer.body.contains("allow_writes_from"), "{}", answer.body);
+            assert!(answer.body.contains("127.0.0.1"), "{}", answer.body);
+        }
+        assert_eq!(sentinel.is_enabled(), status != 200, "{case}");
+        sentinel.set_enabled(true);
+        // Reads stay open to anyone.
+        assert_eq!(get(addr, "/getSwitch").await.status, 200);
+    }
+    // With a token, the token is what counts.
+    let server = CommandCenter::new(Arc::clone(&sentinel))
+        .port(0)
+        .bind(any)
+        .allow_writes(true)
+        .token("s3cret")
+        .start()
+        .unwrap();
+    let addr = std::net::SocketAddr::new(localhost, server.port());
+    let answer = post_with(
+        addr,
+        "/setSwitch",
+        &[("authorization", "Bearer s3cret")],
+        "value=false",
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert!(!sentinel.is_enabled());
+}
+
+#[tokio::test]
+async fn on_any_address_the_host_must_name_this_machine() {
+    let (sentinel, _) = instance();
+    let server = CommandCenter::new(Arc::clone(&sentinel))
+        .port(0)
+        .bind("0.0.0.0".parse().unwrap())
+        .host_name("sentinel.internal")
+        .start()
+        .unwrap();
+    let port = server.port();
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    for (host, status) in [
+        (format!("evil.example:{port}"), 403),
+        (format!("10.255.255.1:{port}"), 403),
+        (format!("sentinel.internal:{port}"), 200),
+        (format!("SENTINEL.internal:{port}"), 200),
+        (format!("localhost:{port}"), 200),
+        (format!("127.0.0.1:{port}"), 200),
+    ] {
+        let answer = send(Method::GET, addr, "/getSwitch", &[("host", &host)], None).await;
+        assert_eq!(answer.status, status, "{host}: {}", answer.body);
     }
 }

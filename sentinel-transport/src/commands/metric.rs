@@ -57,6 +57,9 @@ pub(super) async fn metric(State(ctx): Ctx, params: Params) -> Response {
             match found {
                 Ok(Ok(lines)) => lines,
                 Ok(Err(e)) => {
+                    // Out of file descriptors, most often: said in the log
+                    // as well as in the answer.
+                    tracing::warn!(error = %e, "sentinel command center: the metric log could not be read");
                     return failure(
                         StatusCode::INTERNAL_SERVER_ERROR,
                         format!("error when retrieving metrics: {e}"),

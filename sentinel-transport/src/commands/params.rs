@@ -1,15 +1,19 @@
 //! A command's parameters: the query string and, for a POST, the form
-//! body, decoded once.
+//! body, decoded once; each name given once at most.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
-use axum::http::header;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-/// The parameters of one request; a body parameter wins over a query one of
-/// the same name.
+use super::{bad_request, failure};
+use crate::server::BodyReadTimeout;
+
+/// The parameters of one request, from the query and the form body
+/// together.
 #[derive(Debug, Default)]
 pub(crate) struct Params(HashMap<String, String>);
 
@@ -23,8 +27,23 @@ impl Params {
             .filter(|v| !v.is_empty())
     }
 
-    fn extend(&mut self, encoded: &[u8]) {
-        self.0.extend(form_urlencoded::parse(encoded).into_owned());
+    /// Adds the pairs of `encoded`; a name already given (here or before)
+    /// is refused: which of two `type`s or `data`s was meant is a guess.
+    fn extend(&mut self, encoded: &[u8]) -> Result<(), String> {
+        for (name, value) in form_urlencoded::parse(encoded) {
+            match self.0.entry(name.into_owned()) {
+                Entry::Occupied(given) => {
+                    return Err(format!(
+                        "the parameter {} is given more than once",
+                        given.key()
+                    ));
+                }
+                Entry::Vacant(slot) => {
+                    slot.insert(value.into_owned());
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -34,7 +53,7 @@ impl<S: Send + Sync> FromRequest<S> for Params {
     async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
         let mut params = Params::default();
         if let Some(query) = request.uri().query() {
-            params.extend(query.as_bytes());
+            params.extend(query.as_bytes()).map_err(bad_request)?;
         }
         // The dashboard posts forms, with a Content-Type or (from 1.7.1)
         // without one; a body of another type is not parameters.
@@ -45,13 +64,41 @@ impl<S: Send + Sync> FromRequest<S> for Params {
             .is_none_or(|t| {
                 t.trim().is_empty() || t.starts_with("application/x-www-form-urlencoded")
             });
+        let deadline = request.extensions().get::<BodyReadTimeout>().map(|t| t.0);
         // Reading the body goes through the body limit; past it, 413.
-        let body = Bytes::from_request(request, state)
-            .await
-            .map_err(IntoResponse::into_response)?;
+        let read = Bytes::from_request(request, state);
+        let body = match deadline {
+            Some(deadline) => tokio::time::timeout(deadline, read).await.map_err(|_| {
+                failure(
+                    StatusCode::REQUEST_TIMEOUT,
+                    format!(
+                        "the request's body did not arrive within {deadline:?} (CommandCenter::body_read_timeout)"
+                    ),
+                )
+            })?,
+            None => read.await,
+        }
+        .map_err(IntoResponse::into_response)?;
         if form {
-            params.extend(&body);
+            params.extend(&body).map_err(bad_request)?;
         }
         Ok(params)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_given_twice_is_refused_wherever_it_comes_from() {
+        let mut params = Params::default();
+        assert!(params.extend(b"type=flow&data=%5B%5D").is_ok());
+        assert_eq!(params.get("type"), Some("flow"));
+        let twice = params.extend(b"type=degrade").unwrap_err();
+        assert!(twice.contains("type is given more than once"), "{twice}");
+        let mut params = Params::default();
+        let inside = params.extend(b"data=1&data=2").unwrap_err();
+        assert!(inside.contains("data"), "{inside}");
     }
 }
