@@ -101,7 +101,10 @@ impl RuleBook {
 impl Sentinel {
     /// Replaces every rule of every kind with `book`, in one swap: no entry
     /// sees one kind from the book and another from before. When any rule
-    /// is invalid nothing changes and every problem is returned. Unchanged
+    /// is invalid nothing changes and every problem is returned; so too
+    /// when the book's rules would take more than the instance's
+    /// [`rule_memory_budget`](crate::SentinelBuilder::rule_memory_budget)
+    /// (the error names the rule that takes them past it). Unchanged
     /// rules keep their state; statistics are never reset. Each kind's
     /// listeners hear of the load. As [`RuleManager::load`](crate::RuleManager::load),
     /// it makes the nodes of every name the rules mention, outside the caps.
@@ -118,13 +121,28 @@ impl Sentinel {
             authority,
             param_flow,
         } = book;
-        let set = self.update_rules(|parts| {
+        let set = self.update_rules(|_, tally, parts| {
+            tally.loaded(&kinds::FLOW, &flow);
+            tally.loaded(&kinds::DEGRADE, &degrade);
+            tally.loaded(&kinds::SYSTEM, &system);
+            tally.loaded(&kinds::AUTHORITY, &authority);
+            tally.loaded(&kinds::PARAM, &param_flow);
+            let footprint = tally.finish()?;
             (kinds::FLOW.replace)(parts, flow);
             (kinds::DEGRADE.replace)(parts, degrade);
             (kinds::SYSTEM.replace)(parts, system);
             (kinds::AUTHORITY.replace)(parts, authority);
             (kinds::PARAM.replace)(parts, param_flow);
+            Ok(footprint)
         });
+        let set = match set {
+            Ok(set) => set,
+            Err(error) => {
+                let errors = RuleErrors(vec![error]);
+                tracing::warn!(%errors, "sentinel: rule book refused");
+                return Err(errors);
+            }
+        };
         tracing::info!(?counts, version = set.version, "sentinel: rule book loaded");
         fn announce<R>(sentinel: &Sentinel, kind: &Kind<R>, set: &RuleSet) {
             (kind.listeners)(sentinel).announce(set.version, (kind.rules)(set));

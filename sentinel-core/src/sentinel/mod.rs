@@ -18,6 +18,7 @@ mod rules;
 mod tree;
 
 pub use crate::node::invocation::DEFAULT_CONTEXT;
+pub use builder::DEFAULT_RULE_MEMORY_BUDGET;
 pub use builder::{
     DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_NAME_LEN, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES,
     SentinelBuilder,
