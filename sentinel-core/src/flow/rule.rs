@@ -291,7 +291,10 @@ pub(crate) fn window_problems(
     {
         problems.add(
             samples_field,
-            format!("must divide {interval_field} ({interval_ms} ms into {samples} buckets)"),
+            format!(
+                "must divide {} ({interval_ms} ms into {samples} buckets)",
+                interval_field.rsplit('.').next().unwrap_or(interval_field)
+            ),
         );
     }
 }
