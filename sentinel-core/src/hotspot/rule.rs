@@ -179,14 +179,6 @@ impl ParamFlowRule {
             self.max_queueing_time_ms,
             MAX_PARAM_QUEUEING_TIME_MS,
         );
-        let items = self.param_flow_item_list.len();
-        if items > MAX_PARAM_ITEMS {
-            problems.add(
-                "param_flow_item_list",
-                format!("must hold at most {MAX_PARAM_ITEMS} items, got {items}"),
-            );
-            return problems.into_vec();
-        }
         if self.grade == ParamFlowGrade::Concurrency
             && self.control_behavior != ParamControlBehavior::Reject
         {
@@ -197,6 +189,25 @@ impl ParamFlowRule {
                     self.control_behavior
                 ),
             );
+        }
+        // Before the items: a list past its bound ends the checks.
+        match self.capacity {
+            Some(0) => problems.add("capacity", "must be > 0"),
+            Some(capacity) if capacity > MAX_PARAM_CAPACITY => {
+                problems.add(
+                    "capacity",
+                    format!("must be <= {MAX_PARAM_CAPACITY}, got {capacity}"),
+                );
+            }
+            _ => {}
+        }
+        let items = self.param_flow_item_list.len();
+        if items > MAX_PARAM_ITEMS {
+            problems.add(
+                "param_flow_item_list",
+                format!("must hold at most {MAX_PARAM_ITEMS} items, got {items}"),
+            );
+            return problems.into_vec();
         }
         for (i, item) in self.param_flow_item_list.iter().enumerate() {
             if matches!(item.value, ParamValue::List(_)) {
@@ -224,16 +235,6 @@ impl ParamFlowRule {
                     ),
                 );
             }
-        }
-        match self.capacity {
-            Some(0) => problems.add("capacity", "must be > 0"),
-            Some(capacity) if capacity > MAX_PARAM_CAPACITY => {
-                problems.add(
-                    "capacity",
-                    format!("must be <= {MAX_PARAM_CAPACITY}, got {capacity}"),
-                );
-            }
-            _ => {}
         }
         problems.into_vec()
     }
