@@ -65,6 +65,7 @@ pub use entry::{BlockError, BlockKind, Entry, EntryBuilder, EntryType, Resource}
 pub use param::{InlineStr, ParamKey, ParamValue};
 pub use rule::{Rule, RuleError, RuleErrors};
 pub use rules::{Listener, RuleBook, RuleManager};
+pub use sentinel::DEFAULT_RULE_MEMORY_BUDGET;
 pub use sentinel::{
     CapUsage, Caps, DEFAULT_CONTEXT, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_NAME_LEN,
     DEFAULT_MAX_ORIGINS, DEFAULT_MAX_ORIGINS_TOTAL, DEFAULT_MAX_RESOURCES, DEFAULT_MAX_RULE_NAMES,

@@ -5,9 +5,11 @@
 //! Here: [`Rule`], as far as a [`BlockError`](crate::BlockError) needs to
 //! name one; the errors of refused rules and the `Problems` a kind gathers
 //! them in; [`Listener`]; in `compiled.rs`, `CompiledRule`, what a kind's
-//! compiled form tells the set; in `names.rs`, the names a rule mentions.
+//! compiled form tells the set; in `names.rs`, the names a rule mentions;
+//! in `footprint.rs`, the most memory a rule may take.
 
 pub(crate) mod compiled;
+pub(crate) mod footprint;
 pub(crate) mod names;
 
 use std::any::Any;
@@ -170,6 +172,30 @@ impl<'r> Problems<'r> {
         let ok = value.is_finite() && value >= 0.0;
         if !ok {
             self.add(field, format!("must be a finite number >= 0, got {value}"));
+        }
+        ok
+    }
+
+    /// `value` of `field` must be in `1..=max`; whether it is.
+    pub(crate) fn positive_at_most<T>(&mut self, field: &'static str, value: T, max: T) -> bool
+    where
+        T: PartialOrd + Default + fmt::Display,
+    {
+        if value == T::default() {
+            self.add(field, "must be > 0");
+            return false;
+        }
+        self.at_most(field, value, max)
+    }
+
+    /// `value` of `field` must be at most `max`; whether it is.
+    pub(crate) fn at_most<T>(&mut self, field: &'static str, value: T, max: T) -> bool
+    where
+        T: PartialOrd + fmt::Display,
+    {
+        let ok = value <= max;
+        if !ok {
+            self.add(field, format!("must be <= {max}, got {value}"));
         }
         ok
     }

@@ -35,7 +35,7 @@ mod rule;
 use std::sync::Arc;
 
 pub(crate) use rule::KIND_NAME;
-pub use rule::{AuthorityRule, AuthorityStrategy};
+pub use rule::{AuthorityRule, AuthorityStrategy, MAX_AUTHORITY_ORIGINS};
 
 use crate::Rule;
 use crate::entry::spare;

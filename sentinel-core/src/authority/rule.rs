@@ -4,11 +4,15 @@ use std::any::Any;
 use std::fmt;
 
 use crate::BlockKind;
+use crate::rule::footprint::{Footprint, string_bytes};
 use crate::rule::names::{RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError, origin_problem};
 
 /// The kind's name in errors and logs.
 pub(crate) const KIND_NAME: &str = "authority";
+
+/// The most origins one authority rule may list.
+pub const MAX_AUTHORITY_ORIGINS: usize = 1_000;
 
 /// Whether an authority rule's origins are the only ones let in, or the
 /// ones kept out.
@@ -39,7 +43,7 @@ pub struct AuthorityRule {
     /// White (only these) or black (not these) list.
     pub strategy: AuthorityStrategy,
     /// The origins, matched exactly (Sentinel's comma-separated
-    /// `limitApp`, as a list).
+    /// `limitApp`, as a list): 1..=[`MAX_AUTHORITY_ORIGINS`] of them.
     pub limit_app: Vec<String>,
 }
 
@@ -72,6 +76,16 @@ impl AuthorityRule {
         if self.limit_app.is_empty() {
             problems.add("limit_app", "must name at least one origin");
         }
+        if self.limit_app.len() > MAX_AUTHORITY_ORIGINS {
+            problems.add(
+                "limit_app",
+                format!(
+                    "must list at most {MAX_AUTHORITY_ORIGINS} origins, got {}",
+                    self.limit_app.len()
+                ),
+            );
+            return problems.into_vec();
+        }
         for origin in &self.limit_app {
             if origin.is_empty() {
                 problems.add(
@@ -86,6 +100,18 @@ impl AuthorityRule {
     }
 
     name_problems!(KIND_NAME);
+
+    /// The most memory the rule may take once loaded: the rule, its
+    /// resource's name, and each origin three times (the rule, the compiled
+    /// rule's copy, the compiled sorted list).
+    pub(crate) fn footprint(&self) -> Footprint {
+        let origins = self.limit_app.iter().fold(0u64, |bytes, origin| {
+            bytes.saturating_add(3 * string_bytes(origin))
+        });
+        Footprint::of_rule::<AuthorityRule, super::CompiledAuthority>()
+            .name(&self.resource)
+            .part("limit_app", origins)
+    }
 
     /// The names the rule mentions: its resource and every origin it lists.
     pub(crate) fn names(&self) -> Vec<RuleName<'_>> {

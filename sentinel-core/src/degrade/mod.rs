@@ -68,7 +68,10 @@ use arc_swap::ArcSwap;
 pub(crate) use breaker::{Admission, CircuitBreaker, Probe};
 pub use breaker::{BreakerSnapshot, BreakerState, StateChange};
 pub(crate) use rule::KIND_NAME;
-pub use rule::{DegradeGrade, DegradeRule, MAX_PROBE_NUM, MAX_STAT_INTERVAL_MS};
+pub use rule::{
+    DegradeGrade, DegradeRule, MAX_ERROR_COUNT, MAX_MIN_REQUEST_AMOUNT, MAX_PROBE_NUM,
+    MAX_SLOW_RT_MS, MAX_STAT_INTERVAL_MS, MAX_TIME_WINDOW_SEC,
+};
 
 use crate::Rule;
 use crate::entry::spare;

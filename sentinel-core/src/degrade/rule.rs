@@ -5,6 +5,7 @@ use std::any::Any;
 use std::fmt;
 
 use crate::BlockKind;
+use crate::rule::footprint::Footprint;
 use crate::rule::names::{RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError};
 
@@ -14,6 +15,20 @@ pub(crate) const KIND_NAME: &str = "degrade";
 /// The longest statistics window a rule may ask for, in milliseconds (two
 /// minutes, Sentinel's bound).
 pub const MAX_STAT_INTERVAL_MS: u64 = 120_000;
+
+/// The longest a breaker may stay open before it probes: one day, in
+/// seconds.
+pub const MAX_TIME_WINDOW_SEC: u32 = 86_400;
+
+/// The most calls a window may need before it can trip the breaker.
+pub const MAX_MIN_REQUEST_AMOUNT: u64 = 1_000_000_000;
+
+/// The largest slow-call threshold (`count` of the slow request ratio
+/// grade): one hour, in ms.
+pub const MAX_SLOW_RT_MS: f64 = 3_600_000.0;
+
+/// The largest error count threshold (`count` of the error count grade).
+pub const MAX_ERROR_COUNT: f64 = 1_000_000_000.0;
 
 /// The most probes a half-open breaker may let through at once.
 pub const MAX_PROBE_NUM: u32 = (1 << 15) - 1;
@@ -56,12 +71,14 @@ pub struct DegradeRule {
     /// What trips the breaker (default slow request ratio).
     pub grade: DegradeGrade,
     /// The threshold, by grade: the largest response time that is not slow,
-    /// in ms (rounded to a whole ms); the error ratio, 0..=1; the error count.
+    /// in ms (rounded to a whole ms, at most [`MAX_SLOW_RT_MS`]); the error
+    /// ratio, 0..=1; the error count (at most [`MAX_ERROR_COUNT`]).
     pub count: f64,
     /// How long the breaker stays open before it probes, in seconds
-    /// (default 10; must be > 0).
+    /// (default 10, in 1..=[`MAX_TIME_WINDOW_SEC`]).
     pub time_window_sec: u32,
-    /// Calls a window needs before it can trip the breaker (default 5).
+    /// Calls a window needs before it can trip the breaker (default 5, in
+    /// 1..=[`MAX_MIN_REQUEST_AMOUNT`]).
     pub min_request_amount: u64,
     /// Slow request ratio grade: the share of slow calls over which the
     /// breaker trips, 0..=1 (default 1.0, which trips when every call is
@@ -100,21 +117,25 @@ impl DegradeRule {
     pub fn problems(&self, index: usize) -> Vec<RuleError> {
         let mut problems = Problems::new(KIND_NAME, index, &self.resource);
         problems.require_resource();
-        if problems.non_negative("count", self.count)
-            && self.grade == DegradeGrade::ErrorRatio
-            && self.count > 1.0
-        {
-            problems.add(
-                "count",
-                format!("is an error ratio and must be in 0..=1, got {}", self.count),
-            );
+        if problems.non_negative("count", self.count) {
+            let (max, what) = match self.grade {
+                DegradeGrade::ErrorRatio => (1.0, "an error ratio"),
+                DegradeGrade::SlowRequestRatio => (MAX_SLOW_RT_MS, "a response time in ms"),
+                DegradeGrade::ErrorCount => (MAX_ERROR_COUNT, "an error count"),
+            };
+            if self.count > max {
+                problems.add(
+                    "count",
+                    format!("is {what} and must be in 0..={max}, got {}", self.count),
+                );
+            }
         }
-        if self.time_window_sec == 0 {
-            problems.add("time_window_sec", "must be > 0");
-        }
-        if self.min_request_amount == 0 {
-            problems.add("min_request_amount", "must be > 0");
-        }
+        problems.positive_at_most("time_window_sec", self.time_window_sec, MAX_TIME_WINDOW_SEC);
+        problems.positive_at_most(
+            "min_request_amount",
+            self.min_request_amount,
+            MAX_MIN_REQUEST_AMOUNT,
+        );
         if !(0.0..=1.0).contains(&self.slow_ratio_threshold) {
             problems.add(
                 "slow_ratio_threshold",
@@ -140,6 +161,12 @@ impl DegradeRule {
     }
 
     name_problems!(KIND_NAME);
+
+    /// The most memory the rule may take once loaded: the rule, its
+    /// breaker (window included) and its resource's name.
+    pub(crate) fn footprint(&self) -> Footprint {
+        Footprint::of_rule::<DegradeRule, super::CircuitBreaker>().name(&self.resource)
+    }
 
     /// The names the rule mentions: its resource.
     pub(crate) fn names(&self) -> Vec<RuleName<'_>> {

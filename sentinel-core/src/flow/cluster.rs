@@ -41,9 +41,13 @@ pub struct ClusterFlowConfig {
     /// When the cluster cannot answer: `true` (default) applies the rule's
     /// count locally, `false` lets the entry pass.
     pub fallback_to_local_when_fail: bool,
-    /// Buckets of the cluster window (default 10).
+    /// Buckets of the cluster window (default 10, in
+    /// 1..=[`MAX_STAT_SAMPLE_COUNT`](super::MAX_STAT_SAMPLE_COUNT), dividing
+    /// `window_interval_ms`).
     pub sample_count: u32,
-    /// The cluster window, ms (default 1000); the count is per this window.
+    /// The cluster window, ms (default 1000, in
+    /// 1..=[`MAX_STAT_INTERVAL_MS`](super::MAX_STAT_INTERVAL_MS)); the count
+    /// is per this window.
     pub window_interval_ms: u64,
 }
 
@@ -260,20 +264,11 @@ pub(crate) fn problems(rule: &FlowRule, problems: &mut crate::rule::Problems<'_>
     if rule.grade != super::FlowGrade::Qps {
         problems.add("grade", "must be qps when cluster_mode is on");
     }
-    if c.window_interval_ms == 0 {
-        problems.add("cluster_config.window_interval_ms", "must be > 0");
-    }
-    if c.sample_count == 0 {
-        problems.add("cluster_config.sample_count", "must be > 0");
-    } else if c.window_interval_ms % u64::from(c.sample_count) != 0 {
-        problems.add(
-            "cluster_config.sample_count",
-            format!(
-                "must divide window_interval_ms ({} ms into {} buckets)",
-                c.window_interval_ms, c.sample_count
-            ),
-        );
-    }
+    super::rule::window_problems(
+        problems,
+        ("cluster_config.window_interval_ms", c.window_interval_ms),
+        ("cluster_config.sample_count", c.sample_count),
+    );
 }
 
 /// Problems between rules: every cluster rule of one flow id must agree on

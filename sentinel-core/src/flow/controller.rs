@@ -113,11 +113,17 @@ impl WarmUp {
     pub(crate) fn new(rule: &FlowRule) -> Self {
         let count = rule.count;
         let period = f64::from(rule.warm_up_period_sec);
-        let cold_factor = f64::from(rule.warm_up_cold_factor);
-        // Sentinel truncates these to whole tokens, in this order.
-        let warning_token = (period * count) as i64 / i64::from(rule.warm_up_cold_factor - 1);
-        let max_token = warning_token + (2.0 * period * count / (1.0 + cold_factor)) as i64;
-        let slope = (cold_factor - 1.0) / count / (max_token - warning_token) as f64;
+        // Validation keeps the factor > 1; a rule compiled unchecked gets 2
+        // rather than a division by zero.
+        let factor = rule.warm_up_cold_factor.max(2);
+        let cold_factor = f64::from(factor);
+        // Sentinel truncates these to whole tokens, in this order. The
+        // float-to-integer casts saturate, and the sum saturates: a count
+        // as large as `u64::MAX` gives a bucket of `i64::MAX` tokens.
+        let warning_token = (period * count) as i64 / i64::from(factor - 1);
+        let max_token =
+            warning_token.saturating_add((2.0 * period * count / (1.0 + cold_factor)) as i64);
+        let slope = (cold_factor - 1.0) / count / max_token.saturating_sub(warning_token) as f64;
         WarmUp {
             count,
             cold_factor,
@@ -134,7 +140,7 @@ impl WarmUp {
     pub(crate) fn admitted_qps(&self) -> f64 {
         let rest = self.stored_tokens.load(Acquire);
         if rest >= self.warning_token {
-            let above = (rest - self.warning_token) as f64;
+            let above = rest.saturating_sub(self.warning_token) as f64;
             next_up(1.0 / (above * self.slope + 1.0 / self.count))
         } else {
             self.count
@@ -161,7 +167,10 @@ impl WarmUp {
             .compare_exchange(old, new, AcqRel, Relaxed)
             .is_ok()
         {
-            let current = self.stored_tokens.fetch_sub(previous_qps, AcqRel) - previous_qps;
+            let current = self
+                .stored_tokens
+                .fetch_sub(previous_qps, AcqRel)
+                .saturating_sub(previous_qps);
             if current < 0 {
                 self.stored_tokens.store(0, Relaxed);
             }
@@ -177,7 +186,7 @@ impl WarmUp {
             || (old > self.warning_token
                 && (previous_qps as f64) < ((self.count as i64) as f64 / self.cold_factor).trunc());
         let new = if refills {
-            old + ((second - last) as f64 * self.count / 1_000.0) as i64
+            old.saturating_add(((second - last) as f64 * self.count / 1_000.0) as i64)
         } else {
             old
         };
@@ -338,6 +347,28 @@ mod tests {
         // while the traffic is at or above count / cold_factor).
         warm.sync(1_001_000, &Fixed(0.0, 40.0));
         assert_eq!(warm.tokens().2, 960);
+    }
+
+    #[test]
+    fn warm_up_tokens_saturate_at_the_largest_counts() {
+        for count in [u64::MAX as f64, 1e19, f64::MAX] {
+            let warm = WarmUp::new(&FlowRule {
+                control_behavior: ControlBehavior::WarmUp,
+                warm_up_period_sec: crate::flow::MAX_WARM_UP_PERIOD_SEC,
+                ..FlowRule::new("r", count)
+            });
+            let (warning, max, _) = warm.tokens();
+            assert_eq!(max, i64::MAX, "{count}");
+            assert!(warning > 0 && warning < max, "{count}: {warning}");
+            // A previous second as busy as can be drains a full bucket to 0.
+            warm.sync(1_000_000, &Fixed(0.0, f64::MAX));
+            assert_eq!(warm.tokens().2, 0, "{count}");
+            assert_eq!(warm.admitted_qps(), count);
+            // A cold second fills it to the top, and the rate stays > 0.
+            warm.sync(2_000_000, &Fixed(0.0, 0.0));
+            assert_eq!(warm.tokens().2, i64::MAX, "{count}");
+            assert!(warm.admitted_qps() > 0.0, "{count}");
+        }
     }
 
     #[test]

@@ -56,6 +56,8 @@ pub use remaining::FlowQuota;
 pub(crate) use rule::KIND_NAME;
 pub use rule::{
     ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
+    MAX_QUEUEING_TIME_MS, MAX_STAT_INTERVAL_MS, MAX_STAT_SAMPLE_COUNT, MAX_WARM_UP_COLD_FACTOR,
+    MAX_WARM_UP_PERIOD_SEC,
 };
 
 use crate::entry::spare;

@@ -4,6 +4,7 @@ use std::any::Any;
 use std::fmt;
 
 use crate::BlockKind;
+use crate::rule::footprint::Footprint;
 use crate::rule::names::{NameOf, RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError, origin_problem};
 
@@ -15,6 +16,20 @@ pub const LIMIT_APP_DEFAULT: &str = "default";
 /// `limit_app` value: the rule counts, per origin, the callers that no other
 /// rule of the resource names.
 pub const LIMIT_APP_OTHER: &str = "other";
+
+/// The longest window a flow rule (or its cluster config) may count over:
+/// one hour, in ms.
+pub const MAX_STAT_INTERVAL_MS: u64 = 3_600_000;
+/// The most buckets a flow rule's own window (or its cluster window) may
+/// have: one-second buckets over the longest window. A bucket takes 48
+/// bytes, and a few hundred more once two threads contend on it.
+pub const MAX_STAT_SAMPLE_COUNT: u32 = 3_600;
+/// The longest warm-up: one hour, in seconds.
+pub const MAX_WARM_UP_PERIOD_SEC: u32 = 3_600;
+/// The largest warm-up cold factor.
+pub const MAX_WARM_UP_COLD_FACTOR: u32 = 1_000;
+/// The longest a rate limiter may queue a request: one hour, in ms.
+pub const MAX_QUEUEING_TIME_MS: u64 = 3_600_000;
 
 /// What a flow rule counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -76,7 +91,9 @@ pub struct FlowRule {
     pub resource: String,
     /// What is counted (default QPS).
     pub grade: FlowGrade,
-    /// The threshold: requests per second or concurrent calls.
+    /// The threshold: requests per second or concurrent calls. Any finite
+    /// number >= 0: a threshold allocates nothing, and every computation on
+    /// it saturates (a count of `u64::MAX` admits everything).
     pub count: f64,
     /// Whose calls count: [`LIMIT_APP_DEFAULT`] (everyone, the default),
     /// [`LIMIT_APP_OTHER`], or one origin's name.
@@ -87,17 +104,23 @@ pub struct FlowRule {
     pub ref_resource: Option<String>,
     /// What happens over the threshold (default reject).
     pub control_behavior: ControlBehavior,
-    /// Warm-up: seconds from cold to full threshold (default 10).
+    /// Warm-up: seconds from cold to full threshold (default 10, in
+    /// 1..=[`MAX_WARM_UP_PERIOD_SEC`] for the warm-up behaviours).
     pub warm_up_period_sec: u32,
-    /// Warm-up: a cold resource admits `count / cold_factor` (default 3).
+    /// Warm-up: a cold resource admits `count / cold_factor` (default 3, in
+    /// 2..=[`MAX_WARM_UP_COLD_FACTOR`] for the warm-up behaviours).
     pub warm_up_cold_factor: u32,
-    /// Rate limiter: the longest a request may wait, ms (default 500).
+    /// Rate limiter: the longest a request may wait, ms (default 500, at
+    /// most [`MAX_QUEUEING_TIME_MS`]).
     pub max_queueing_time_ms: u64,
-    /// The window the rule's QPS is read over, ms (default 1000). A rule
-    /// with another interval keeps a window of its own.
+    /// The window the rule's QPS is read over, ms (default 1000, in
+    /// 1..=[`MAX_STAT_INTERVAL_MS`]). A rule with another interval keeps a
+    /// window of its own.
     pub stat_interval_ms: u64,
-    /// Buckets in that window of its own (default 2): more buckets, smoother
-    /// edges, more memory. Unused at the default interval.
+    /// Buckets in that window of its own (default 2, in
+    /// 1..=[`MAX_STAT_SAMPLE_COUNT`], dividing `stat_interval_ms`): more
+    /// buckets, smoother edges, more memory (48 bytes each, a few hundred
+    /// more once contended). Unused at the default interval.
     pub stat_sample_count: u32,
     /// Whether the threshold is the cluster's: permits come from the
     /// instance's [`ClusterTokens`](super::ClusterTokens) service (default
@@ -171,34 +194,59 @@ impl FlowRule {
             self.control_behavior,
             ControlBehavior::WarmUp | ControlBehavior::WarmUpRateLimiter
         );
-        if warms && self.warm_up_period_sec == 0 {
-            problems.add("warm_up_period_sec", "must be > 0");
-        }
-        if warms && self.warm_up_cold_factor <= 1 {
-            problems.add(
-                "warm_up_cold_factor",
-                format!("must be > 1, got {}", self.warm_up_cold_factor),
+        if warms {
+            problems.positive_at_most(
+                "warm_up_period_sec",
+                self.warm_up_period_sec,
+                MAX_WARM_UP_PERIOD_SEC,
             );
+            if self.warm_up_cold_factor <= 1 {
+                problems.add(
+                    "warm_up_cold_factor",
+                    format!("must be > 1, got {}", self.warm_up_cold_factor),
+                );
+            } else {
+                problems.at_most(
+                    "warm_up_cold_factor",
+                    self.warm_up_cold_factor,
+                    MAX_WARM_UP_COLD_FACTOR,
+                );
+            }
         }
-        if self.stat_interval_ms == 0 {
-            problems.add("stat_interval_ms", "must be > 0");
-        }
-        if self.stat_sample_count == 0 {
-            problems.add("stat_sample_count", "must be > 0");
-        } else if self.stat_interval_ms % u64::from(self.stat_sample_count) != 0 {
-            problems.add(
-                "stat_sample_count",
-                format!(
-                    "must divide stat_interval_ms ({} ms into {} buckets)",
-                    self.stat_interval_ms, self.stat_sample_count
-                ),
-            );
-        }
+        problems.at_most(
+            "max_queueing_time_ms",
+            self.max_queueing_time_ms,
+            MAX_QUEUEING_TIME_MS,
+        );
+        window_problems(
+            &mut problems,
+            ("stat_interval_ms", self.stat_interval_ms),
+            ("stat_sample_count", self.stat_sample_count),
+        );
         super::cluster::problems(self, &mut problems);
         problems.into_vec()
     }
 
     name_problems!(KIND_NAME);
+
+    /// The most memory the rule may take once loaded: the rule, its names,
+    /// and its own window with every bucket contended.
+    pub(crate) fn footprint(&self) -> Footprint {
+        let names = [&self.resource, &self.limit_app]
+            .into_iter()
+            .chain(&self.ref_resource);
+        let footprint = names.fold(
+            Footprint::of_rule::<FlowRule, super::CompiledFlow>(),
+            |footprint, name| footprint.name(name),
+        );
+        match super::own_window(self) {
+            Some(shape) => footprint.part(
+                "stat_sample_count",
+                u64::from(shape.sample_count()).saturating_mul(bucket_bytes()),
+            ),
+            None => footprint,
+        }
+    }
 
     /// Whether `limit_app` names one origin (not "default" or "other").
     pub(crate) fn names_origin(&self) -> bool {
@@ -227,6 +275,40 @@ impl FlowRule {
         }
         names
     }
+}
+
+/// The problems of a window's interval and bucket count (a rule's own, or
+/// its cluster window), each named by its field.
+pub(crate) fn window_problems(
+    problems: &mut Problems<'_>,
+    (interval_field, interval_ms): (&'static str, u64),
+    (samples_field, samples): (&'static str, u32),
+) {
+    let interval_ok = problems.positive_at_most(interval_field, interval_ms, MAX_STAT_INTERVAL_MS);
+    if problems.positive_at_most(samples_field, samples, MAX_STAT_SAMPLE_COUNT)
+        && interval_ok
+        && interval_ms % u64::from(samples) != 0
+    {
+        problems.add(
+            samples_field,
+            format!(
+                "must divide {} ({interval_ms} ms into {samples} buckets)",
+                interval_field.rsplit('.').next().unwrap_or(interval_field)
+            ),
+        );
+    }
+}
+
+/// The most one bucket of a rule's own window takes: its slot in the ring
+/// (the bucket and its start time) and, once two threads contend on it,
+/// its cells: one padded line of counters per CPU, rounded up to a power
+/// of two, 2 to 64 (as `stat::adder` sizes them), with their box.
+fn bucket_bytes() -> u64 {
+    const CELL: u64 = 128;
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let cells = cpus.next_power_of_two().clamp(2, 64) as u64;
+    let slot = (std::mem::size_of::<crate::stat::MetricBucket>() + 8) as u64;
+    slot + 2 * 16 + cells * CELL
 }
 
 impl Default for FlowRule {

@@ -49,6 +49,9 @@ pub use rule::{
     BASE_PARAM_CAPACITY, MAX_PARAM_CAPACITY, MAX_PARAM_COUNT, ParamControlBehavior, ParamFlowGrade,
     ParamFlowItem, ParamFlowRule, TOTAL_PARAM_CAPACITY,
 };
+pub use rule::{
+    MAX_PARAM_DURATION_SEC, MAX_PARAM_ITEMS, MAX_PARAM_QUEUEING_TIME_MS, PARAM_VALUE_BYTES,
+};
 
 use std::sync::Arc;
 

@@ -4,6 +4,7 @@
 use std::any::Any;
 use std::fmt;
 
+use crate::rule::footprint::Footprint;
 use crate::rule::names::{RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError};
 use crate::{BlockKind, ParamValue};
@@ -16,8 +17,19 @@ pub(crate) const KIND_NAME: &str = "param_flow";
 pub const BASE_PARAM_CAPACITY: usize = 4_000;
 /// ... and never more than 200 000 (Sentinel's `TOTAL_MAX_CAPACITY`).
 pub const TOTAL_PARAM_CAPACITY: usize = 200_000;
-/// The largest `capacity` a rule may ask for.
-pub const MAX_PARAM_CAPACITY: usize = 1 << 24;
+/// The largest `capacity` a rule may ask for: 1 048 576 values, whose
+/// table takes 24 MiB when full ([`PARAM_VALUE_BYTES`] each).
+pub const MAX_PARAM_CAPACITY: usize = 1 << 20;
+/// The bytes a rule's value table takes per value it can track when full,
+/// as the instance's rule memory budget counts them: a way's 64-bit key,
+/// 64-bit state and 32-bit stamp, in sets of 8 ways padded to 192 bytes.
+pub const PARAM_VALUE_BYTES: usize = 3 * std::mem::size_of::<u64>();
+/// The longest `duration_in_sec`: one day.
+pub const MAX_PARAM_DURATION_SEC: u64 = 86_400;
+/// The longest a rate limiter may queue a request: one hour, in ms.
+pub const MAX_PARAM_QUEUEING_TIME_MS: u64 = 3_600_000;
+/// The most values with thresholds of their own in one rule.
+pub const MAX_PARAM_ITEMS: usize = 10_000;
 /// The largest threshold a value can have: `count + burst_count` (and each
 /// item's `count + burst_count`) must not exceed it. Token counts share a
 /// word with a time stamp (26 bits of tokens, one value reserved).
@@ -101,18 +113,21 @@ pub struct ParamFlowRule {
     /// What happens over the threshold (default reject; QPS only).
     pub control_behavior: ParamControlBehavior,
     /// Rate limiter: a request waits less than this, ms (default 0, as in
-    /// Sentinel: no queue).
+    /// Sentinel: no queue; at most [`MAX_PARAM_QUEUEING_TIME_MS`]).
     pub max_queueing_time_ms: u64,
     /// QPS with reject: extra requests a quiet value may pass in a burst
-    /// (default 0).
+    /// (default 0; `count + burst_count` at most [`MAX_PARAM_COUNT`]).
     pub burst_count: u64,
-    /// The window the QPS threshold applies to, seconds (default 1).
+    /// The window the QPS threshold applies to, seconds (default 1, in
+    /// 1..=[`MAX_PARAM_DURATION_SEC`]).
     pub duration_in_sec: u64,
-    /// Values with thresholds of their own.
+    /// Values with thresholds of their own (at most [`MAX_PARAM_ITEMS`]).
     pub param_flow_item_list: Vec<ParamFlowItem>,
     /// How many values the rule tracks at most (least recently seen ones
     /// are forgotten past it); default
-    /// [`effective_capacity`](Self::effective_capacity).
+    /// [`effective_capacity`](Self::effective_capacity), at most
+    /// [`MAX_PARAM_CAPACITY`]. The instance's rule memory budget counts
+    /// the table full: [`PARAM_VALUE_BYTES`] per value.
     pub capacity: Option<usize>,
 }
 
@@ -154,9 +169,16 @@ impl ParamFlowRule {
         if let Some(problem) = count_problem(self.count, self.burst_count) {
             problems.add("count", problem);
         }
-        if self.duration_in_sec == 0 {
-            problems.add("duration_in_sec", "must be > 0");
-        }
+        problems.positive_at_most(
+            "duration_in_sec",
+            self.duration_in_sec,
+            MAX_PARAM_DURATION_SEC,
+        );
+        problems.at_most(
+            "max_queueing_time_ms",
+            self.max_queueing_time_ms,
+            MAX_PARAM_QUEUEING_TIME_MS,
+        );
         if self.grade == ParamFlowGrade::Concurrency
             && self.control_behavior != ParamControlBehavior::Reject
         {
@@ -167,6 +189,25 @@ impl ParamFlowRule {
                     self.control_behavior
                 ),
             );
+        }
+        // Before the items: a list past its bound ends the checks.
+        match self.capacity {
+            Some(0) => problems.add("capacity", "must be > 0"),
+            Some(capacity) if capacity > MAX_PARAM_CAPACITY => {
+                problems.add(
+                    "capacity",
+                    format!("must be <= {MAX_PARAM_CAPACITY}, got {capacity}"),
+                );
+            }
+            _ => {}
+        }
+        let items = self.param_flow_item_list.len();
+        if items > MAX_PARAM_ITEMS {
+            problems.add(
+                "param_flow_item_list",
+                format!("must hold at most {MAX_PARAM_ITEMS} items, got {items}"),
+            );
+            return problems.into_vec();
         }
         for (i, item) in self.param_flow_item_list.iter().enumerate() {
             if matches!(item.value, ParamValue::List(_)) {
@@ -195,20 +236,36 @@ impl ParamFlowRule {
                 );
             }
         }
-        match self.capacity {
-            Some(0) => problems.add("capacity", "must be > 0"),
-            Some(capacity) if capacity > MAX_PARAM_CAPACITY => {
-                problems.add(
-                    "capacity",
-                    format!("must be <= {MAX_PARAM_CAPACITY}, got {capacity}"),
-                );
-            }
-            _ => {}
-        }
         problems.into_vec()
     }
 
     name_problems!(KIND_NAME);
+
+    /// The most memory the rule may take once loaded: the rule, its
+    /// resource's name, its items (each kept in the rule, in the compiled
+    /// rule's copy and in the compiled lookup, a string's text once), and
+    /// its value table full.
+    pub(crate) fn footprint(&self) -> Footprint {
+        let per_item = 3 * std::mem::size_of::<ParamFlowItem>() + 16;
+        let items = self.param_flow_item_list.iter().fold(0u64, |bytes, item| {
+            let text = match &item.value {
+                ParamValue::Str(text) => text.len() + 16,
+                _ => 0,
+            };
+            bytes.saturating_add((per_item + text) as u64)
+        });
+        // A table is sets of 8 ways: a capacity is rounded up to one.
+        let values = self
+            .effective_capacity()
+            .max(1)
+            .div_ceil(8)
+            .saturating_mul(8);
+        let table = (values as u64).saturating_mul(PARAM_VALUE_BYTES as u64);
+        Footprint::of_rule::<ParamFlowRule, super::CompiledParam>()
+            .name(&self.resource)
+            .part("param_flow_item_list", items)
+            .part("capacity", table)
+    }
 
     /// The names the rule mentions: its resource.
     pub(crate) fn names(&self) -> Vec<RuleName<'_>> {

@@ -101,7 +101,10 @@ impl RuleBook {
 impl Sentinel {
     /// Replaces every rule of every kind with `book`, in one swap: no entry
     /// sees one kind from the book and another from before. When any rule
-    /// is invalid nothing changes and every problem is returned. Unchanged
+    /// is invalid nothing changes and every problem is returned; so too
+    /// when the book's rules would take more than the instance's
+    /// [`rule_memory_budget`](crate::SentinelBuilder::rule_memory_budget)
+    /// (the error names the rule that takes them past it). Unchanged
     /// rules keep their state; statistics are never reset. Each kind's
     /// listeners hear of the load. As [`RuleManager::load`](crate::RuleManager::load),
     /// the names the rules mention get their nodes outside the caps, and a
@@ -121,12 +124,19 @@ impl Sentinel {
             authority,
             param_flow,
         } = book;
-        let set = self.update_rules(|parts| {
+        let set = self.update_rules(|_, tally, parts| {
+            tally.loaded(&kinds::FLOW, &flow);
+            tally.loaded(&kinds::DEGRADE, &degrade);
+            tally.loaded(&kinds::SYSTEM, &system);
+            tally.loaded(&kinds::AUTHORITY, &authority);
+            tally.loaded(&kinds::PARAM, &param_flow);
+            let footprint = tally.finish()?;
             (kinds::FLOW.replace)(parts, flow);
             (kinds::DEGRADE.replace)(parts, degrade);
             (kinds::SYSTEM.replace)(parts, system);
             (kinds::AUTHORITY.replace)(parts, authority);
             (kinds::PARAM.replace)(parts, param_flow);
+            Ok(footprint)
         });
         let set = set.inspect_err(|errors| {
             tracing::warn!(%errors, "sentinel: rule book refused");

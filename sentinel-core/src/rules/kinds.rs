@@ -14,6 +14,7 @@ use crate::degrade::{self, DegradeRule};
 use crate::flow::{self, FlowRule};
 use crate::hotspot::{self, ParamFlowRule};
 use crate::rule::RuleError;
+use crate::rule::footprint::Footprint;
 use crate::rule::names::NamesOf;
 use crate::system::{self, SystemLimits, SystemRule};
 
@@ -28,6 +29,8 @@ pub(crate) struct Kind<R: 'static> {
     pub(crate) problems: fn(&R, usize) -> Vec<RuleError>,
     /// The names a rule mentions, its resource first.
     pub(crate) names: NamesOf<R>,
+    /// The most memory a rule may take once loaded.
+    pub(crate) footprint: fn(&R) -> Footprint,
     /// Problems between the rules of one list (flow ids shared by cluster
     /// rules with different thresholds), after each rule's own.
     pub(crate) across: Option<Across<R>>,
@@ -45,6 +48,7 @@ pub(crate) static FLOW: Kind<FlowRule> = Kind {
     name: flow::KIND_NAME,
     problems: FlowRule::problems,
     names: FlowRule::names,
+    footprint: FlowRule::footprint,
     across: Some(flow::cluster_problems),
     rules: RuleSet::flow_rules,
     replace: |parts, rules| parts.flow = Arc::new(KindSet::compile(rules, &parts.flow)),
@@ -56,6 +60,7 @@ pub(crate) static DEGRADE: Kind<DegradeRule> = Kind {
     name: degrade::KIND_NAME,
     problems: DegradeRule::problems,
     names: DegradeRule::names,
+    footprint: DegradeRule::footprint,
     across: None,
     rules: RuleSet::degrade_rules,
     replace: |parts, rules| parts.degrade = Arc::new(KindSet::compile(rules, &parts.degrade)),
@@ -67,6 +72,7 @@ pub(crate) static PARAM: Kind<ParamFlowRule> = Kind {
     name: hotspot::KIND_NAME,
     problems: ParamFlowRule::problems,
     names: ParamFlowRule::names,
+    footprint: ParamFlowRule::footprint,
     across: None,
     rules: RuleSet::param_rules,
     replace: |parts, rules| parts.param = Arc::new(KindSet::compile(rules, &parts.param)),
@@ -78,6 +84,7 @@ pub(crate) static AUTHORITY: Kind<AuthorityRule> = Kind {
     name: authority::KIND_NAME,
     problems: AuthorityRule::problems,
     names: AuthorityRule::names,
+    footprint: AuthorityRule::footprint,
     across: None,
     rules: RuleSet::authority_rules,
     replace: |parts, rules| parts.authority = Arc::new(KindSet::compile(rules, &parts.authority)),
@@ -89,6 +96,7 @@ pub(crate) static SYSTEM: Kind<SystemRule> = Kind {
     name: system::KIND_NAME,
     problems: SystemRule::problems,
     names: SystemRule::names,
+    footprint: SystemRule::footprint,
     across: None,
     rules: RuleSet::system_rules,
     replace: |parts, rules| parts.system = Arc::new(SystemLimits::compile(rules)),

@@ -42,7 +42,10 @@ impl<'s, R: Clone + Send + Sync + 'static> RuleManager<'s, R> {
     /// Replaces every rule of this kind with `rules`, after checking all of
     /// them: when any is invalid nothing changes and every problem of every
     /// rule is returned (a name longer than the instance's
-    /// [`max_name_len`](crate::SentinelBuilder::max_name_len) is one).
+    /// [`max_name_len`](crate::SentinelBuilder::max_name_len) is one), and
+    /// so when the rules would take the instance's rules (this kind's new
+    /// ones, the other kinds' in force) past its
+    /// [`rule_memory_budget`](crate::SentinelBuilder::rule_memory_budget).
     /// Unchanged rules keep their state; statistics are never reset. Every
     /// resource, context and origin the rules name gets its node when an
     /// entry first uses it, outside the caps, so that the rules apply
@@ -74,9 +77,16 @@ impl<'s, R: Clone + Send + Sync + 'static> RuleManager<'s, R> {
             return Err(errors);
         }
         let count = rules.len();
+        let kind = self.kind;
         let set = self
             .sentinel
-            .update_rules(|parts| (self.kind.replace)(parts, rules))
+            .update_rules(|current, tally, parts| {
+                tally.in_force_except(current, kind.name);
+                tally.loaded(kind, &rules);
+                let footprint = tally.finish()?;
+                (kind.replace)(parts, rules);
+                Ok(footprint)
+            })
             .inspect_err(|errors| {
                 tracing::warn!(kind = self.kind.name, %errors, "sentinel: rules refused");
             })?;

@@ -13,14 +13,16 @@
 //! set.rs               RuleSet, RuleSetParts, ResourceRules          kind_set
 //! listeners.rs         Listeners of one kind, AllListeners           -
 //! kinds.rs             Kind descriptors: FLOW, DEGRADE, PARAM, ...   set, kind_set, listeners
-//! manager.rs           RuleManager: load, read, listen               kinds
+//! manager.rs           RuleManager: load, read, listen               kinds, budget
 //! manager/degrade.rs   breakers(), on_state_change()                 manager
 //! manager/hotspot.rs   tables()                                      manager
-//! book.rs              RuleBook: every kind in one swap              kinds, set
+//! book.rs              RuleBook: every kind in one swap              kinds, set, budget
+//! budget.rs            Tally: the rule memory budget's sum           kinds, set
 //! names.rs             each kind's names, for the instance's caps    -
 //! ```
 
 mod book;
+pub(crate) mod budget;
 mod kind_set;
 pub(crate) mod kinds;
 mod listeners;

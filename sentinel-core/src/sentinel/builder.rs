@@ -35,6 +35,9 @@ pub const DEFAULT_MAX_ORIGINS_TOTAL: usize = 50_000;
 /// in bytes.
 pub const DEFAULT_MAX_NAME_LEN: usize = 1_024;
 
+/// The default rule memory budget: 256 MiB.
+pub const DEFAULT_RULE_MEMORY_BUDGET: usize = 256 << 20;
+
 /// Settings for a [`Sentinel`] of its own.
 #[derive(Default)]
 pub struct SentinelBuilder {
@@ -45,6 +48,7 @@ pub struct SentinelBuilder {
     max_origins_total: Option<usize>,
     max_name_len: Option<usize>,
     max_rule_names: Option<usize>,
+    rule_memory_budget: Option<usize>,
     stat: StatConfig,
     slots: Vec<Arc<dyn Slot>>,
     status: Option<Arc<dyn SystemStatus>>,
@@ -130,6 +134,26 @@ impl SentinelBuilder {
         self
     }
 
+    /// The most memory the rules in force may take, every kind together, in
+    /// bytes (default [`DEFAULT_RULE_MEMORY_BUDGET`], 256 MiB). Each rule
+    /// counts what it may take at worst: itself and its names, a flow
+    /// rule's own window with every bucket contended, a hot-parameter
+    /// rule's value table full at its capacity
+    /// ([`PARAM_VALUE_BYTES`](crate::hotspot::PARAM_VALUE_BYTES) per
+    /// value: a default rule of 4 000 values counts about 94 KiB), the
+    /// lists. A load (a kind's [`RuleManager::load`](crate::RuleManager::load)
+    /// with the other kinds in force, or a whole
+    /// [`RuleBook`](crate::RuleBook)) that would take the rules past it is
+    /// refused whole, before anything is allocated, with an error naming
+    /// the rule that takes it past and the figures; the rules in force
+    /// stay. [`Sentinel::rule_memory`] tells what the rules in force count.
+    /// The nodes of the names rules mention are bounded by the caps, not
+    /// by this budget.
+    pub fn rule_memory_budget(mut self, bytes: usize) -> Self {
+        self.rule_memory_budget = Some(bytes);
+        self
+    }
+
     /// The windows of every node (default: 1 s in 2 buckets, 60 s in 60).
     pub fn stat_config(mut self, config: StatConfig) -> Self {
         self.stat = config;
@@ -181,7 +205,10 @@ impl SentinelBuilder {
             refused_rule_loads: AtomicU64::new(0),
             named_by_rules: Mutex::new(Vec::new()),
             config: self.stat,
-            rules: InstanceRules::default(),
+            rules: InstanceRules::new(
+                self.rule_memory_budget
+                    .unwrap_or(DEFAULT_RULE_MEMORY_BUDGET) as u64,
+            ),
             listeners: AllListeners::default(),
             status: self.status.unwrap_or_else(|| Arc::new(ProcStatus)),
             blocks: BlockLedger::default(),
@@ -200,6 +227,7 @@ impl fmt::Debug for SentinelBuilder {
             .field("max_origins_total", &self.max_origins_total)
             .field("max_name_len", &self.max_name_len)
             .field("max_rule_names", &self.max_rule_names)
+            .field("rule_memory_budget", &self.rule_memory_budget)
             .field("stat", &self.stat)
             .field("slots", &self.slots)
             .finish()

@@ -19,6 +19,7 @@ mod tree;
 
 pub use crate::node::invocation::DEFAULT_CONTEXT;
 pub use crate::node::reserved::DEFAULT_MAX_RULE_NAMES;
+pub use builder::DEFAULT_RULE_MEMORY_BUDGET;
 pub use builder::{
     DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_NAME_LEN, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_ORIGINS_TOTAL,
     DEFAULT_MAX_RESOURCES, SentinelBuilder,

@@ -13,7 +13,8 @@ use crate::authority::AuthorityRule;
 use crate::degrade::DegradeRule;
 use crate::flow::FlowRule;
 use crate::hotspot::ParamFlowRule;
-use crate::rule::RuleErrors;
+use crate::rule::{RuleError, RuleErrors};
+use crate::rules::budget::Tally;
 use crate::rules::{RuleManager, RuleSet, RuleSetParts, kinds};
 use crate::system::SystemRule;
 
@@ -36,15 +37,23 @@ pub(crate) struct InstanceRules {
     uid: u64,
     /// Serialises rule loads (each builds on the set in force).
     pub(crate) lock: Mutex<()>,
+    /// The most memory the rules in force may take, bytes.
+    budget: u64,
+    /// What the rules in force may take at most, bytes (their footprints
+    /// added up when they were loaded).
+    footprint: AtomicU64,
 }
 
-impl Default for InstanceRules {
-    fn default() -> Self {
+impl InstanceRules {
+    /// No rules yet, with a budget of `budget` bytes for them.
+    pub(crate) fn new(budget: u64) -> Self {
         InstanceRules {
             set: ArcSwap::from_pointee(RuleSet::default()),
             version: AtomicU32::new(0),
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             lock: Mutex::new(()),
+            budget,
+            footprint: AtomicU64::new(0),
         }
     }
 }
@@ -144,21 +153,39 @@ impl Sentinel {
         }
     }
 
+    /// The most memory the rules in force may take, in bytes, as the rule
+    /// memory budget counts it (see
+    /// [`SentinelBuilder::rule_memory_budget`](crate::SentinelBuilder::rule_memory_budget)).
+    pub fn rule_memory(&self) -> u64 {
+        self.rules.footprint.load(Ordering::Relaxed)
+    }
+
+    /// The instance's rule memory budget, in bytes.
+    pub fn rule_memory_budget(&self) -> u64 {
+        self.rules.budget
+    }
+
     /// Builds and swaps in a new rule set from the one in force, one load at
-    /// a time. Refused, with nothing changed, when the new set would
-    /// mention more names than `max_rule_names`.
+    /// a time. `change` is given the set in force and a tally against the
+    /// rule memory budget: it adds up the rules the load puts in force and
+    /// changes the parts only if [`Tally::finish`] accepts them; its error
+    /// leaves the set in force as it is. Refused too, with nothing changed,
+    /// when the new set would mention more names than `max_rule_names`.
     pub(crate) fn update_rules(
         &self,
-        change: impl FnOnce(&mut RuleSetParts),
+        change: impl FnOnce(&RuleSet, &mut Tally, &mut RuleSetParts) -> Result<u64, RuleError>,
     ) -> Result<Arc<RuleSet>, RuleErrors> {
         let _guard = self.rules.lock.lock();
         let current = self.rules.set.load_full();
         let version = current.version.wrapping_add(1).max(1);
         let mut parts = current.parts.clone();
-        change(&mut parts);
+        let mut tally = Tally::new(self.rules.budget);
+        let footprint =
+            change(&current, &mut tally, &mut parts).map_err(|error| RuleErrors(vec![error]))?;
         // Before the set is visible: entries make its rules' nodes past the
         // caps.
         self.reserve_names(&parts)?;
+        self.rules.footprint.store(footprint, Ordering::Relaxed);
         let next = Arc::new(RuleSet::build(version, parts));
         self.rules.set.store(Arc::clone(&next));
         self.rules.version.store(version, Ordering::Release);

@@ -49,7 +49,7 @@ mod status;
 use std::sync::Arc;
 
 pub(crate) use rule::KIND_NAME;
-pub use rule::SystemRule;
+pub use rule::{MAX_SYSTEM_AVG_RT_MS, MAX_SYSTEM_THREADS, SystemRule};
 pub use status::{ManualStatus, ProcStatus, SystemStatus};
 
 use crate::node::StatisticNode;

@@ -4,11 +4,17 @@ use std::any::Any;
 use std::fmt;
 
 use crate::BlockKind;
+use crate::rule::footprint::Footprint;
 use crate::rule::names::RuleName;
 use crate::rule::{Problems, Rule, RuleError};
 
 /// The kind's name in errors and logs.
 pub(crate) const KIND_NAME: &str = "system";
+
+/// The largest `avg_rt` limit: one hour, in ms.
+pub const MAX_SYSTEM_AVG_RT_MS: u64 = 3_600_000;
+/// The largest `max_thread` limit.
+pub const MAX_SYSTEM_THREADS: u64 = 1_000_000_000;
 
 /// Limits on every inbound entry of an instance together (Sentinel's system
 /// adaptive protection). A field left `None` is off; with several rules the
@@ -32,9 +38,10 @@ pub struct SystemRule {
     pub highest_cpu_usage: Option<f64>,
     /// Inbound passes per second.
     pub qps: Option<f64>,
-    /// Average response time of inbound entries, ms.
+    /// Average response time of inbound entries, ms (at most
+    /// [`MAX_SYSTEM_AVG_RT_MS`]).
     pub avg_rt: Option<u64>,
-    /// Inbound calls inside at once.
+    /// Inbound calls inside at once (at most [`MAX_SYSTEM_THREADS`]).
     pub max_thread: Option<u64>,
 }
 
@@ -71,6 +78,12 @@ impl SystemRule {
         if let Some(problem) = not_finite(self.qps) {
             problems.add("qps", problem);
         }
+        if let Some(avg_rt) = self.avg_rt {
+            problems.at_most("avg_rt", avg_rt, MAX_SYSTEM_AVG_RT_MS);
+        }
+        if let Some(max_thread) = self.max_thread {
+            problems.at_most("max_thread", max_thread, MAX_SYSTEM_THREADS);
+        }
         if self.highest_system_load.is_none()
             && self.highest_cpu_usage.is_none()
             && self.qps.is_none()
@@ -83,6 +96,12 @@ impl SystemRule {
             );
         }
         problems.into_vec()
+    }
+
+    /// The most memory the rule may take once loaded: the rule as loaded
+    /// and the copies, one per limit, that the limits in force keep.
+    pub(crate) fn footprint(&self) -> Footprint {
+        Footprint::of_rule::<SystemRule, [SystemRule; 5]>()
     }
 
     /// The names the rule mentions: none, it is the instance's.

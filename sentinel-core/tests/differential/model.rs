@@ -1462,15 +1462,12 @@ impl<'s> Checker<'s> {
         };
         let samples = parse_prometheus(&render(self.sentinel));
         let mut seen = 0;
-        let named = NamedByRules::of(&self.sentinel.rule_book());
-        let empty = NodeModel::default();
         for (r, spec) in RESOURCES.iter().enumerate() {
+            // A resource has its node, and its samples, from its first
+            // call on, whether or not a rule names it.
             let m = match models.get(&Node::Resource(r)) {
-                Some(m) => m,
-                // A rule's resource has its node, and its samples, from
-                // the load on.
-                None if named.resource(spec.name) => &empty,
-                None => continue,
+                Some(m) if m.calls > 0 => m,
+                _ => continue,
             };
             let kind = spec.guard.label();
             let label = format!("resource {} (prometheus)", spec.name);
