@@ -125,9 +125,7 @@ impl Swap<'_> {
         match read_regular(at, self.options) {
             Ok(bytes) if bytes == self.expected => Ok(()),
             Ok(_) => Err(self.conflict("changed on disk")),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                Err(self.conflict("was removed"))
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(self.conflict("was removed")),
             // Replaced by something that cannot be read as a rule file.
             Err(_) => Err(self.conflict("changed on disk")),
         }

@@ -130,9 +130,8 @@ impl Poller {
         if known.as_deref() == Some(bytes.as_slice()) {
             return;
         }
-        let settled = pending.is_some_and(|pending| {
-            pending.bytes == bytes && pending.fingerprint == fingerprint
-        });
+        let settled = pending
+            .is_some_and(|pending| pending.bytes == bytes && pending.fingerprint == fingerprint);
         if !renamed && !settled {
             // Not known yet: a store's replace meanwhile is a conflict, as
             // for any edit the watcher has not taken.

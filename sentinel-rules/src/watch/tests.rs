@@ -200,7 +200,11 @@ fn a_partial_rewrite_that_parses_is_not_put_in_force() {
     assert!(parse_bytes(partial.as_bytes(), "cut", &options).is_ok());
     polled.write(partial);
     polled.poll();
-    assert_eq!(polled.flow_counts(), [10.0], "a count cut to 3 is not taken");
+    assert_eq!(
+        polled.flow_counts(),
+        [10.0],
+        "a count cut to 3 is not taken"
+    );
     polled.write(full);
     polled.poll();
     assert_eq!(polled.flow_counts(), [10.0]);
@@ -293,7 +297,7 @@ fn a_deleted_file_is_told_once_per_deletion_and_taken_back() {
     for _ in 0..3 {
         polled.poll();
     }
-    assert_eq!(polled.failures(), [gone.clone()]);
+    assert_eq!(polled.failures(), std::slice::from_ref(&gone));
     assert_eq!(polled.flow_counts(), [10.0]);
     // Created again (in place: taken once it holds still).
     polled.write(&flow_file(&[11]));
