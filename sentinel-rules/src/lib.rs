@@ -55,4 +55,4 @@ pub use load::{Reloaded, apply, load_file, parse_bytes, parse_reader, parse_str,
 pub use options::{DEFAULT_MAX_DEPTH, DEFAULT_MAX_SIZE, LoadOptions};
 pub use parse::RuleFile;
 pub use store::{RuleChange, RuleFileStore, StoreError};
-pub use watch::{DEFAULT_INTERVAL, RuleWatcher, WatchHandle};
+pub use watch::{DEFAULT_INTERVAL, MIN_INTERVAL, RuleWatcher, WatchHandle};

@@ -1,7 +1,8 @@
 //! Reading rule files from text, bytes, readers and paths, and applying
 //! them to a `Sentinel`.
 
-use std::io::Read;
+use std::fs::File;
+use std::io::{ErrorKind, Read};
 use std::path::Path;
 
 use sentinel_core::{RuleErrors, Sentinel};
@@ -87,12 +88,71 @@ pub(crate) fn read_limited<R: Read>(reader: R, options: &LoadOptions) -> std::io
     Ok(bytes)
 }
 
-/// Reads and parses the rule file at `path` (symlinks followed).
+/// Opens `path` (symlinks followed) for reading if it is a regular file,
+/// and refuses anything else without reading it: a named pipe would block
+/// the reader until some process writes to it, a device may never end or
+/// act on being opened. On unix the file is opened non-blocking and its
+/// type checked again on the open file, so a pipe swapped in between the
+/// two checks cannot block either.
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<File> {
+    let checked = |meta: &std::fs::Metadata| {
+        if meta.is_file() {
+            Ok(())
+        } else {
+            Err(std::io::Error::new(
+                ErrorKind::InvalidInput,
+                format!("{}, not a regular file", kind_of(meta)),
+            ))
+        }
+    };
+    checked(&std::fs::metadata(path)?)?;
+    #[cfg(unix)]
+    let file = {
+        use rustix::fs::{Mode, OFlags};
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        File::from(rustix::fs::open(path, flags, Mode::empty())?)
+    };
+    #[cfg(not(unix))]
+    let file = File::open(path)?;
+    checked(&file.metadata()?)?;
+    Ok(file)
+}
+
+/// The content of the regular file at `path`, up to the size limit plus
+/// one byte.
+pub(crate) fn read_regular(path: &Path, options: &LoadOptions) -> std::io::Result<Vec<u8>> {
+    open_regular(path).and_then(|file| read_limited(file, options))
+}
+
+/// What a file that is not a regular one is, for an error.
+fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    let kind = meta.file_type();
+    if kind.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a named pipe";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+        if kind.is_char_device() || kind.is_block_device() {
+            return "a device";
+        }
+    }
+    "a special file"
+}
+
+/// Reads and parses the rule file at `path` (symlinks followed). Only a
+/// regular file is read (see the crate's README on limits).
 pub fn load_file(path: impl AsRef<Path>, options: &LoadOptions) -> Result<RuleFile, FileError> {
     let path = path.as_ref();
     let name = path.display().to_string();
-    let file = std::fs::File::open(path)
-        .map_err(|e| FileError::one(&name, None, format!("cannot open: {e}")))?;
+    let file =
+        open_regular(path).map_err(|e| FileError::one(&name, None, format!("cannot open: {e}")))?;
     parse_reader(file, &name, options)
 }
 

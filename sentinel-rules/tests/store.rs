@@ -243,11 +243,16 @@ fn permissions_and_symlinks_are_kept() {
     let mode = fs::metadata(&target).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o640);
     assert_eq!(book(&target).flow, vec![FlowRule::new("a", 1.0)]);
-    let names: Vec<_> = fs::read_dir(dir.path())
+    let mut names: Vec<_> = fs::read_dir(dir.path())
         .unwrap()
-        .map(|e| e.unwrap().file_name())
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    assert_eq!(names.len(), 2, "no temporary file left: {names:?}");
+    names.sort();
+    assert_eq!(
+        names,
+        [".rules.yaml.lock", "link.yaml", "rules.yaml"],
+        "no temporary file left; the lock file beside the target"
+    );
 }
 
 #[test]

@@ -184,7 +184,7 @@ fn replaces_outside_edits_and_the_watcher_together_end_in_agreement() {
     let (_dir, path) = temp_file("flow:\n  - {resource: a, count: 0}\n");
     let s = sentinel();
     let handle = RuleWatcher::new(&path)
-        .interval(Duration::from_millis(1))
+        .interval(Duration::from_millis(10))
         .start(s.clone())
         .unwrap();
     let (written, conflicts) = (AtomicUsize::new(0), AtomicUsize::new(0));

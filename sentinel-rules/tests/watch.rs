@@ -182,9 +182,22 @@ fn a_deleted_file_keeps_the_rules_until_it_comes_back() {
     stays("the rules stay while the file is gone", || {
         flow_counts(s) == [7.0]
     });
-    assert!(heard.failures.lock().unwrap().is_empty());
+    let p = path.display();
+    let gone = format!("{p}: the file is gone; the rules in force are kept until it is back");
+    assert_eq!(failures(&heard), std::slice::from_ref(&gone), "told once");
     fs::write(&path, flow_file(&[8])).unwrap();
     eventually("the file is loaded again", || flow_counts(s) == [8.0]);
+    fs::remove_file(&path).unwrap();
+    eventually("a second deletion is told", || failures(&heard).len() == 2);
+    assert_eq!(failures(&heard), [gone.clone(), gone]);
+    write_atomic(&path, &flow_file(&[9]));
+    eventually("and the file loaded again", || flow_counts(s) == [9.0]);
+}
+
+/// Every failure told, one line each.
+fn failures(heard: &Heard) -> Vec<String> {
+    let failures = heard.failures.lock().unwrap();
+    failures.iter().map(ToString::to_string).collect()
 }
 
 #[test]
@@ -245,7 +258,7 @@ fn entries_never_see_a_mix_of_two_files_over_100_reloads() {
     let loaded = Arc::new(AtomicU64::new(u64::MAX));
     let seen = loaded.clone();
     let _handle = RuleWatcher::new(&path)
-        .interval(Duration::from_millis(2))
+        .interval(Duration::from_millis(10))
         .on_success(move |r| {
             let version = r.version.as_deref().unwrap_or("0").parse().unwrap();
             seen.store(version, Ordering::SeqCst);
@@ -312,4 +325,159 @@ fn dropping_the_handle_stops_the_watcher() {
     drop(handle);
     write_atomic(&path, &flow_file(&[2]));
     stays("nothing is watched", || flow_counts(s) == [1.0]);
+}
+
+/// An interval of 0 kept a core busy polling (86 %).
+#[test]
+fn an_interval_under_10_ms_is_refused_and_nothing_is_loaded() {
+    let s = sentinel();
+    let (_dir, path) = temp_file(&flow_file(&[1]));
+    for interval in [Duration::ZERO, Duration::from_micros(9_999)] {
+        let error = RuleWatcher::new(&path)
+            .interval(interval)
+            .start(s)
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{}: the watch interval must be at least 10ms, got {interval:?}",
+                path.display()
+            )
+        );
+    }
+    assert!(flow_counts(s).is_empty());
+    let _handle = RuleWatcher::new(&path)
+        .interval(sentinel_rules::MIN_INTERVAL)
+        .start(s)
+        .unwrap();
+    assert_eq!(flow_counts(s), [1.0]);
+}
+
+/// A named pipe at the path blocked the watcher's open (no writer ever
+/// comes), and with it the handle's drop, which waits for the thread.
+#[cfg(unix)]
+#[test]
+fn a_named_pipe_at_the_path_is_told_and_the_handle_still_drops() {
+    let mkfifo = |path: &Path| {
+        let made = std::process::Command::new("mkfifo").arg(path).status();
+        assert!(made.unwrap().success());
+    };
+    let s = sentinel();
+    let (dir, path) = temp_file(&flow_file(&[1]));
+    let (watcher, heard) = watcher(&path);
+    let handle = watcher.start(s).unwrap();
+    fs::remove_file(&path).unwrap();
+    mkfifo(&path);
+    eventually("the pipe is told", || {
+        failures(&heard)
+            .iter()
+            .any(|f| f.ends_with("cannot read: a named pipe, not a regular file"))
+    });
+    assert_eq!(flow_counts(s), [1.0]);
+    let (dropped, done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(handle);
+        dropped.send(()).unwrap();
+    });
+    done.recv_timeout(Duration::from_secs(10))
+        .expect("the handle's drop returns");
+    // Nor does a watcher start on one.
+    let pipe = dir.path().join("pipe.yaml");
+    mkfifo(&pipe);
+    let error = RuleWatcher::new(&pipe).start(s).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .ends_with("cannot read: a named pipe, not a regular file"),
+        "{error}"
+    );
+    let error = sentinel_rules::load_file(&pipe, &Default::default()).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .ends_with("a named pipe, not a regular file")
+    );
+}
+
+/// A panic while a file was applied (here in a rule listener of the
+/// instance) ended the watcher's thread silently: no later file was
+/// loaded and nothing was told.
+#[test]
+fn a_panic_while_applying_is_told_and_the_next_good_file_is_loaded() {
+    let s = sentinel();
+    let (_dir, path) = temp_file(&flow_file(&[1]));
+    let armed = Arc::new(AtomicBool::new(false));
+    let fire = armed.clone();
+    s.flow_rules().on_change(move |_| {
+        if fire.swap(false, Ordering::SeqCst) {
+            panic!("listener failed once");
+        }
+    });
+    let (watcher, heard) = watcher(&path);
+    let _handle = watcher.start(s).unwrap();
+    armed.store(true, Ordering::SeqCst);
+    write_atomic(&path, &flow_file(&[2]));
+    eventually("the panic is told", || !failures(&heard).is_empty());
+    assert_eq!(
+        failures(&heard),
+        [format!(
+            "{}: loading the rules panicked: listener failed once",
+            path.display()
+        )]
+    );
+    write_atomic(&path, &flow_file(&[3]));
+    eventually("the next file is loaded", || flow_counts(s) == [3.0]);
+}
+
+/// 50 of 68 rule sets put in force during in-place rewrites were partial
+/// (a count cut short, a list cut after a rule). A writer thread rewrites
+/// a 300-rule file in place 1 000 times, truncating and writing it in
+/// pieces, pausing now and then for a few intervals so that whole files
+/// are taken; every set the instance heard of is a whole one. The
+/// interval is long beside the writer's pieces (a writer stopped halfway
+/// for a whole interval is read as done, which a loaded machine can do
+/// to a thread for some milliseconds).
+#[test]
+fn a_thousand_in_place_rewrites_never_put_a_partial_set_in_force() {
+    use std::io::Write;
+
+    const RULES: usize = 300;
+    const PIECES: usize = 16;
+    let file_of = |k: u32| flow_file(&vec![10_000 + k; RULES]);
+    let s = sentinel();
+    let (_dir, path) = temp_file(&file_of(0));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let heard = seen.clone();
+    s.flow_rules().on_change(move |rules| {
+        let counts: Vec<f64> = rules.iter().map(|r| r.count).collect();
+        heard.lock().unwrap().push(counts);
+    });
+    let (watcher, heard) = watcher(&path);
+    let _handle = watcher
+        .interval(Duration::from_millis(100))
+        .start(s)
+        .unwrap();
+    for k in 1..=1_000u32 {
+        let text = file_of(k);
+        let mut file = fs::File::create(&path).unwrap();
+        for piece in text.as_bytes().chunks(text.len().div_ceil(PIECES)) {
+            file.write_all(piece).unwrap();
+        }
+        drop(file);
+        if k % 100 == 0 {
+            let whole = f64::from(10_000 + k);
+            eventually("a whole file is taken", || flow_counts(s)[0] == whole);
+        }
+    }
+    let seen = seen.lock().unwrap().clone();
+    for counts in &seen {
+        let whole = counts.len() == RULES && counts.iter().all(|&c| c == counts[0]);
+        assert!(
+            whole,
+            "a partial set was put in force: {} rules",
+            counts.len()
+        );
+    }
+    assert!(seen.len() >= 10, "{} sets", seen.len());
+    assert!(failures(&heard).is_empty(), "{:?}", failures(&heard));
 }

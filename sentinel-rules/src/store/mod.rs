@@ -3,6 +3,7 @@
 
 mod change;
 mod error;
+mod lock;
 mod splice;
 mod write;
 
@@ -14,7 +15,7 @@ use parking_lot::Mutex;
 use sentinel_core::Sentinel;
 
 use crate::error::{FileError, Problem};
-use crate::load::{apply, parse_bytes, read_limited};
+use crate::load::{apply, parse_bytes, read_regular};
 use crate::options::LoadOptions;
 use crate::parse::{RuleFile, parse};
 use crate::render;
@@ -124,6 +125,20 @@ impl RuleFileStore {
     /// same dir, fsync, rename, fsync dir), then applies the whole file's
     /// rules to `sentinel` in one swap.
     ///
+    /// Writers do not lose each other's changes. Every store, in this
+    /// process or another, checks and writes under an advisory lock
+    /// (`flock` on `.<file name>.lock` beside the file, created on first
+    /// use and left there; on unix), waiting up to 5 s for another
+    /// writer: of two stores replacing the same content at once, one
+    /// writes and the other gets [`StoreError::Conflict`]. A writer that
+    /// takes no lock (an editor, a deploy script) is caught by a second
+    /// check of the file's content just before the new file takes its
+    /// place; on Linux the new file is exchanged with the old one
+    /// (`renameat2`) and the file it displaced checked too, so an edit
+    /// renamed into place at any moment before is put back and told as a
+    /// conflict. An edit written into the file in place while it is being
+    /// replaced cannot be seen and may be lost.
+    ///
     /// Comments inside the rewritten section are not kept; a kind the file
     /// has no section for gets one at the end. Replaces within a process
     /// run one at a time: through clones of one store (or a watcher's
@@ -132,7 +147,17 @@ impl RuleFileStore {
     pub fn replace(&self, sentinel: &Sentinel, change: RuleChange) -> Result<(), StoreError> {
         let _one = REPLACING.lock().unwrap_or_else(|e| e.into_inner());
         let mut known = self.known.lock();
-        let on_disk = match read_raw(&self.path, &self.options) {
+        let target = match std::fs::canonicalize(&self.path) {
+            Ok(target) => target,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(self.conflict("was removed"));
+            }
+            Err(error) => return Err(StoreError::io("resolve", &self.path, error)),
+        };
+        // Every store of the file, in any process, checks and writes under
+        // this lock: the second of two writers finds the first's write.
+        let lock = lock::exclusive(&target)?;
+        let on_disk = match read_raw(&target, &self.options) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(self.conflict("was removed"));
@@ -148,9 +173,13 @@ impl RuleFileStore {
         // The same rules again (a dashboard saving what it read) leave the
         // file alone: no new inode, no new modification time.
         if bytes != on_disk {
-            write::replace_file(&self.path, &bytes)?;
+            // An edit by a writer that does not take the lock (an editor,
+            // a deploy script) may land while this one renders and syncs:
+            // the content is checked again as the new file takes its place.
+            write::replace_file(&self.path, &target, &bytes, &on_disk, &self.options)?;
             *known = Some(bytes);
         }
+        drop(lock);
         apply(sentinel, file).map_err(|errors| {
             // Not reached: the text parsed, so every rule passed these checks.
             StoreError::Invalid(errors.errors().iter().map(|e| e.to_string()).collect())
@@ -270,7 +299,7 @@ fn read(path: &Path, options: &LoadOptions) -> Result<Vec<u8>, FileError> {
 }
 
 fn read_raw(path: &Path, options: &LoadOptions) -> std::io::Result<Vec<u8>> {
-    std::fs::File::open(path).and_then(|file| read_limited(file, options))
+    read_regular(path, options)
 }
 
 impl fmt::Debug for RuleFileStore {

@@ -33,6 +33,18 @@ impl Fingerprint {
         }
     }
 
+    /// Whether the path still leads to the same file (device and inode;
+    /// without them, on other systems, it is taken to).
+    pub(super) fn same_file(&self, other: &Fingerprint) -> bool {
+        #[cfg(unix)]
+        return self.identity.0 == other.identity.0 && self.identity.1 == other.identity.1;
+        #[cfg(not(unix))]
+        {
+            let _ = other;
+            true
+        }
+    }
+
     /// Whether the file was modified so recently (or at a time in the
     /// future, or unknown) that unchanged metadata does not prove
     /// unchanged content.

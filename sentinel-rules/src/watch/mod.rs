@@ -24,6 +24,11 @@ use poller::Poller;
 /// How often the watched file is checked by default.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 
+/// The shortest interval a watcher accepts: each poll stats the file and
+/// may read it whole (up to the size limit), so a shorter one would keep a
+/// core busy for no gain.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+
 /// Loads a rule file into a [`Sentinel`] and reloads it when it changes.
 ///
 /// Every `interval` the watcher stats the path (following symlinks) and
@@ -32,11 +37,25 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 /// (then its content decides). That catches an editor rewriting the
 /// file in place, a write to a temporary file renamed over it, and a
 /// symlink swapped by a config system (Kubernetes ConfigMap volumes swap
-/// a `..data` directory link). A bad file is reported once two polls in
-/// a row read the same bytes (one read may catch a writer between its
-/// truncation and its last write), and the rules in force stay; a deleted
-/// file keeps them too (with one warning) and is loaded again when it
-/// comes back.
+/// a `..data` directory link).
+///
+/// New content that arrived by a rename (or a swapped symlink: another
+/// inode at the path) is taken at once. Content written into the file in
+/// place is taken when two polls in a row, one interval apart, read the
+/// same bytes: one read may catch a writer between its truncation and its
+/// last write, and a partial file may well parse (a count cut short, a
+/// list cut after a rule). A writer that stops for longer than an interval
+/// halfway is read as done; write a temporary file and rename it over the
+/// rule file to be safe from that.
+///
+/// A bad file is reported to [`on_failure`](Self::on_failure) and the
+/// rules in force stay. A deleted file is reported once per deletion, the
+/// rules in force stay, and the file is loaded again when it comes back.
+/// Only a regular file is read: a named pipe, a device or a directory at
+/// the path is reported without being read (nothing blocks on it), and at
+/// most the size limit of [`LoadOptions`] is read. A panic while a file is
+/// loaded (in a rule listener, say) is caught and reported like a bad
+/// file; the watcher goes on with the next change.
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -65,7 +84,8 @@ impl RuleWatcher {
         }
     }
 
-    /// How often the file is checked.
+    /// How often the file is checked: at least [`MIN_INTERVAL`] (10 ms),
+    /// or [`start`](Self::start) refuses it.
     pub fn interval(mut self, interval: Duration) -> Self {
         self.interval = interval;
         self
@@ -85,11 +105,11 @@ impl RuleWatcher {
         self
     }
 
-    /// Called when a changed file is refused (every problem in it), or
-    /// cannot be read; the rules in force are kept. Content that does not
-    /// parse is told when the next poll reads it unchanged, once. Not
-    /// called for the first load, whose error [`start`](Self::start)
-    /// returns.
+    /// Called when a changed file is refused (every problem in it), cannot
+    /// be read, is not a regular file, is deleted, or panics while it is
+    /// loaded; the rules in force are kept. Each failure is told once
+    /// while it lasts. Not called for the first load, whose error
+    /// [`start`](Self::start) returns.
     pub fn on_failure(mut self, listener: impl Fn(&FileError) + Send + Sync + 'static) -> Self {
         self.poller.on_failure.push(Arc::new(listener));
         self
@@ -97,8 +117,9 @@ impl RuleWatcher {
 
     /// Loads the file into `sentinel` (a `&'static Sentinel`, an
     /// `Arc<Sentinel>`...), then watches it on a thread of its own until
-    /// the returned handle is dropped. A file that cannot be loaded now is
-    /// an error, and nothing is watched.
+    /// the returned handle is dropped. A file that cannot be loaded now, or
+    /// an interval under [`MIN_INTERVAL`], is an error, and nothing is
+    /// watched.
     pub fn start<S>(self, sentinel: S) -> Result<WatchHandle, FileError>
     where
         S: Deref<Target = Sentinel> + Send + 'static,
@@ -107,6 +128,13 @@ impl RuleWatcher {
             mut poller,
             interval,
         } = self;
+        if interval < MIN_INTERVAL {
+            return Err(FileError::one(
+                &poller.name,
+                None,
+                format!("the watch interval must be at least {MIN_INTERVAL:?}, got {interval:?}"),
+            ));
+        }
         poller.first(&sentinel)?;
         let name = poller.name.clone();
         let store = RuleFileStore::shared(

@@ -1,5 +1,6 @@
 //! One poll of the watched file: stat, compare, read, parse, apply, tell.
 
+use std::any::Any;
 use std::io::ErrorKind;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
@@ -10,7 +11,7 @@ use sentinel_core::Sentinel;
 
 use super::fingerprint::Fingerprint;
 use crate::error::FileError;
-use crate::load::{Reloaded, apply, parse_bytes, read_limited};
+use crate::load::{Reloaded, apply, parse_bytes, read_regular};
 use crate::options::LoadOptions;
 use crate::store::Known;
 
@@ -26,24 +27,26 @@ pub(super) struct Poller {
     pub(super) on_failure: Vec<FailureListener>,
     /// The metadata seen at the last read.
     fingerprint: Option<Fingerprint>,
-    /// The content last parsed, good or bad, or written by a store of
-    /// this watcher; locked while a change is read and applied, so a
+    /// The content last taken (loaded or refused), or written by a store
+    /// of this watcher; locked while a change is read and applied, so a
     /// store's replace and a poll never interleave.
     pub(super) known: Known,
-    /// The file was gone at the last poll (warned once).
+    /// The file was gone at the last poll (told once).
     missing: bool,
     /// The last failure told, so a lasting one is told once.
     last_failure: Option<FileError>,
-    /// New content that did not parse, not told yet: it may be a writer's
-    /// file read between its truncation and its last write. Told when the
-    /// next poll reads the same bytes.
-    unsettled: Option<Unsettled>,
+    /// New content of a file written in place, read once: it may be a
+    /// writer's file caught between its truncation and its last write, so
+    /// it is taken only when the next poll reads the same bytes and finds
+    /// the same metadata (a writer that truncated and wrote the same
+    /// prefix again meanwhile moved the times).
+    pending: Option<Pending>,
 }
 
-/// Content refused once, and why.
-struct Unsettled {
+/// Content read once, and the metadata it was read with.
+struct Pending {
     bytes: Vec<u8>,
-    error: FileError,
+    fingerprint: Fingerprint,
 }
 
 impl Poller {
@@ -58,11 +61,12 @@ impl Poller {
             known: Known::default(),
             missing: false,
             last_failure: None,
-            unsettled: None,
+            pending: None,
         }
     }
 
-    /// The first load: its error is returned rather than told.
+    /// The first load: its error (a refused file, a failed apply, a panic)
+    /// is returned rather than told.
     pub(super) fn first(&mut self, sentinel: &Sentinel) -> Result<(), FileError> {
         let meta = std::fs::metadata(&self.path)
             .map_err(|e| FileError::one(&self.name, None, format!("cannot open: {e}")))?;
@@ -70,28 +74,17 @@ impl Poller {
         let known = self.known.clone();
         let mut known = known.lock();
         let bytes = self.read()?;
-        let file = parse_bytes(&bytes, &self.name, &self.options.for_instance(sentinel))?;
+        let reloaded = self.load(sentinel, &bytes)?;
         *known = Some(bytes);
-        let outcome = self.apply(sentinel, file);
         drop(known);
-        self.tell(outcome);
+        self.tell(Ok(reloaded));
         Ok(())
     }
 
     pub(super) fn poll(&mut self, sentinel: &Sentinel) {
         let meta = match std::fs::metadata(&self.path) {
             Ok(meta) => meta,
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                if !self.missing {
-                    self.missing = true;
-                    self.fingerprint = None;
-                    tracing::warn!(
-                        file = %self.name,
-                        "sentinel-rules: the rule file is gone; the rules in force are kept"
-                    );
-                }
-                return;
-            }
+            Err(e) if e.kind() == ErrorKind::NotFound => return self.gone(),
             Err(e) => {
                 return self.fail(FileError::one(
                     &self.name,
@@ -102,18 +95,26 @@ impl Poller {
         };
         if self.missing {
             self.missing = false;
+            // A later deletion is told again.
+            self.last_failure = None;
             tracing::info!(file = %self.name, "sentinel-rules: the rule file is back");
         }
         let fingerprint = Fingerprint::of(&meta);
-        // Unsettled content is read again whatever the metadata says: it
-        // is told only when seen twice.
+        // Another file in place (renamed over the path, or a symlink
+        // swapped): written whole before it got there.
+        let renamed = self
+            .fingerprint
+            .as_ref()
+            .is_some_and(|old| !old.same_file(&fingerprint));
+        // Pending content is read again whatever the metadata says: it is
+        // taken only when seen twice.
         if self.fingerprint.as_ref() == Some(&fingerprint)
             && !fingerprint.racy(SystemTime::now())
-            && self.unsettled.is_none()
+            && self.pending.is_none()
         {
             return;
         }
-        self.fingerprint = Some(fingerprint);
+        self.fingerprint = Some(fingerprint.clone());
         // Read, compare and apply under the lock a store writes under: a
         // read from before a store's write is never applied after it.
         let known = self.known.clone();
@@ -125,50 +126,71 @@ impl Poller {
                 return self.fail(error);
             }
         };
-        let unsettled = self.unsettled.take();
+        let pending = self.pending.take();
         if known.as_deref() == Some(bytes.as_slice()) {
             return;
         }
-        let outcome = match unsettled {
-            // The same bad bytes twice: the file is bad, not half written.
-            Some(unsettled) if unsettled.bytes == bytes => {
-                *known = Some(bytes);
-                // New content: told even when its errors read as the last.
-                self.last_failure = None;
-                Err(unsettled.error)
-            }
-            _ => match parse_bytes(&bytes, &self.name, &self.options.for_instance(sentinel)) {
-                Ok(file) => {
-                    *known = Some(bytes);
-                    self.apply(sentinel, file)
-                }
-                Err(error) => {
-                    // Not known yet: a store's replace meanwhile is a
-                    // conflict, as for any edit the watcher has not taken.
-                    self.unsettled = Some(Unsettled { bytes, error });
-                    return;
-                }
-            },
-        };
+        let settled = pending
+            .is_some_and(|pending| pending.bytes == bytes && pending.fingerprint == fingerprint);
+        if !renamed && !settled {
+            // Not known yet: a store's replace meanwhile is a conflict, as
+            // for any edit the watcher has not taken.
+            self.pending = Some(Pending { bytes, fingerprint });
+            return;
+        }
+        let outcome = self.load(sentinel, &bytes);
+        // Taken, good or bad: the same bytes are not loaded (or told)
+        // again, and a store may write over them.
+        *known = Some(bytes);
         drop(known);
+        // New content: told even when its errors read as the last.
+        self.last_failure = None;
         self.tell(outcome);
     }
 
+    /// The file is gone: told once per deletion; the rules in force stay.
+    fn gone(&mut self) {
+        self.pending = None;
+        if self.missing {
+            return;
+        }
+        self.missing = true;
+        self.fingerprint = None;
+        self.fail(FileError::one(
+            &self.name,
+            None,
+            "the file is gone; the rules in force are kept until it is back",
+        ));
+    }
+
     fn read(&self) -> Result<Vec<u8>, FileError> {
-        std::fs::File::open(&self.path)
-            .and_then(|file| read_limited(file, &self.options))
+        read_regular(&self.path, &self.options)
             .map_err(|e| FileError::one(&self.name, None, format!("cannot read: {e}")))
     }
 
-    /// Puts `file` in force; what happened is told by [`tell`](Self::tell)
-    /// once the lock is released, so a listener may use a store.
-    fn apply(&mut self, sentinel: &Sentinel, file: crate::RuleFile) -> Result<Reloaded, FileError> {
-        apply(sentinel, file).map_err(|errors| {
-            let problems = errors
-                .errors()
-                .iter()
-                .map(|e| crate::Problem::new(None, e.to_string()));
-            FileError::new(&self.name, problems.collect())
+    /// Parses `bytes` and puts their rules in force. A panic on the way
+    /// (in the parser, in the core, in a rule listener) is caught and
+    /// returned as the file's error; what is in force is then what the
+    /// core's one swap left, the last good rules unless the panic came
+    /// after the swap. What happened is told by [`tell`](Self::tell) once
+    /// the lock is released, so a listener may use a store.
+    fn load(&self, sentinel: &Sentinel, bytes: &[u8]) -> Result<Reloaded, FileError> {
+        let load = || {
+            let file = parse_bytes(bytes, &self.name, &self.options.for_instance(sentinel))?;
+            apply(sentinel, file).map_err(|errors| {
+                let problems = errors
+                    .errors()
+                    .iter()
+                    .map(|e| crate::Problem::new(None, e.to_string()));
+                FileError::new(&self.name, problems.collect())
+            })
+        };
+        catch_unwind(AssertUnwindSafe(load)).unwrap_or_else(|panic| {
+            Err(FileError::one(
+                &self.name,
+                None,
+                format!("loading the rules panicked: {}", panic_message(&*panic)),
+            ))
         })
     }
 
@@ -206,5 +228,16 @@ impl Poller {
             }
         }
         self.last_failure = Some(error);
+    }
+}
+
+/// A panic's message, when it has one.
+fn panic_message(panic: &(dyn Any + Send)) -> &str {
+    if let Some(message) = panic.downcast_ref::<&str>() {
+        message
+    } else if let Some(message) = panic.downcast_ref::<String>() {
+        message
+    } else {
+        "(no message)"
     }
 }
