@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 
 use super::date::date_time;
 use super::files::RollingFiles;
-use crate::stat::tally::{self, BlockKey, BlockSource};
+use crate::stat::tally::{self, BlockKey, BlockRule, BlockSource};
 use crate::{BlockKind, Rule, Sentinel};
 
 /// How long after a second ends its blocks are written: an entry that read
@@ -65,8 +65,9 @@ struct Ledger {
 struct Pending {
     source: Arc<BlockSource>,
     /// The rule as the line shows it, written when the first of these
-    /// blocks was taken (the rule may be replaced before the line is).
-    rule: Arc<RuleText>,
+    /// blocks was taken (the rule may be replaced before the line is);
+    /// `None`: no rule.
+    rule: Option<Arc<RuleText>>,
     count: u64,
 }
 
@@ -79,18 +80,10 @@ struct RuleText {
 }
 
 impl RuleText {
-    /// The text of `rule`; of no rule (or a loaded rule already freed):
-    /// `default` and nothing.
-    fn of(rule: Option<&dyn Rule>) -> RuleText {
-        match rule {
-            Some(rule) => RuleText {
-                limit_app: cut(|w| fmt::Write::write_str(w, &rule.limit_app())),
-                text: cut(|w| fmt::write(w, format_args!("{rule}"))),
-            },
-            None => RuleText {
-                limit_app: "default".into(),
-                text: "".into(),
-            },
+    fn of(rule: &dyn Rule) -> RuleText {
+        RuleText {
+            limit_app: cut(|w| fmt::Write::write_str(w, &rule.limit_app())),
+            text: cut(|w| fmt::write(w, format_args!("{rule}"))),
         }
     }
 }
@@ -148,20 +141,9 @@ impl BlockLedger {
                  blocks are no longer kept for it"
             );
         }
-        // Each rule's text, written once per harvest (by the address of
-        // its allocation, which its source keeps meanwhile).
-        let mut texts: HashMap<usize, Arc<RuleText>> = HashMap::new();
-        let mut text_of = |source: &BlockSource| {
-            let Some(rule) = source.rule.as_ref().and_then(|rule| rule.get()) else {
-                return Arc::new(RuleText::of(None));
-            };
-            let address = Arc::as_ptr(&rule).cast::<()>() as usize;
-            Arc::clone(
-                texts
-                    .entry(address)
-                    .or_insert_with(|| Arc::new(RuleText::of(Some(&*rule)))),
-            )
-        };
+        // The rules of new lines, held until their text is written (after
+        // the harvest, so that no thread waits on a shard's lock for it).
+        let mut untold: Vec<(u64, BlockKey, Arc<dyn Rule>)> = Vec::new();
         tally::harvest(uid, |source, second, count| {
             let total = ledger
                 .totals
@@ -174,14 +156,31 @@ impl BlockLedger {
                     .entry(second)
                     .or_default()
                     .entry(source.key)
-                    .or_insert_with(|| Pending {
-                        source: Arc::clone(source),
-                        rule: text_of(source),
-                        count: 0,
+                    .or_insert_with(|| {
+                        if let Some(rule) = source.rule.as_ref().and_then(BlockRule::get) {
+                            untold.push((second, source.key, rule));
+                        }
+                        Pending {
+                            source: Arc::clone(source),
+                            rule: None,
+                            count: 0,
+                        }
                     })
                     .count += count;
             }
         });
+        // Each rule's text once (by its address: `untold` holds it).
+        let mut texts: HashMap<usize, Arc<RuleText>> = HashMap::new();
+        for (second, key, rule) in untold {
+            let address = Arc::as_ptr(&rule).cast::<()>() as usize;
+            let text = texts
+                .entry(address)
+                .or_insert_with(|| Arc::new(RuleText::of(&*rule)));
+            let pending = ledger.pending.get_mut(&second);
+            if let Some(pending) = pending.and_then(|keys| keys.get_mut(&key)) {
+                pending.rule = Some(Arc::clone(text));
+            }
+        }
         guard
     }
 
@@ -331,10 +330,18 @@ impl BlockLine {
             index: 0,
             resource: source.resource.to_string(),
             kind: source.kind,
-            limit_app: pending.rule.limit_app.to_string(),
+            limit_app: pending
+                .rule
+                .as_ref()
+                .map_or("default", |rule| &rule.limit_app)
+                .to_owned(),
             origin: source.origin.as_deref().unwrap_or("").to_owned(),
             count: pending.count,
-            rule: pending.rule.text.to_string(),
+            rule: pending
+                .rule
+                .as_ref()
+                .map_or("", |rule| &rule.text)
+                .to_owned(),
         }
     }
 
