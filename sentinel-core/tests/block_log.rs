@@ -439,3 +439,103 @@ fn a_user_slot_s_blocks_are_counted_per_kind_however_many_rules_it_makes() {
         lines[0]
     );
 }
+
+/// A black list of `origins` on `resource`, told apart by `id`.
+fn black_list(resource: &str, id: u64, origins: impl IntoIterator<Item = String>) -> AuthorityRule {
+    let mut rule = AuthorityRule::new(resource, AuthorityStrategy::Black, origins);
+    rule.id = Some(id);
+    rule
+}
+
+#[test]
+fn a_rule_replaced_after_blocking_still_shows_in_its_line() {
+    let (clock, sentinel) = instance();
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = writer(&sentinel, dir.path());
+    for id in 1..=2 {
+        load(&sentinel, [black_list("a", id, ["x".to_owned()])]);
+        assert_eq!(hit(&sentinel, "a", "x", 2), 2);
+    }
+    // The thread's next entry drops its cached set, the last holder of rule 2.
+    load(&sentinel, [black_list("a", 3, ["y".to_owned()])]);
+    assert_eq!(hit(&sentinel, "a", "x", 1), 0);
+    clock.advance_ms(2_000);
+    writer.write_blocks(&sentinel).unwrap();
+    assert_eq!(
+        block_lines(dir.path()),
+        [
+            "2023-11-14 22:13:20|1|a,AuthorityException,x,x|2,0|authority rule #1 on a: black list [x]",
+            "2023-11-14 22:13:20|2|a,AuthorityException,x,x|2,0|authority rule #2 on a: black list [x]",
+        ]
+    );
+}
+
+#[test]
+fn a_rule_listing_thousands_of_origins_is_cut_in_its_line() {
+    let (clock, sentinel) = instance();
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = writer(&sentinel, dir.path());
+    load(
+        &sentinel,
+        [black_list(
+            "a",
+            1,
+            (0..4_000).map(|i| format!("caller-{i}")),
+        )],
+    );
+    assert_eq!(hit(&sentinel, "a", "caller-7", 1), 1);
+    clock.advance_ms(2_000);
+    writer.write_blocks(&sentinel).unwrap();
+    let lines = block_lines(dir.path());
+    assert_eq!(lines.len(), 1);
+    let fields: Vec<&str> = lines[0].split('|').collect();
+    let limit_app = fields[2].split(',').nth(2).unwrap();
+    assert_eq!(limit_app, "caller-0");
+    let rule = fields[4];
+    assert!(rule.starts_with("authority rule #1 on a: black list [caller-0, caller-1, "));
+    assert!(
+        rule.ends_with('…') && rule.len() <= 1_024 + '…'.len_utf8(),
+        "{} bytes",
+        rule.len()
+    );
+}
+
+#[test]
+fn blocks_of_four_threads_under_reloads_are_all_counted() {
+    const PER_THREAD: usize = 5_000;
+    let (clock, sentinel) = instance();
+    let sentinel = Arc::new(sentinel);
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = writer(&sentinel, dir.path());
+    load(&sentinel, [black_list("a", 0, ["x".to_owned()])]);
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let sentinel = Arc::clone(&sentinel);
+            std::thread::spawn(move || hit(&sentinel, "a", "x", PER_THREAD))
+        })
+        .collect();
+    let mut id = 0;
+    while threads.iter().any(|t| !t.is_finished()) {
+        id += 1;
+        load(
+            &sentinel,
+            [black_list("a", id, ["x".to_owned(), format!("o{id}")])],
+        );
+        sentinel.block_counts();
+        writer.write_blocks(&sentinel).unwrap();
+    }
+    let blocked: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(blocked, 4 * PER_THREAD, "every entry refused");
+    assert_eq!(
+        counts(&sentinel),
+        vec![("a".into(), BlockKind::Authority, 4 * PER_THREAD as u64)]
+    );
+    clock.advance_ms(2_000);
+    writer.write_blocks(&sentinel).unwrap();
+    let logged: u64 = block_lines(dir.path())
+        .iter()
+        .map(|line| line.split('|').nth(3).unwrap().split(',').next().unwrap())
+        .map(|count| count.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(logged, 4 * PER_THREAD as u64, "{id} loads");
+}

@@ -9,7 +9,10 @@
 //!
 //! A thread parks at most [`SPARES`] rules; a parked rule stays allocated
 //! (not its compiled state) until it is taken, evicted by another, or the
-//! thread exits.
+//! thread exits. A parked rule no longer loaded (its `Arc` held by the
+//! parking alone) is the first evicted: a thread that blocks by the rules
+//! of each new load keeps no more than the rules in force, and at most
+//! [`SPARES`] replaced ones until its next block.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -64,7 +67,12 @@ pub(crate) fn park(rule: Arc<dyn Rule>) {
             return Some(rule);
         };
         let parked = &mut *parked;
-        let slot = match parked.rules.iter().position(Option::is_none) {
+        // A free slot, or one whose rule was replaced by a load.
+        let stale = |slot: &Option<Arc<dyn Rule>>| {
+            slot.as_ref()
+                .is_none_or(|rule| Arc::strong_count(rule) == 1)
+        };
+        let slot = match parked.rules.iter().position(stale) {
             Some(free) => free,
             None => {
                 let evict = parked.next;
@@ -98,6 +106,23 @@ mod tests {
         assert_eq!(Arc::strong_count(&rule), 3, "nothing parked: a new count");
         drop((again, second));
         assert_eq!(Arc::strong_count(&rule), 1);
+    }
+
+    #[test]
+    fn a_rule_no_longer_loaded_is_released_at_the_next_park() {
+        let old = Arc::new(FlowRule::new("r", 1.0));
+        let kept = Arc::new(FlowRule::new("k", 1.0));
+        park(share(&old));
+        park(share(&kept));
+        let weak = Arc::downgrade(&old);
+        // The load that replaced it dropped the rule set's reference.
+        drop(old);
+        assert_eq!(weak.strong_count(), 1, "parked, until the next park");
+        let new = Arc::new(FlowRule::new("r", 2.0));
+        park(share(&new));
+        assert_eq!(weak.strong_count(), 0, "released for the new rule");
+        assert_eq!(Arc::strong_count(&kept), 2, "a rule in force stays parked");
+        assert_eq!(Arc::strong_count(&new), 2);
     }
 
     #[test]

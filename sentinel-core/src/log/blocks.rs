@@ -17,8 +17,8 @@ use parking_lot::Mutex;
 
 use super::date::date_time;
 use super::files::RollingFiles;
-use crate::stat::tally::{self, BlockKey, BlockSource};
-use crate::{BlockKind, Sentinel};
+use crate::stat::tally::{self, BlockKey, BlockRule, BlockSource};
+use crate::{BlockKind, Rule, Sentinel};
 
 /// How long after a second ends its blocks are written: an entry that read
 /// the clock just before the second ended is counted a moment later. A
@@ -27,6 +27,9 @@ use crate::{BlockKind, Sentinel};
 const GRACE_MS: u64 = 1_000;
 /// Seconds of blocks kept for a block log that stopped writing.
 const KEEP_SECONDS: u64 = 120;
+/// Bytes of a rule's text, and of its `limit_app`, in a block log line;
+/// past them the text is cut (at a character boundary) and ends in `…`.
+const MAX_RULE_TEXT: usize = 1_024;
 
 /// Blocks of one resource and kind since the instance was made.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,14 +54,81 @@ struct Ledger {
     /// Blocks so far by resource id and kind.
     totals: HashMap<(u32, BlockKind), (Arc<str>, u64)>,
     /// Blocks by second and key, not logged yet; kept while `logging`.
-    pending: BTreeMap<u64, HashMap<BlockKey, (Arc<BlockSource>, u64)>>,
+    pending: BTreeMap<u64, HashMap<BlockKey, Pending>>,
     logging: bool,
     /// When a writer last took lines (instance clock): a writer silent for
     /// [`KEEP_SECONDS`] is taken for gone, and seconds are no longer kept.
     last_take_ms: u64,
 }
 
+/// The blocks of one second under one key, not logged yet.
+struct Pending {
+    source: Arc<BlockSource>,
+    /// The rule as the line shows it, written when the first of these
+    /// blocks was taken (the rule may be replaced before the line is);
+    /// `None`: no rule.
+    rule: Option<Arc<RuleText>>,
+    count: u64,
+}
+
+/// A rule as a block log line shows it, each part at most
+/// [`MAX_RULE_TEXT`] bytes (and a final `…`).
+#[derive(Debug)]
+struct RuleText {
+    limit_app: Box<str>,
+    text: Box<str>,
+}
+
+impl RuleText {
+    fn of(rule: &dyn Rule) -> RuleText {
+        RuleText {
+            limit_app: cut(|w| fmt::Write::write_str(w, &rule.limit_app())),
+            text: cut(|w| fmt::write(w, format_args!("{rule}"))),
+        }
+    }
+}
+
+/// What `write` writes, cut at [`MAX_RULE_TEXT`] bytes.
+fn cut(write: impl FnOnce(&mut Cut) -> fmt::Result) -> Box<str> {
+    let mut text = Cut(String::new(), false);
+    // An error is the cut (or the rule's own Display failing): what was
+    // written stands.
+    let _ = write(&mut text);
+    if text.1 {
+        text.0.push('…');
+    }
+    text.0.into_boxed_str()
+}
+
+/// A `String` that takes at most [`MAX_RULE_TEXT`] bytes, then refuses
+/// (the flag says it did), so that a large rule is never formatted whole.
+struct Cut(String, bool);
+
+impl fmt::Write for Cut {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let room = MAX_RULE_TEXT - self.0.len();
+        if s.len() <= room {
+            self.0.push_str(s);
+            return Ok(());
+        }
+        let end = (0..=room)
+            .rev()
+            .find(|&i| s.is_char_boundary(i))
+            .unwrap_or(0);
+        self.0.push_str(&s[..end]);
+        self.1 = true;
+        Err(fmt::Error)
+    }
+}
+
 impl BlockLedger {
+    /// Takes every thread's new counts of instance `uid` at `now_ms`: a
+    /// rule load calls it before the rules it replaces are freed, so that
+    /// their lines still show them.
+    pub(crate) fn gather(&self, uid: u64, now_ms: u64) {
+        drop(self.harvest(uid, now_ms));
+    }
+
     /// Takes every thread's new counts of instance `uid` at `now_ms`.
     fn harvest(&self, uid: u64, now_ms: u64) -> parking_lot::MutexGuard<'_, Ledger> {
         let mut guard = self.state.lock();
@@ -71,6 +141,9 @@ impl BlockLedger {
                  blocks are no longer kept for it"
             );
         }
+        // The rules of new lines, held until their text is written (after
+        // the harvest, so that no thread waits on a shard's lock for it).
+        let mut untold: Vec<(u64, BlockKey, Arc<dyn Rule>)> = Vec::new();
         tally::harvest(uid, |source, second, count| {
             let total = ledger
                 .totals
@@ -83,10 +156,31 @@ impl BlockLedger {
                     .entry(second)
                     .or_default()
                     .entry(source.key)
-                    .or_insert_with(|| (Arc::clone(source), 0))
-                    .1 += count;
+                    .or_insert_with(|| {
+                        if let Some(rule) = source.rule.as_ref().and_then(BlockRule::get) {
+                            untold.push((second, source.key, rule));
+                        }
+                        Pending {
+                            source: Arc::clone(source),
+                            rule: None,
+                            count: 0,
+                        }
+                    })
+                    .count += count;
             }
         });
+        // Each rule's text once (by its address: `untold` holds it).
+        let mut texts: HashMap<usize, Arc<RuleText>> = HashMap::new();
+        for (second, key, rule) in untold {
+            let address = Arc::as_ptr(&rule).cast::<()>() as usize;
+            let text = texts
+                .entry(address)
+                .or_insert_with(|| Arc::new(RuleText::of(&*rule)));
+            let pending = ledger.pending.get_mut(&second);
+            if let Some(pending) = pending.and_then(|keys| keys.get_mut(&key)) {
+                pending.rule = Some(Arc::clone(text));
+            }
+        }
         guard
     }
 
@@ -128,7 +222,7 @@ impl BlockLedger {
             }
             let mut lines: Vec<BlockLine> = keys
                 .into_values()
-                .map(|(source, count)| BlockLine::new(second, &source, count))
+                .map(|pending| BlockLine::new(second, &pending))
                 .collect();
             lines.sort_by(|a, b| {
                 (&a.resource, a.kind.as_str(), &a.origin, &a.rule).cmp(&(
@@ -199,6 +293,14 @@ impl Sentinel {
 /// rule (empty when none). A user slot's blocks are counted per kind, not
 /// per rule (a slot may make a new rule for each block); the line shows a
 /// rule it gave.
+///
+/// The rule and its `limit_app` are each cut at 1 024 bytes (ending in
+/// `…`), so that a list of thousands of origins does not fill the log. A
+/// line holds the rule as it was when its blocks were gathered: a rule
+/// load gathers every block counted so far, so a rule replaced after
+/// blocking shows; a block counted after the load by a rule it replaced,
+/// on a thread that still ran with it, shows as `default` and no rule if
+/// that rule was freed before its line was gathered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct BlockLine {
@@ -221,23 +323,25 @@ pub struct BlockLine {
 }
 
 impl BlockLine {
-    fn new(second: u64, source: &BlockSource, count: u64) -> BlockLine {
+    fn new(second: u64, pending: &Pending) -> BlockLine {
+        let source = &pending.source;
         BlockLine {
             timestamp_ms: second * 1_000,
             index: 0,
             resource: source.resource.to_string(),
             kind: source.kind,
-            limit_app: source.rule.as_ref().map_or_else(
-                || "default".to_owned(),
-                |rule| rule.limit_app().into_owned(),
-            ),
-            origin: source.origin.as_deref().unwrap_or("").to_owned(),
-            count,
-            rule: source
+            limit_app: pending
                 .rule
                 .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_default(),
+                .map_or("default", |rule| &rule.limit_app)
+                .to_owned(),
+            origin: source.origin.as_deref().unwrap_or("").to_owned(),
+            count: pending.count,
+            rule: pending
+                .rule
+                .as_ref()
+                .map_or("", |rule| &rule.text)
+                .to_owned(),
         }
     }
 
@@ -376,8 +480,46 @@ impl fmt::Debug for BlockLog {
 mod tests {
     use super::*;
     use crate::ManualClock;
+    use crate::authority::{AuthorityRule, AuthorityStrategy};
     use crate::flow::FlowRule;
     use crate::log::MetricLogConfig;
+
+    /// Each load of a black list that blocked an entry kept the rule (and
+    /// its list of origins) alive in the thread's block tally, and in its
+    /// recycled error references; reading the counts released none.
+    #[test]
+    fn rules_replaced_after_blocking_are_freed() {
+        let clock = ManualClock::new(1_700_000_000_000);
+        let sentinel = Sentinel::builder().clock(clock.clone()).build();
+        // A writer keeps lines per key and second, with their rule.
+        let _writer = sentinel.metric_writer(MetricLogConfig::new("t").dir("/nonexistent"));
+        let blocked = || sentinel.entry_builder("r").origin("o7").enter();
+        let mut rules = Vec::new();
+        for id in 0..10 {
+            let mut rule = AuthorityRule::new(
+                "r",
+                AuthorityStrategy::Black,
+                (0..100).map(|i| format!("o{i}")),
+            );
+            rule.id = Some(id);
+            sentinel.authority_rules().load(vec![rule]).unwrap();
+            let error = blocked().unwrap_err();
+            rules.push(std::sync::Arc::downgrade(error.rule_arc().unwrap()));
+            drop(error);
+            assert_eq!(sentinel.block_counts()[0].count, id + 1);
+            clock.advance_ms(1_000);
+        }
+        let alive = |rules: &[std::sync::Weak<dyn crate::Rule>]| {
+            rules.iter().filter(|rule| rule.strong_count() > 0).count()
+        };
+        assert_eq!(alive(&rules), 1, "the rule in force alone");
+        assert!(rules[9].strong_count() > 0);
+        sentinel.authority_rules().load(Vec::new()).unwrap();
+        assert!(blocked().is_ok());
+        // At most the thread's parked error reference, until its next block.
+        assert!(alive(&rules) <= 1);
+        assert_eq!(sentinel.block_counts()[0].count, 10);
+    }
 
     #[test]
     fn seconds_are_no_longer_kept_once_no_writer_takes_them() {

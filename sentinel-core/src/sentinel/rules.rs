@@ -189,6 +189,9 @@ impl Sentinel {
         let next = Arc::new(RuleSet::build(version, parts));
         self.rules.set.store(Arc::clone(&next));
         self.rules.version.store(version, Ordering::Release);
+        // While `current` keeps the rules it replaces alive: their block
+        // log lines show them (the tally holds rules weakly).
+        self.blocks.gather(self.uid(), self.now_ms());
         Ok(next)
     }
 }

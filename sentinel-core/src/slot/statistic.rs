@@ -15,7 +15,7 @@ use super::{EntryContext, Outcome};
 use crate::degrade::StateChange;
 use crate::entry::Active;
 use crate::node::{OriginNode, ResourceNode, StatisticNode};
-use crate::stat::tally::{self, BlockKey, BlockSource};
+use crate::stat::tally::{self, BlockKey, BlockRule, BlockSource};
 use crate::{BlockError, BlockKind, EntryType, Rule, Sentinel};
 
 /// Counts passes, blocks and completions around the rule checks.
@@ -126,7 +126,7 @@ impl StatisticSlot {
                 key,
                 resource: Arc::clone(ctx.resource.name_arc()),
                 kind,
-                rule: rule.cloned(),
+                rule: rule.map(|rule| BlockRule::new(rule, by_rule)),
                 origin: ctx.origin.map(|o| Arc::clone(o.name_arc())),
             },
         );

@@ -19,8 +19,16 @@
 //! ([`Books::retired`]), so nothing is lost. A dropped instance's slots are freed by [`forget`]. A
 //! thread without a token slot (past 4096 threads, or in its teardown)
 //! counts in one shared shard, under its lock.
+//!
+//! A key names a loaded rule by its address, and its source holds the rule
+//! weakly ([`BlockRule::Loaded`]): a rule replaced by a later load is freed
+//! with its rule set whatever the threads counted, and only its `Arc`'s
+//! allocation stays while a slot or a set-aside count names it (so that no
+//! other rule takes that address meanwhile). A thread thus keeps at most
+//! [`SLOTS`] sources, plus those set aside until the next harvest (every
+//! rule load harvests), each a few hundred bytes whatever the rule's size.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use crate::sync::OnceBox;
 #[cfg(not(loom))]
@@ -113,8 +121,39 @@ pub(crate) struct BlockSource {
     pub(crate) key: BlockKey,
     pub(crate) resource: Arc<str>,
     pub(crate) kind: BlockKind,
-    pub(crate) rule: Option<Arc<dyn Rule>>,
+    pub(crate) rule: Option<BlockRule>,
     pub(crate) origin: Option<Arc<str>>,
+}
+
+/// The rule of a [`BlockSource`].
+#[derive(Debug)]
+pub(crate) enum BlockRule {
+    /// A loaded rule, part of the key: held weakly, so that counting its
+    /// blocks never keeps it (and what it owns) alive past its rule set.
+    Loaded(Weak<dyn Rule>),
+    /// A rule a user slot gave, not part of the key (its blocks are
+    /// counted per kind): held, one per key.
+    Given(Arc<dyn Rule>),
+}
+
+impl BlockRule {
+    /// The source's rule for a block by `rule`: weak when the key names it
+    /// (`by_rule`), held otherwise.
+    pub(crate) fn new(rule: &Arc<dyn Rule>, by_rule: bool) -> BlockRule {
+        if by_rule {
+            BlockRule::Loaded(Arc::downgrade(rule))
+        } else {
+            BlockRule::Given(Arc::clone(rule))
+        }
+    }
+
+    /// The rule, unless it was a loaded rule since freed.
+    pub(crate) fn get(&self) -> Option<Arc<dyn Rule>> {
+        match self {
+            BlockRule::Loaded(rule) => rule.upgrade(),
+            BlockRule::Given(rule) => Some(Arc::clone(rule)),
+        }
+    }
 }
 
 impl BlockSource {
