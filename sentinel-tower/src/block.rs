@@ -24,6 +24,11 @@ pub(crate) type ErrorFn = Arc<dyn Fn(StatusCode, &HeaderMap) -> bool + Send + Sy
 const GRPC_RESOURCE_EXHAUSTED: &str = "8";
 /// gRPC status `UNAVAILABLE`.
 const GRPC_UNAVAILABLE: &str = "14";
+/// gRPC status `INVALID_ARGUMENT`.
+const GRPC_INVALID_ARGUMENT: &str = "3";
+
+/// What a request whose origin header appears more than once is told.
+const DUPLICATE_ORIGIN: &str = "duplicated origin header";
 
 /// The seconds after which a blocked request may succeed, for a
 /// `Retry-After` header; `None` where waiting is no remedy or no time is
@@ -253,6 +258,31 @@ fn grpc_response(block: &BlockError) -> Response<Bytes> {
         "grpc-message",
         HeaderValue::from_static(blocked_text(block.kind())),
     );
+    response
+}
+
+/// The answer to a request whose origin header appears more than once:
+/// `400 Bad Request`, `duplicated origin header`; for gRPC, HTTP 200 with
+/// `grpc-status` 3 (`INVALID_ARGUMENT`). No `Retry-After`: the same
+/// request is refused again.
+pub(crate) fn duplicate_origin_response(grpc: bool) -> Response<Bytes> {
+    let mut response = Response::new(Bytes::new());
+    let headers = response.headers_mut();
+    if grpc {
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+        headers.insert(
+            "grpc-status",
+            HeaderValue::from_static(GRPC_INVALID_ARGUMENT),
+        );
+        headers.insert("grpc-message", HeaderValue::from_static(DUPLICATE_ORIGIN));
+    } else {
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        *response.status_mut() = StatusCode::BAD_REQUEST;
+        *response.body_mut() = Bytes::from_static(DUPLICATE_ORIGIN.as_bytes());
+    }
     response
 }
 

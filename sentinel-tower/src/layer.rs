@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use http::header::HeaderName;
 use http::request::Parts;
-use http::{HeaderMap, Response, StatusCode};
+use http::{Extensions, HeaderMap, Response, StatusCode};
 use sentinel_core::{BlockError, EntryType, Sentinel};
 use tower_layer::Layer;
 
@@ -38,7 +38,7 @@ use crate::service::SentinelService;
 ///   uncounted). With axum, `Router::route_layer` guards matched routes
 ///   only, so every name is a route template; `Router::layer` also guards
 ///   the fallback, whose random paths can fill the cap;
-/// - no origin;
+/// - no origin (see [Origins](#origins));
 /// - [`EntryType::Inbound`];
 /// - blocked HTTP requests get `429 Too Many Requests`, `blocked by <kind>`
 ///   (JSON when the `Accept` header names JSON), a
@@ -48,6 +48,28 @@ use crate::service::SentinelService;
 ///   for an open breaker;
 /// - an inner error, a 5xx status or a `grpc-status` header other than `0`
 ///   is recorded as an error of the entry (circuit breakers see it).
+///
+/// # Origins
+///
+/// Authority rules (origin white and black lists) and flow rules with a
+/// `limit_app` judge a request by its origin, Sentinel's name for the
+/// caller. Where it comes from:
+///
+/// - [`origin_from_extensions`](Self::origin_from_extensions): an identity
+///   an earlier layer verified (a client certificate, an authenticated
+///   user), read from the request's extensions: the form to trust;
+/// - [`origin_header`](Self::origin_header): a header, which the client
+///   sets to any value it likes (advisory: a caller refused by a black
+///   list names itself otherwise, or not at all);
+/// - [`origin_fn`](Self::origin_fn): any function of the request head.
+///
+/// Origins match rules exactly, as in Sentinel: `Bad-Bot` is not
+/// `bad-bot`. A request with no origin (none given, or an empty one)
+/// passes every authority rule, as in Sentinel, unless
+/// [`require_origin`](Self::require_origin) is on. Each distinct origin
+/// costs a node of statistics per resource it enters, within the
+/// instance's origin cap
+/// ([`max_origins`](sentinel_core::SentinelBuilder::max_origins)).
 ///
 /// ```
 /// use sentinel_tower::SentinelLayer;
@@ -81,6 +103,7 @@ impl SentinelLayer {
                 names: Arc::new(NameCache::new(sentinel, DEFAULT_MAX_RESOURCE_NAMES)),
                 namer: Namer::default_route(),
                 origin: Origin::None,
+                require_origin: false,
                 entry_type: EntryType::Inbound,
                 block: None,
                 is_error: ErrorCheck(None),
@@ -122,10 +145,26 @@ impl<K> SentinelLayer<K> {
         self
     }
 
-    /// Takes the origin from the header `name` (absent, empty or not UTF-8:
-    /// no origin). Borrowed from the request: no allocation. As in
-    /// Sentinel, a request without an origin passes authority rules: put
-    /// the check that the header is present (and trusted) in front.
+    /// Takes the origin from the header `name` (absent, empty or not
+    /// UTF-8: no origin), matched against rules exactly (`Bad-Bot` is not
+    /// `bad-bot`). Borrowed from the request: no allocation.
+    ///
+    /// The header is advisory: a client sets it to any value, so a black
+    /// list keeps out only callers that name themselves honestly, and a
+    /// white list is as strong as the secrecy of the names on it. Trust it
+    /// only where something in front (a gateway that sets it and drops
+    /// the client's own) vouches for it; else take the origin from a
+    /// verified identity with
+    /// [`origin_from_extensions`](Self::origin_from_extensions). A request
+    /// without the header passes authority rules, as in Sentinel, unless
+    /// [`require_origin`](Self::require_origin) is on.
+    ///
+    /// A request that carries the header more than once is refused,
+    /// whatever its rules and values: `400 Bad Request`, `duplicated
+    /// origin header` (gRPC: `grpc-status` 3, `INVALID_ARGUMENT`), before
+    /// any entry (not counted in the statistics, not given to
+    /// [`block_response`](Self::block_response)): which value names the
+    /// caller is ambiguous, and proxies disagree on it.
     ///
     /// # Panics
     ///
@@ -137,12 +176,58 @@ impl<K> SentinelLayer<K> {
     }
 
     /// Takes the origin from a function of the request head (one `String`
-    /// per request that has an origin).
+    /// per request that has an origin; `None` or an empty string: no
+    /// origin). For an origin that needs no computing, borrowed from an
+    /// identity in the extensions, see
+    /// [`origin_from_extensions`](Self::origin_from_extensions).
     pub fn origin_fn(
         mut self,
         origin: impl Fn(&Parts) -> Option<String> + Send + Sync + 'static,
     ) -> Self {
         self.config.origin = Origin::Custom(Arc::new(origin));
+        self
+    }
+
+    /// Takes the origin from the request's extensions: the identity an
+    /// earlier layer verified and put there (the subject of a client
+    /// certificate, an authenticated user or service), borrowed, with no
+    /// allocation. `None` or an empty string: no origin. Headers are not
+    /// read: a client cannot choose its origin by sending one.
+    ///
+    /// ```
+    /// use sentinel_tower::SentinelLayer;
+    ///
+    /// /// Put in the extensions by the authentication layer.
+    /// #[derive(Clone)]
+    /// struct Caller(String);
+    ///
+    /// let layer = SentinelLayer::new()
+    ///     .origin_from_extensions(|extensions| {
+    ///         extensions.get::<Caller>().map(|caller| caller.0.as_str())
+    ///     })
+    ///     .require_origin(true);
+    /// # drop(layer);
+    /// ```
+    pub fn origin_from_extensions(
+        mut self,
+        origin: impl for<'e> Fn(&'e Extensions) -> Option<&'e str> + Send + Sync + 'static,
+    ) -> Self {
+        self.config.origin = Origin::Identity(Arc::new(origin));
+        self
+    }
+
+    /// Whether a request with no origin (its origin header absent, empty
+    /// or not UTF-8; the origin function's `None` or empty string) is
+    /// refused where authority rules apply to its resource (default off:
+    /// as in Sentinel, it passes every list). Refused as an authority
+    /// block by the resource's first authority rule, with the response of
+    /// every authority block (a `429` by default, or the
+    /// [`block_response`](Self::block_response)); before the entry, so
+    /// not counted in the resource's statistics. Resources without
+    /// authority rules, and an instance switched off, let it through. No
+    /// cost for a request that has an origin.
+    pub fn require_origin(mut self, on: bool) -> Self {
+        self.config.require_origin = on;
         self
     }
 

@@ -14,9 +14,11 @@ use sentinel_core::flow::{FlowGrade, FlowQuota, FlowRule};
 use sentinel_core::{BlockError, BlockKind, Entering, Resource};
 use tower_service::Service;
 
-use crate::block::{BlockReply, accepts_json, blocked_response, is_grpc};
+use crate::block::{
+    BlockReply, accepts_json, blocked_response, duplicate_origin_response, is_grpc,
+};
 use crate::body::{BodyKind, WrappedBody};
-use crate::config::Config;
+use crate::config::{Config, DuplicateOrigin};
 use crate::future::{Outcome, ResponseFuture};
 use crate::name::Head;
 
@@ -47,11 +49,30 @@ impl<S: fmt::Debug, K> fmt::Debug for SentinelService<S, K> {
     }
 }
 
-/// A request's admission: entered, queued, or blocked, and the quota for
+/// A request's admission: entered, queued, or refused, and the quota for
 /// the rate-limit headers when they are wanted.
 struct Admission {
-    entering: Result<Entering<'static>, BlockError>,
+    entering: Result<Entering<'static>, Refusal>,
     quota: Option<FlowQuota>,
+}
+
+/// Why a request is not let in.
+enum Refusal {
+    /// A rule or slot refused it (or, with `require_origin`, it names no
+    /// origin where authority rules apply).
+    Blocked(BlockError),
+    /// Its origin header appears more than once.
+    DuplicateOrigin,
+}
+
+impl Admission {
+    #[cold]
+    fn refused(refusal: Refusal) -> Self {
+        Admission {
+            entering: Err(refusal),
+            quota: None,
+        }
+    }
 }
 
 impl Config {
@@ -95,10 +116,19 @@ impl Config {
         head: &impl Head,
         parts: Option<&Parts>,
     ) -> Admission {
-        let origin = self.origin_of(head, parts);
+        let origin = match self.origin_of(head, parts) {
+            Ok(origin) => origin,
+            Err(DuplicateOrigin) => return Admission::refused(Refusal::DuplicateOrigin),
+        };
         let mut builder = resource.builder().entry_type(self.entry_type);
-        if let Some(origin) = origin.as_deref() {
-            builder = builder.origin(origin);
+        match origin.as_deref() {
+            Some(origin) => builder = builder.origin(origin),
+            None if self.require_origin => {
+                if let Some(block) = self.unnamed_refused(resource) {
+                    return Admission::refused(Refusal::Blocked(block));
+                }
+            }
+            None => {}
         }
         let entering = builder.enter_or_queue();
         let quota = match &entering {
@@ -108,7 +138,23 @@ impl Config {
                 .filter(|_| self.headers.any())
                 .and_then(|rule| resource.flow_quota_refused(rule)),
         };
-        Admission { entering, quota }
+        Admission {
+            entering: entering.map_err(Refusal::Blocked),
+            quota,
+        }
+    }
+
+    /// The authority block of a request that names no origin, when the
+    /// resource has authority rules (and the instance is on): refused by
+    /// the resource's first one, before the entry.
+    #[cold]
+    #[inline(never)]
+    fn unnamed_refused(&self, resource: &Resource<'static>) -> Option<BlockError> {
+        if !self.names.sentinel().is_enabled() {
+            return None;
+        }
+        let rule = resource.authority_rule()?;
+        Some(BlockError::by_rule(BlockKind::Authority, rule))
     }
 
     #[inline(always)]
@@ -120,13 +166,17 @@ impl Config {
     }
 
     #[cold]
-    fn blocked(
+    fn refused(
         &self,
-        block: &BlockError,
+        refusal: &Refusal,
         head: &impl Head,
         quota: Option<FlowQuota>,
     ) -> Response<bytes::Bytes> {
         let headers = head.headers();
+        let block = match refusal {
+            Refusal::Blocked(block) => block,
+            Refusal::DuplicateOrigin => return duplicate_origin_response(is_grpc(headers)),
+        };
         let reply = BlockReply {
             grpc: is_grpc(headers),
             json: self.block.is_none() && accepts_json(headers),
@@ -236,6 +286,8 @@ where
             let ready = std::mem::replace(inner, clone);
             ResponseFuture::queued(queued, ready, request, config.outcome(admission.quota))
         }
-        Err(block) => ResponseFuture::blocked(config.blocked(&block, &request, admission.quota)),
+        Err(refusal) => {
+            ResponseFuture::blocked(config.refused(&refusal, &request, admission.quota))
+        }
     }
 }
