@@ -471,7 +471,7 @@ fn a_rule_replaced_after_blocking_still_shows_in_its_line() {
 }
 
 #[test]
-fn a_rule_listing_thousands_of_origins_is_cut_in_its_line() {
+fn a_rule_listing_a_thousand_origins_is_cut_in_its_line() {
     let (clock, sentinel) = instance();
     let dir = tempfile::tempdir().unwrap();
     let mut writer = writer(&sentinel, dir.path());
@@ -480,7 +480,7 @@ fn a_rule_listing_thousands_of_origins_is_cut_in_its_line() {
         [black_list(
             "a",
             1,
-            (0..4_000).map(|i| format!("caller-{i}")),
+            (0..1_000).map(|i| format!("caller-{i}")),
         )],
     );
     assert_eq!(hit(&sentinel, "a", "caller-7", 1), 1);
