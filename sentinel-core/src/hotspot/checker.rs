@@ -1,9 +1,9 @@
 //! `CompiledParam`: a hot-parameter rule ready for the hot path, with
 //! Sentinel's `ParamFlowChecker` formulas.
 
+use crate::sync::atomic::AtomicU64;
+use crate::sync::atomic::Ordering::{AcqRel, Acquire};
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::{AcqRel, Acquire};
 
 use super::cache::{FRESH, Flavor, HeldSlot, Lookup, Reserve, ValueTable};
 use super::rule::{ParamControlBehavior, ParamFlowGrade, ParamFlowRule};
@@ -189,6 +189,11 @@ impl CompiledParam {
     /// Values tracked now.
     pub(crate) fn values(&self) -> usize {
         self.table.occupied()
+    }
+
+    /// Bytes the value table holds now.
+    pub(crate) fn table_bytes(&self) -> usize {
+        self.table.bytes()
     }
 
     /// Values forgotten to make room for others (diagnostics).
