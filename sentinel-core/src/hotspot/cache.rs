@@ -132,7 +132,9 @@ pub(crate) enum Flavor {
 /// Where a value's state is, or why there is none.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Lookup {
-    /// The slot index.
+    /// The slot index (what [`ValueTable::lookup`] finds; the hot path
+    /// uses [`ValueTable::slot`]).
+    #[cfg(test)]
     Found(u32),
     /// Another thread kept installing into the set.
     Busy,
@@ -282,7 +284,7 @@ impl ValueTable {
             .sum()
     }
 
-    /// The state word of slot `index`, which a [`Lookup::Found`] gave.
+    /// The state word of slot `index`, which [`slot`](Self::slot) gave.
     #[inline]
     pub(crate) fn state(&self, index: u32) -> &AtomicU64 {
         let (set, way) = split(index);
@@ -309,8 +311,19 @@ impl ValueTable {
     }
 
     /// The slot of `key`, installing it if absent; marks it seen at `now_ms`.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn lookup(&self, key: u64, now_ms: u64) -> Lookup {
+        match self.slot(key, now_ms) {
+            Ok((index, _)) => Lookup::Found(index),
+            Err(why) => why,
+        }
+    }
+
+    /// The slot of `key` and its state word, installing it if absent;
+    /// marks it seen at `now_ms`. `Err` is [`Lookup::Busy`] or
+    /// [`Lookup::Full`].
+    #[inline]
+    pub(crate) fn slot(&self, key: u64, now_ms: u64) -> Result<(u32, &AtomicU64), Lookup> {
         let set_index = self.set_of(key);
         let set = match self.allocated(set_index) {
             Some(set) => set,
@@ -320,15 +333,15 @@ impl ValueTable {
         for _ in 0..SPINS {
             if let Some(way) = self.find_in(set, key) {
                 seen(set, way, stamp);
-                return Lookup::Found(index(set_index, way));
+                return Ok((index(set_index, way), &set.states[way]));
             }
             match self.install(set, key, stamp) {
-                Some(Ok(way)) => return Lookup::Found(index(set_index, way)),
-                Some(Err(full)) => return full,
+                Some(Ok(way)) => return Ok((index(set_index, way), &set.states[way])),
+                Some(Err(full)) => return Err(full),
                 None => crate::sync::spin_loop(),
             }
         }
-        Lookup::Busy
+        Err(Lookup::Busy)
     }
 
     /// The slot of `key` if it is present (without marking it seen).
@@ -343,11 +356,10 @@ impl ValueTable {
     pub(crate) fn reserve(&self, key: u64, now_ms: u64, limit: u64) -> Reserve {
         let check = check_of(key);
         loop {
-            let index = match self.lookup(key, now_ms) {
-                Lookup::Found(index) => index,
-                other => return Reserve::Untracked(other),
+            let (index, state) = match self.slot(key, now_ms) {
+                Ok(slot) => slot,
+                Err(why) => return Reserve::Untracked(why),
             };
-            let state = self.state(index);
             let mut current = state.load(Acquire);
             while (current >> 32) as u32 == check {
                 if current & u64::from(u32::MAX) >= limit {

@@ -299,11 +299,11 @@ impl CompiledParam {
     #[inline]
     fn on_state(&self, key: u64, now_ms: u64, decide: impl Fn(&AtomicU64) -> Option<One>) -> One {
         loop {
-            let index = match self.table.lookup(key, now_ms) {
-                Lookup::Found(index) => index,
-                other => return One::Untracked(other),
+            let state = match self.table.slot(key, now_ms) {
+                Ok((_, state)) => state,
+                Err(why) => return One::Untracked(why),
             };
-            if let Some(one) = decide(self.table.state(index)) {
+            if let Some(one) = decide(state) {
                 return one;
             }
         }
