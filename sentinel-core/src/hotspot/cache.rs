@@ -740,6 +740,103 @@ mod tests {
         assert_eq!(table.find(newcomer), None);
     }
 
+    /// The table's placement and eviction, written the simple way: a list
+    /// of ways per set, each `(key, stamp, frequency)`.
+    struct Reference {
+        sets: Vec<Vec<(u64, u32, u8)>>,
+        ways: usize,
+        evictions: u64,
+    }
+
+    impl Reference {
+        fn lookup(&mut self, set: usize, key: u64, now: u32) {
+            let ways = &mut self.sets[set];
+            if let Some(way) = ways.iter_mut().find(|way| way.0 == key) {
+                way.2 = if way.1 == now {
+                    way.2.saturating_add(1)
+                } else {
+                    decayed(way.2, age_ms(way.1, now)).saturating_add(1)
+                };
+                way.1 = now;
+                return;
+            }
+            if ways.len() < self.ways {
+                ways.push((key, now, 1));
+                return;
+            }
+            let rank = |&(_, stamp, freq): &(u64, u32, u8)| {
+                let age = age_ms(stamp, now);
+                (decayed(freq, age), u32::MAX - age)
+            };
+            let victim = (0..ways.len())
+                .min_by_key(|&way| rank(&ways[way]))
+                .expect("a full set");
+            ways[victim] = (key, now, 1);
+            self.evictions += 1;
+        }
+    }
+
+    #[test]
+    fn the_table_matches_a_reference_model_over_a_random_stream() {
+        // 130 sets: two chunks of 64 and a last one of 2.
+        let table = ValueTable::new(8 * 130, Flavor::Buckets);
+        let mut reference = Reference {
+            sets: vec![Vec::new(); 130],
+            ways: WAYS,
+            evictions: 0,
+        };
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut random = move || {
+            // splitmix64
+            seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = seed;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        let hot: Vec<u64> = (0..200).map(|_| random() | 1).collect();
+        let mut seen = Vec::new();
+        let mut now = 0u64;
+        for step in 0..200_000 {
+            let roll = random();
+            now += match roll % 100 {
+                0 => 2_000,
+                1..=20 => roll % 7,
+                _ => 0,
+            };
+            let key = if roll % 3 == 0 {
+                hot[(roll >> 8) as usize % hot.len()]
+            } else {
+                random() | 1
+            };
+            assert!(matches!(table.lookup(key, now), Lookup::Found(_)));
+            reference.lookup(table.set_of(key), key, now as u32);
+            if step % 1_000 == 0 {
+                seen.push(key);
+            }
+        }
+        assert_eq!(table.evictions(), reference.evictions);
+        assert_eq!(
+            table.occupied(),
+            reference.sets.iter().map(Vec::len).sum::<usize>()
+        );
+        for set in &reference.sets {
+            for &(key, stamp, freq) in set {
+                let index = table.find(key).expect("tracked in the reference");
+                assert_eq!(table.freq_at(index), freq, "{key:x}");
+                let (set, way) = split(index);
+                let stamps = &table.allocated(set).expect("allocated").stamps;
+                assert_eq!(stamps[way].load(Relaxed), stamp);
+            }
+        }
+        for key in seen.into_iter().chain(hot) {
+            let tracked = reference.sets[table.set_of(key)]
+                .iter()
+                .any(|way| way.0 == key);
+            assert_eq!(table.find(key).is_some(), tracked, "{key:x}");
+        }
+    }
+
     #[test]
     fn counters_with_calls_in_flight_are_not_evicted() {
         let table = ValueTable::new(2, Flavor::Counters);
