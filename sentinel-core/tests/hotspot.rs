@@ -887,6 +887,91 @@ fn a_million_distinct_values_stay_within_capacity_and_a_hot_value_keeps_its_stat
 }
 
 #[test]
+fn a_hot_value_at_twice_its_limit_is_held_to_it_among_20000_cold_values_per_second() {
+    const LIMIT: u64 = 5;
+    const SECONDS: u64 = 5;
+    let (clock, sentinel) = instance();
+    // The default table: 4 000 values.
+    load(&sentinel, [ParamFlowRule::new("r", 0, LIMIT as f64)]);
+    let hot = arg("hot");
+    let mut cold = 0u64;
+    let mut admitted_per_second = Vec::new();
+    for _ in 0..SECONDS {
+        let mut admitted = 0;
+        for ms in 0..1_000 {
+            // 20 distinct cold values every millisecond, each seen once ...
+            for _ in 0..20 {
+                cold += 1;
+                assert!(enter(&sentinel, "r", &arg(cold)).is_ok());
+            }
+            // ... and the hot value twice every 200 ms: twice its limit. A
+            // value is known as frequent from its second sighting; one
+            // forgotten before it would start afresh once.
+            if ms % 200 < 2 && enter(&sentinel, "r", &hot).is_ok() {
+                admitted += 1;
+            }
+            clock.advance_ms(1);
+        }
+        admitted_per_second.push(admitted);
+    }
+    // Sentinel's bucket refills once more than a second has passed: 5
+    // each second, within 10%.
+    assert!(
+        admitted_per_second
+            .iter()
+            .all(|&n| n * 10 >= LIMIT * 9 && n * 10 <= LIMIT * 11),
+        "hot value admitted {admitted_per_second:?} per second, limit {LIMIT}"
+    );
+    let table = table_of(&sentinel, "r");
+    assert_eq!(table.values, 4_000);
+    assert!(table.evictions >= SECONDS * 20_000 - 4_000);
+}
+
+#[test]
+fn a_tracked_hot_value_stays_exactly_limited_while_four_threads_flood_cold_values() {
+    const LIMIT: usize = 5;
+    let (clock, sentinel) = instance();
+    // An hour's duration: no refill during the run, so every admission of
+    // the hot value past its limit is one it should not have had. 4 000
+    // values, the default for one second.
+    load(
+        &sentinel,
+        [ParamFlowRule {
+            duration_in_sec: 3_600,
+            capacity: Some(4_000),
+            ..ParamFlowRule::new("r", 0, LIMIT as f64)
+        }],
+    );
+    let hot = arg("hot");
+    assert_eq!(admit(&sentinel, "r", &hot, 2 * LIMIT), LIMIT);
+    let admitted = AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        for thread in 0..4u64 {
+            let (clock, sentinel, hot, admitted) = (&clock, &sentinel, &hot, &admitted);
+            scope.spawn(move || {
+                for i in 0..50_000u64 {
+                    let cold = arg(thread << 32 | i);
+                    assert!(enter(sentinel, "r", &cold).is_ok());
+                    if i % 5_000 == 0 && enter(sentinel, "r", hot).is_ok() {
+                        admitted.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if thread == 0 && i % 100 == 0 {
+                        clock.advance_ms(1);
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(
+        admitted.load(Ordering::Relaxed),
+        0,
+        "the hot value was let in again"
+    );
+    let table = table_of(&sentinel, "r");
+    assert!(table.evictions > 150_000, "{table:?}");
+}
+
+#[test]
 fn the_default_capacity_is_4000_values_per_second_of_duration() {
     let (_clock, sentinel) = instance();
     let rule = ParamFlowRule::new("r", 0, 1.0);

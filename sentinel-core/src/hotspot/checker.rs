@@ -1,9 +1,9 @@
 //! `CompiledParam`: a hot-parameter rule ready for the hot path, with
 //! Sentinel's `ParamFlowChecker` formulas.
 
+use crate::sync::atomic::AtomicU64;
+use crate::sync::atomic::Ordering::{AcqRel, Acquire};
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::{AcqRel, Acquire};
 
 use super::cache::{FRESH, Flavor, HeldSlot, Lookup, Reserve, ValueTable};
 use super::rule::{ParamControlBehavior, ParamFlowGrade, ParamFlowRule};
@@ -191,6 +191,11 @@ impl CompiledParam {
         self.table.occupied()
     }
 
+    /// Bytes the value table holds now.
+    pub(crate) fn table_bytes(&self) -> usize {
+        self.table.bytes()
+    }
+
     /// Values forgotten to make room for others (diagnostics).
     pub(crate) fn evictions(&self) -> u64 {
         self.table.evictions()
@@ -294,11 +299,11 @@ impl CompiledParam {
     #[inline]
     fn on_state(&self, key: u64, now_ms: u64, decide: impl Fn(&AtomicU64) -> Option<One>) -> One {
         loop {
-            let index = match self.table.lookup(key, now_ms) {
-                Lookup::Found(index) => index,
-                other => return One::Untracked(other),
+            let state = match self.table.slot(key, now_ms) {
+                Ok((_, state)) => state,
+                Err(why) => return One::Untracked(why),
             };
-            if let Some(one) = decide(self.table.state(index)) {
+            if let Some(one) = decide(state) {
                 return one;
             }
         }

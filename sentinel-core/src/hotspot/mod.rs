@@ -27,10 +27,16 @@
 //! collection argument ([`ParamValue::List`](crate::ParamValue::List))
 //! passes if each of its elements does.
 //!
-//! Each rule keeps its values in a fixed table of
-//! [`ParamFlowRule::effective_capacity`] values, allocated when the rule is
-//! loaded, with approximate LRU eviction: see `cache.rs` for the layout,
-//! the collision odds and what happens past capacity.
+//! Each rule keeps its values in a table of at most
+//! [`ParamFlowRule::effective_capacity`] values (24 bytes each). A freshly
+//! loaded rule's table holds no value and costs about a hundred bytes
+//! (at most 8 KiB for the largest capacity); it grows by chunks of at
+//! least 512 values as values arrive, never past the capacity
+//! ([`ParamTableStats::bytes`]). Past capacity a new value evicts the least
+//! frequent one (frequencies halve for each second a value goes unseen),
+//! so a value that keeps coming back, refused or not, stays tracked and
+//! limited under any flood of values seen once: see `cache.rs` for the
+//! layout, the collision odds and what happens past capacity.
 //!
 //! The module is the kind alone: `rule.rs` the rule as loaded,
 //! `checker.rs` and `cache.rs` the compiled rule and its value table, here
@@ -90,6 +96,10 @@ pub struct ParamTableStats {
     /// Values that passed untracked because their part of the table was
     /// full of values with calls in flight (concurrency grade; logged once).
     pub overflows: u64,
+    /// Bytes the table holds now: a few hundred when the rule is loaded
+    /// (at most 8 KiB), growing by chunks as values arrive, up to about
+    /// 24 bytes per value of [`ParamFlowRule::effective_capacity`].
+    pub bytes: usize,
 }
 
 /// Runs the hot-parameter rules of one resource for `ctx`: `Err(rule)`

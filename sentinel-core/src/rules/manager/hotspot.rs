@@ -18,6 +18,7 @@ impl RuleManager<'_, ParamFlowRule> {
                     values: rule.values(),
                     evictions: rule.evictions(),
                     overflows: rule.overflows(),
+                    bytes: rule.table_bytes(),
                 };
                 ((**rule.rule()).clone(), stats)
             })
