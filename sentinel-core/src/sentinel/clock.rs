@@ -1,5 +1,6 @@
 //! The instance's time: the system clock read directly, or a user's clock
-//! (a `ManualClock` in tests) kept from going backwards.
+//! (a `ManualClock` in tests) on a timeline that never goes backwards and
+//! goes on at once when the clock does (see [`Clock`]).
 
 use std::sync::Arc;
 
