@@ -237,6 +237,24 @@ fn an_exit_hook_panicking_while_guarded_code_unwinds_does_not_abort() {
     assert_eq!(node.total_exception(sentinel.now_ms()), 1);
 }
 
+#[test]
+fn a_state_listener_panicking_as_a_breaker_half_opens_leaves_the_probe_held() {
+    let (clock, sentinel) = instance_with(|builder| builder);
+    load(&sentinel, [opens_at_first_error("r", 60)]);
+    sentinel.degrade_rules().on_state_change(|change| {
+        if change.next == BreakerState::HalfOpen {
+            panic!("a state listener panics");
+        }
+    });
+    enter(&sentinel, "r").set_error("boom");
+
+    clock.advance_ms(60_000);
+    let probe = enter(&sentinel, "r");
+    assert_eq!(breaker_state(&sentinel).0, BreakerState::HalfOpen);
+    drop(probe);
+    assert_eq!(breaker_state(&sentinel).0, BreakerState::Closed);
+}
+
 // ---- guarded code that panics ----
 
 #[test]

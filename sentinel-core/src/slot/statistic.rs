@@ -55,7 +55,7 @@ impl StatisticSlot {
         // A user slot among the checks may panic; the guard gives back what
         // the checks before it took. Forgotten on both ways out, it costs
         // nothing but a landing pad.
-        let mut unwinding = GiveBackOnUnwind::<Checks> {
+        let unwinding = GiveBackOnUnwind::<Checks> {
             checking: &mut checking,
             chain: PhantomData,
         };
