@@ -26,7 +26,7 @@ impl InstanceClock {
     pub(crate) fn now_ms(&self) -> u64 {
         match self {
             InstanceClock::System(clock) => clock.now_ms(),
-            InstanceClock::Custom(clock) => clock.now_ms(),
+            InstanceClock::Custom(clock) => custom_now_ms(clock),
         }
     }
 
@@ -36,4 +36,11 @@ impl InstanceClock {
             InstanceClock::Custom(clock) => clock.now_nanos(),
         }
     }
+}
+
+/// A user clock's reading, out of line: the system clock's arm stays one
+/// load where the engine reads the time.
+#[inline(never)]
+fn custom_now_ms(clock: &MonotonicClock<Arc<dyn Clock>>) -> u64 {
+    clock.now_ms()
 }
