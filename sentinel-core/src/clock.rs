@@ -5,8 +5,12 @@
 //! Unix epoch as read once at start, then advanced by a monotonic clock. Bucket
 //! boundaries therefore fall on wall-clock seconds (the metric log relies on
 //! it), and an operator changing the wall clock never moves the engine's time.
+//! A clock given by the user is read through [`MonotonicClock`], whose
+//! timeline (`clock/timeline.rs`) goes on at once when the clock goes back.
 //!
 //! This is the only module that reads the operating system's time.
+
+mod timeline;
 
 use std::fmt;
 use std::sync::Arc;
@@ -14,6 +18,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use once_cell::sync::Lazy;
+
+use timeline::Timeline;
 
 const NANOS_PER_MILLI: u64 = 1_000_000;
 
@@ -23,9 +29,35 @@ const NANOS_PER_MILLI: u64 = 1_000_000;
 /// coarse (a millisecond tick). `now_nanos` is a precise reading on the same
 /// timeline, for response times finer than a millisecond.
 ///
-/// An implementation may go backwards (a test setting an earlier time); the
-/// engine reads time through [`MonotonicClock`], which treats a backwards
-/// reading as the last time seen.
+/// # The engine's time
+///
+/// Windows, circuit breakers, rate limiters and hot-parameter tables run on
+/// the engine's time, which never goes backwards. The times users read are
+/// on the same timeline: [`Sentinel::now_ms`](crate::Sentinel::now_ms), the
+/// time in a slot's context, the buckets' start times in snapshots, the
+/// metric log's lines and a breaker's next retry time.
+///
+/// - With [`SystemClock`] (the default) the engine's time is the Unix time
+///   read once at start, advanced by the monotonic clock: setting the wall
+///   clock, backwards or forwards, moves neither the engine nor the
+///   timestamps, which stay on wall-clock seconds.
+/// - A clock given with
+///   [`SentinelBuilder::clock`](crate::SentinelBuilder::clock) is read
+///   through [`MonotonicClock`]: the engine's time is the clock's reading
+///   plus how far the clock was seen going back in all (its
+///   [`offset_ms`](MonotonicClock::offset_ms)). Until the clock first goes
+///   back the two are equal. When it goes back, the engine's time holds for
+///   that one reading and then moves on as the clock moves forward, so
+///   windows keep counting and an open breaker's retry time comes after its
+///   timeout of engine time. A forward jump is followed as it is (it cannot
+///   be told from a pause, as of a suspended machine): windows and open
+///   breakers see the time pass, and a return from it is a clock going
+///   back, from which the engine's time goes on.
+///
+/// An implementation may go backwards (a test setting an earlier time). Its
+/// readings must be coherent across threads: a reading that happens after
+/// another is not earlier unless the clock was set back (true of an atomic
+/// read, as [`ManualClock`] and [`SystemClock`] are).
 pub trait Clock: Send + Sync + fmt::Debug + 'static {
     /// Milliseconds since the clock's origin (the Unix epoch for [`SystemClock`]).
     fn now_ms(&self) -> u64;
@@ -175,15 +207,32 @@ impl Clock for ManualClock {
     }
 }
 
-/// The engine's view of a [`Clock`]: never earlier than the last time seen.
+/// The engine's view of a [`Clock`]: never earlier than a time it
+/// returned, and moving on at once when the clock goes back.
 ///
-/// A reading earlier than one already returned (a clock set back, a custom
-/// clock with jitter) is replaced by that last reading, so windows never see
-/// time run backwards. Clones share the last time seen.
+/// A reading earlier than the latest time returned (a clock set back, a
+/// custom clock with jitter) returns that latest time, and the gap is added
+/// to an offset, so that the next readings move on from there as the clock
+/// moves forward: a clock set back an hour neither stops the windows nor
+/// keeps a breaker open an hour longer. Clones share the offset and the
+/// latest time. See [`Clock`] for how the times users read relate to it.
+///
+/// ```
+/// use sentinel_core::{Clock, ManualClock, MonotonicClock};
+///
+/// let manual = ManualClock::new(10_000);
+/// let clock = MonotonicClock::new(manual.clone());
+/// assert_eq!(clock.now_ms(), 10_000);
+/// manual.set(5_000); // set back 5 s
+/// assert_eq!(clock.now_ms(), 10_000);
+/// manual.advance_ms(250);
+/// assert_eq!(clock.now_ms(), 10_250);
+/// assert_eq!(clock.offset_ms(), 5_000);
+/// ```
 #[derive(Clone, Debug)]
 pub struct MonotonicClock<C = SystemClock> {
     inner: C,
-    last_ms: Arc<AtomicU64>,
+    timeline: Arc<Timeline>,
 }
 
 impl<C: Clock> MonotonicClock<C> {
@@ -191,7 +240,7 @@ impl<C: Clock> MonotonicClock<C> {
     pub fn new(inner: C) -> Self {
         MonotonicClock {
             inner,
-            last_ms: Arc::new(AtomicU64::new(0)),
+            timeline: Arc::new(Timeline::new()),
         }
     }
 
@@ -199,31 +248,24 @@ impl<C: Clock> MonotonicClock<C> {
     pub fn inner(&self) -> &C {
         &self.inner
     }
+
+    /// How far this clock's time is ahead of the wrapped clock's reading:
+    /// the sum of the gaps by which the wrapped clock was seen going back
+    /// (0 while it never did).
+    pub fn offset_ms(&self) -> u64 {
+        self.timeline.offset_ms()
+    }
 }
 
 impl<C: Clock> Clock for MonotonicClock<C> {
     #[inline]
     fn now_ms(&self) -> u64 {
-        let now = self.inner.now_ms();
-        let last = self.last_ms.load(Ordering::Relaxed);
-        if now > last {
-            // Written at most once per millisecond of progress, so the shared
-            // line stays read-mostly on the hot path.
-            let previous = self.last_ms.fetch_max(now, Ordering::Relaxed);
-            previous.max(now)
-        } else {
-            last
-        }
+        self.timeline.now_ms(|| self.inner.now_ms())
     }
 
     #[inline]
     fn now_nanos(&self) -> u64 {
-        let nanos = self.inner.now_nanos();
-        let floor = self
-            .last_ms
-            .load(Ordering::Relaxed)
-            .saturating_mul(NANOS_PER_MILLI);
-        nanos.max(floor)
+        self.timeline.now_nanos(|| self.inner.now_nanos())
     }
 }
 
@@ -252,7 +294,7 @@ mod tests {
     }
 
     #[test]
-    fn monotonic_clock_holds_last_time_when_set_backwards() {
+    fn monotonic_clock_set_backwards_moves_on_from_the_latest_time() {
         let manual = ManualClock::new(1_000);
         let clock = MonotonicClock::new(manual.clone());
         assert_eq!(clock.now_ms(), 1_000);
@@ -260,9 +302,13 @@ mod tests {
         assert_eq!(clock.now_ms(), 1_000);
         assert!(clock.now_nanos() >= 1_000 * NANOS_PER_MILLI);
         manual.set(1_200);
-        assert_eq!(clock.now_ms(), 1_200);
+        assert_eq!(clock.now_ms(), 1_800);
         manual.set(0);
-        assert_eq!(clock.now_ms(), 1_200);
+        assert_eq!(clock.now_ms(), 1_800);
+        manual.advance_ms(1);
+        assert_eq!(clock.now_ms(), 1_801);
+        assert_eq!(clock.now_nanos(), 1_801 * NANOS_PER_MILLI);
+        assert_eq!(clock.offset_ms(), 1_800);
     }
 
     #[test]

@@ -5,8 +5,8 @@
 //!             the window's ratio or count over the threshold
 //!   Closed -------------------------------------------------> Open
 //!     ^                                                        |  ^
-//!     |                               time_window_sec is over, |  | a probe completes
-//!     |                               a call probes            v  | badly or is abandoned
+//!     |                               time_window_sec is over, |  | a probe completes badly,
+//!     |                               a call probes            v  | panics or is abandoned
 //!     +--------------------------------------------------- HalfOpen
 //!              all probe_num probes completed well
 //! ```
@@ -341,6 +341,21 @@ impl CircuitBreaker {
                 Err(actual) => word = actual,
             }
         }
+    }
+
+    /// A probe whose call panicked: whatever the grade, a call that unwound
+    /// did not complete well, so if its half-open period is still on the
+    /// breaker opens again for another `time_window_sec` (reported as a
+    /// probe that completed badly). Its completion is counted in the window
+    /// by [`on_complete`](Self::on_complete) without the probe.
+    pub(crate) fn on_probe_panicked(
+        &self,
+        now_ms: u64,
+        probe: Probe,
+        notify: &dyn Fn(&StateChange<'_>),
+    ) {
+        let word = Word(self.state.load(Ordering::Acquire));
+        self.settle_probe(word, probe, true, now_ms, notify);
     }
 
     fn check_trip(&self, closed: Word, total: u64, now_ms: u64, notify: &dyn Fn(&StateChange<'_>)) {

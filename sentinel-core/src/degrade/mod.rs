@@ -16,9 +16,11 @@
 //!   as probes, however many threads ask at once; the others are refused. The
 //!   first probe that completes badly (slow, or with an error) opens the
 //!   breaker again for another `time_window_sec`; when all of them complete
-//!   well it closes, with an empty window. A probe that never runs (a later
-//!   check blocks it, or it is dropped) opens it again too, so it cannot wait
-//!   forever (Sentinel issue 1638).
+//!   well it closes, with an empty window. A probe whose call panics (its
+//!   entry dropped as the thread unwinds) failed, whatever the grade. A
+//!   probe that never runs (a later check blocks it or panics, or it is
+//!   dropped) opens it again too, so it cannot wait forever (Sentinel
+//!   issue 1638).
 //!
 //! Every change of state is one compare-and-swap, is logged with `tracing`
 //! at info level, and is reported to listeners as a [`StateChange`]. A rule
@@ -94,7 +96,8 @@ impl CompiledRule for CircuitBreaker {
     }
 }
 
-/// A listener of circuit breakers' changes of state.
+/// A listener of circuit breakers' changes of state. One that panics is
+/// reported in an error log and skipped; the change goes on.
 pub type StateListener = Arc<dyn Fn(&StateChange<'_>) + Send + Sync>;
 
 /// An instance's listeners of breaker states, read without a lock when a
@@ -103,9 +106,23 @@ pub type StateListener = Arc<dyn Fn(&StateChange<'_>) + Send + Sync>;
 pub(crate) struct StateListeners(ArcSwap<Vec<StateListener>>);
 
 impl StateListeners {
+    /// Tells every listener of `change`. A listener that panics is
+    /// reported and skipped: its panic must not stop half-way the
+    /// transition it hears of (a probe let through but not yet held would
+    /// keep its breaker half-open), nor abort a thread that is unwinding
+    /// (a probe given back as a panic unwinds through the chain).
     pub(crate) fn notify(&self, change: &StateChange<'_>) {
         for listener in self.0.load().iter() {
-            listener(change);
+            let heard = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(change)));
+            if heard.is_err() {
+                tracing::error!(
+                    resource = %change.rule.resource,
+                    rule = %change.rule,
+                    prev = %change.prev,
+                    next = %change.next,
+                    "sentinel: a circuit breaker state listener panicked"
+                );
+            }
         }
     }
 
@@ -140,15 +157,24 @@ pub(crate) fn check(
 
 /// Reports an admitted entry's completion to the breakers of its resource;
 /// a breaker whose probe this entry holds hears it as the probe's outcome.
+/// A probe of an entry that `panicked` (its thread unwinding) failed,
+/// whatever its response time.
 pub(crate) fn complete(
     breakers: &[Arc<CircuitBreaker>],
     holds: &Holds,
     now: u64,
     rt_ms: u64,
     error: bool,
+    panicked: bool,
     notify: &dyn Fn(&StateChange<'_>),
 ) {
     for breaker in breakers {
-        breaker.on_complete(now, rt_ms, error, holds.probe_of(breaker), notify);
+        match holds.probe_of(breaker) {
+            Some(probe) if panicked => {
+                breaker.on_complete(now, rt_ms, error, None, notify);
+                breaker.on_probe_panicked(now, probe, notify);
+            }
+            probe => breaker.on_complete(now, rt_ms, error, probe, notify),
+        }
     }
 }

@@ -13,6 +13,13 @@ use crate::{EntryType, Sentinel};
 /// counted with the batch count, concurrency goes down, and an error recorded
 /// with [`set_error`](Self::set_error) is counted once.
 ///
+/// Guarded code that panics drops the entry as its thread unwinds: the call
+/// completes with an error (whether or not one was recorded), every permit
+/// and count it holds is given back, and a circuit breaker's half-open
+/// probe it holds fails, opening the breaker again. The exit tells a panic
+/// by [`std::thread::panicking`], so an entry made and dropped by a
+/// destructor that runs during unwinding counts an error too.
+///
 /// `Entry` is `Send`: hold it across `.await`, drop it on another thread. A
 /// future dropped while holding one still exits it. It borrows its instance
 /// (`'s`); entries of the [`global`](crate::global) instance are `'static`.

@@ -434,17 +434,26 @@ fn unpack(state: u64) -> (u64, u64) {
 }
 
 /// Milliseconds from `last` to `now` on the 38-bit wrapping clock of a
-/// state word (8.7 years round); a clock that went backwards gives 0, so
-/// no refill, as Sentinel's negative `passTime`.
+/// state word (8.7 years round). A reading up to [`STALE_MS`] behind `last`
+/// gives 0, so no refill, as Sentinel's negative `passTime`: the engine's
+/// time never goes back, so only a thread's reading taken before another's
+/// refill is behind. Further behind, the time jumped forward by more than
+/// half a round (a clock set years ahead): a full refill.
 #[inline]
 fn elapsed_ms(last: u64, now_ms: u64) -> u64 {
     let elapsed = now_ms.wrapping_sub(last) & TIME_MASK;
-    if elapsed >= 1 << (TIME_BITS - 1) {
+    if elapsed < 1 << (TIME_BITS - 1) {
+        elapsed
+    } else if (TIME_MASK + 1) - elapsed <= STALE_MS {
         0
     } else {
-        elapsed
+        TIME_MASK
     }
 }
+
+/// How far behind a state word's time a reading may be and still be a
+/// late reading rather than a jump forward (about 49 days).
+const STALE_MS: u64 = 1 << 32;
 
 /// A threshold as Sentinel reads it: the whole part (`(long) count`).
 fn whole(count: f64) -> u64 {

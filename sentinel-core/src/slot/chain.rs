@@ -13,11 +13,20 @@
 //!   refused: a block counted on every node, held things given back -> Err(BlockError)
 //!   passed:  a rate limiter's wait, then a pass counted -> Ok(Entry)
 //! exit (the Entry dropped)
-//!   statistic        response time, success, error
+//!   statistic        response time, success, error (or the thread unwinding)
 //!   RuleChain        flow releases its reservations, degrade feeds its breakers
 //!   holds            hot-parameter counts and probes ended
 //!   user slots       in order
 //! ```
+//!
+//! Panics give back what was taken. A user slot that panics in its check
+//! unwinds through the statistic slot, whose guard gives back what the
+//! checks before it took (concurrency reservations, QPS permits,
+//! hot-parameter counts, half-open probes, whose breakers open again);
+//! nothing is counted. Guarded code that panics drops its `Entry` as it
+//! unwinds: the exit runs in full, counts an error, and a half-open probe
+//! it held fails. The exit gives everything back before the user slots'
+//! exit hooks run, so a panicking hook leaks nothing either.
 //!
 //! The chain runs only when something can refuse: a user slot, or a rule
 //! on the entry's resource (or a system limit, for an inbound entry).
@@ -219,12 +228,16 @@ pub(crate) fn admit<'a, 's>(
     ))
 }
 
-/// Completes an entry that passed.
+/// Completes an entry that passed. An entry exiting as its thread unwinds
+/// (the guarded code panicked) completed with an error, and a half-open
+/// probe it holds failed.
 #[inline]
 pub(crate) fn exit(sentinel: &Sentinel, active: &mut Active<'_>) {
     let now = sentinel.clock.now_ms();
     let rt = now.saturating_sub(active.start_ms);
-    let error = active.has_error();
+    // One relaxed load of the process's panic count while no thread panics.
+    let panicked = std::thread::panicking();
+    let error = active.has_error() || panicked;
     StatisticSlot::exit(sentinel, active, now, rt, error);
     RuleChain::exit(&Exiting {
         sentinel,
@@ -232,6 +245,7 @@ pub(crate) fn exit(sentinel: &Sentinel, active: &mut Active<'_>) {
         now,
         rt,
         error,
+        panicked,
     });
     active.holds.finish();
     if !sentinel.user_slots.is_empty() {
@@ -245,9 +259,24 @@ pub(crate) fn exit(sentinel: &Sentinel, active: &mut Active<'_>) {
             error,
             now_ms: now,
         };
-        for slot in sentinel.user_slots.all.iter() {
-            slot.exit(&ctx);
+        if panicked {
+            exit_user_slots_unwinding(sentinel, &ctx);
+        } else {
+            for slot in sentinel.user_slots.all.iter() {
+                slot.exit(&ctx);
+            }
         }
+    }
+}
+
+/// The user slots' exit hooks of an entry dropped while its thread unwinds.
+/// A panic escaping a destructor during unwinding aborts the process, so
+/// each hook's panic is caught here (and reported by the panic hook, as
+/// any panic), and the unwinding goes on.
+#[cold]
+fn exit_user_slots_unwinding(sentinel: &Sentinel, ctx: &ExitContext<'_>) {
+    for slot in sentinel.user_slots.all.iter() {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| slot.exit(ctx)));
     }
 }
 

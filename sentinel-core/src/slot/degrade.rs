@@ -52,6 +52,7 @@ fn complete(x: &Exiting<'_, '_>) {
                 x.now,
                 x.rt,
                 x.error,
+                x.panicked,
                 &notify,
             );
         }

@@ -22,8 +22,9 @@ enum Hold {
 ///
 /// It has no drop glue (none on the hot path): every holder ends it, with
 /// [`finish`](Self::finish) at the exit or [`give_back`](Self::give_back)
-/// when the entry will not run. One dropped unended (a panic in between)
-/// keeps its counts.
+/// when the entry will not run, panics included (the statistic slot's
+/// guard gives back the holds of checks that unwind). One dropped unended
+/// would keep its counts.
 #[derive(Default)]
 #[allow(clippy::box_collection)] // one word: a `Vec` is three
 pub(crate) struct Holds(ManuallyDrop<Option<Box<Vec<Hold>>>>);

@@ -35,7 +35,9 @@ pub(crate) trait RuleSlot {
     fn check(c: &mut Checking<'_, '_>) -> Result<(), Refused>;
 
     /// Gives back what [`check`](Self::check) took from an entry that a
-    /// later slot refused.
+    /// later slot refused, or that unwound from a later slot's panic. It
+    /// reads what was taken from `c.outcome`, so it does nothing for a slot
+    /// that took nothing, or did not run.
     #[inline(always)]
     fn undo(c: &mut Checking<'_, '_>) {
         let _ = c;
@@ -130,7 +132,11 @@ pub(crate) struct Exiting<'e, 's> {
     pub(crate) active: &'e Active<'s>,
     pub(crate) now: u64,
     pub(crate) rt: u64,
+    /// An error was recorded, or the entry exits as its thread unwinds.
     pub(crate) error: bool,
+    /// The entry exits as its thread unwinds from a panic: the call did
+    /// not complete, so a half-open probe it holds failed.
+    pub(crate) panicked: bool,
 }
 
 /// Rule slots in a row.
@@ -142,6 +148,11 @@ pub(crate) trait RuleChecks {
     /// placed before it; the first refusal wins, and the slots that passed
     /// give back what they took.
     fn check(c: &mut Checking<'_, '_>, at: usize) -> Result<(), Refused>;
+
+    /// Gives back what every slot took (each slot's
+    /// [`undo`](RuleSlot::undo), latest first), for an entry whose checks
+    /// unwound from a panic.
+    fn undo_all(c: &mut Checking<'_, '_>);
 
     /// Tells every slot of an exit, in chain order.
     fn exit(x: &Exiting<'_, '_>);
@@ -170,6 +181,11 @@ impl<S: RuleSlot, R: RuleChecks> RuleChecks for Then<S, R> {
         Ok(())
     }
 
+    fn undo_all(c: &mut Checking<'_, '_>) {
+        R::undo_all(c);
+        S::undo(c);
+    }
+
     #[inline(always)]
     fn exit(x: &Exiting<'_, '_>) {
         S::exit(x);
@@ -189,6 +205,8 @@ impl RuleChecks for End {
     fn check(c: &mut Checking<'_, '_>, at: usize) -> Result<(), Refused> {
         c.user_slots(at)
     }
+
+    fn undo_all(_: &mut Checking<'_, '_>) {}
 
     #[inline(always)]
     fn exit(_: &Exiting<'_, '_>) {}

@@ -8,6 +8,7 @@
 //! origin, for the block log). An admitted one counts a pass at admission;
 //! its exit counts the response time, a success, and an error if recorded.
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::rule_slot::{Checking, RuleChecks, Verdict};
@@ -51,7 +52,16 @@ impl StatisticSlot {
             outcome: Outcome::default(),
             verdict,
         };
-        if Checks::check(&mut checking, 0).is_ok() {
+        // A user slot among the checks may panic; the guard gives back what
+        // the checks before it took. Forgotten on both ways out, it costs
+        // nothing but a landing pad.
+        let unwinding = GiveBackOnUnwind::<Checks> {
+            checking: &mut checking,
+            chain: PhantomData,
+        };
+        let passed = Checks::check(&mut *unwinding.checking, 0).is_ok();
+        std::mem::forget(unwinding);
+        if passed {
             return Some(checking.outcome);
         }
         Self::count_refusal(ctx, checking.verdict);
@@ -136,6 +146,28 @@ impl StatisticSlot {
     #[cold]
     fn count_block_error(ctx: &EntryContext<'_>, block: &BlockError, by_rule: bool) {
         Self::count_block(ctx, block.kind(), block.rule_arc(), by_rule);
+    }
+}
+
+/// Gives back, when dropped, what the checks took from an entry: dropped
+/// only while they unwind from a panic (a user slot's), as the checks'
+/// two ways out forget it. Every slot's undo runs (each reads from the
+/// outcome what its check took, nothing if it did not run), then the holds
+/// (hot-parameter counts, half-open probes: their breakers open again).
+/// Nothing is counted: the entry neither passed nor was refused.
+struct GiveBackOnUnwind<'g, 'c, 'a, Checks: RuleChecks> {
+    checking: &'g mut Checking<'c, 'a>,
+    chain: PhantomData<Checks>,
+}
+
+impl<Checks: RuleChecks> Drop for GiveBackOnUnwind<'_, '_, '_, Checks> {
+    #[cold]
+    fn drop(&mut self) {
+        let c = &mut *self.checking;
+        Checks::undo_all(c);
+        let sentinel = c.ctx.sentinel;
+        let notify = |change: &StateChange<'_>| sentinel.listeners.states.notify(change);
+        c.verdict.holds.give_back(c.ctx.now_ms, &notify);
     }
 }
 
