@@ -1,6 +1,8 @@
 //! `RuleFields`: one rule's mapping, read field by field with a problem per
 //! missing, mistyped or unknown field, each at its value's position.
 
+use std::collections::HashMap;
+
 use sentinel_core::RuleError;
 
 use super::scalar::{Scalar, resolve};
@@ -12,10 +14,14 @@ pub(crate) struct RuleFields<'n> {
     index: usize,
     pub(crate) pos: Position,
     entries: Vec<(&'n str, Position, &'n Node, bool)>,
+    /// Each field's place in `entries`: a rule may be written with any
+    /// number of (unknown) fields, and each is looked up once.
+    by_name: HashMap<&'n str, usize>,
     known: &'static [&'static str],
     /// Where each field read was written (its value's position).
     positions: Vec<(&'static str, Position)>,
-    /// Fields already reported, so the core does not report them again.
+    /// Fields already reported, so the core does not report them again;
+    /// each once (a list field may have a problem per item).
     bad: Vec<&'static str>,
     problems: Vec<Problem>,
     resource: Option<String>,
@@ -53,6 +59,7 @@ impl<'n> RuleFields<'n> {
             index,
             pos: node.pos,
             entries: Vec::new(),
+            by_name: HashMap::new(),
             known,
             positions: Vec::new(),
             bad: Vec::new(),
@@ -63,8 +70,8 @@ impl<'n> RuleFields<'n> {
             let Some(name) = key_name(key, &mut fields.problems) else {
                 continue;
             };
-            if let Some((_, first, _, _)) = fields.entries.iter().find(|(k, ..)| *k == name) {
-                let first = *first;
+            if let Some(&at) = fields.by_name.get(name) {
+                let first = fields.entries[at].1;
                 fields.problems.push(Problem::new(
                     Some(key.pos),
                     format!(
@@ -74,13 +81,21 @@ impl<'n> RuleFields<'n> {
                 ));
                 continue;
             }
+            fields.by_name.insert(name, fields.entries.len());
             fields.entries.push((name, key.pos, value, false));
         }
         Some(fields)
     }
 
+    /// Marks `field` as reported.
+    fn mark_bad(&mut self, field: &'static str) {
+        if !self.bad.contains(&field) {
+            self.bad.push(field);
+        }
+    }
+
     fn report(&mut self, field: &'static str, pos: Position, message: String) {
-        self.bad.push(field);
+        self.mark_bad(field);
         self.problems.push(Problem {
             field: Some(field.to_owned()),
             ..Problem::new(Some(pos), message)
@@ -89,13 +104,14 @@ impl<'n> RuleFields<'n> {
 
     /// The value of `field`, `None` when absent or null.
     pub(crate) fn take(&mut self, field: &'static str) -> Option<&'n Node> {
-        let entry = self.entries.iter_mut().find(|(k, ..)| *k == field)?;
+        let at = *self.by_name.get(field)?;
+        let entry = &mut self.entries[at];
         entry.3 = true;
         let node = entry.2;
         self.positions.push((field, node.pos));
         match &node.value {
             Value::Invalid => {
-                self.bad.push(field);
+                self.mark_bad(field);
                 None
             }
             Value::Scalar { text, plain } if resolve(text, *plain) == Scalar::Null => None,
@@ -230,7 +246,7 @@ impl<'n> RuleFields<'n> {
         pos: Position,
         message: String,
     ) {
-        self.bad.push(field);
+        self.mark_bad(field);
         self.problems.push(Problem {
             field: Some(part),
             ..Problem::new(Some(pos), message)

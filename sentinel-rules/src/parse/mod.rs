@@ -9,6 +9,8 @@ mod percentiles;
 pub(crate) mod scalar;
 pub(crate) mod tree;
 
+use std::collections::HashMap;
+
 use sentinel_core::RuleBook;
 
 use crate::error::{FileError, Position, Problem};
@@ -51,6 +53,8 @@ pub(crate) fn parse(text: &str, file: &str, options: &LoadOptions) -> Result<Rul
     if text.len() > options.get_max_size() {
         return Err(too_large(file, options));
     }
+    // A byte order mark is not content: editors on Windows write one.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut problems = Vec::new();
     let root = match tree::build(text, options.get_max_depth(), &mut problems) {
         Ok(root) => root,
@@ -118,7 +122,7 @@ fn document(root: &Node, max_name_len: usize, problems: &mut Vec<Problem>) -> Ru
         ));
         return file;
     };
-    let mut seen: Vec<(&str, Position)> = Vec::new();
+    let mut seen: HashMap<&str, Position> = HashMap::new();
     for (key, value) in entries {
         let Value::Scalar { text: name, .. } = &key.value else {
             if !matches!(key.value, Value::Invalid) {
@@ -129,7 +133,7 @@ fn document(root: &Node, max_name_len: usize, problems: &mut Vec<Problem>) -> Ru
             }
             continue;
         };
-        if let Some((_, first)) = seen.iter().find(|(k, _)| k == name) {
+        if let Some(first) = seen.get(name.as_str()) {
             problems.push(Problem::new(
                 Some(key.pos),
                 format!(
@@ -139,7 +143,7 @@ fn document(root: &Node, max_name_len: usize, problems: &mut Vec<Problem>) -> Ru
             ));
             continue;
         }
-        seen.push((name, key.pos));
+        seen.insert(name, key.pos);
         let rules = |problems: &mut Vec<Problem>| -> &[Node] {
             match &value.value {
                 Value::Seq(items) => items,
