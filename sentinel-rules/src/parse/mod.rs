@@ -9,13 +9,15 @@ mod percentiles;
 pub(crate) mod scalar;
 pub(crate) mod tree;
 
-use std::collections::HashMap;
-
 use sentinel_core::RuleBook;
 
 use crate::error::{FileError, Position, Problem};
 use crate::options::LoadOptions;
 use tree::{Node, Value};
+
+/// The maps that find repeated keys and names: keyed by text from the
+/// file, seeded per process.
+pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::quality::RandomState>;
 
 /// The most problems listed for one file; a file with more is mostly not a
 /// rule file, and the first ones say so.
@@ -122,7 +124,8 @@ fn document(root: &Node, max_name_len: usize, problems: &mut Vec<Problem>) -> Ru
         ));
         return file;
     };
-    let mut seen: HashMap<&str, Position> = HashMap::new();
+    let mut seen: Map<&str, Position> = Map::default();
+    let kinds = KINDS.join(", ");
     for (key, value) in entries {
         let Value::Scalar { text: name, .. } = &key.value else {
             if !matches!(key.value, Value::Invalid) {
@@ -202,10 +205,7 @@ fn document(root: &Node, max_name_len: usize, problems: &mut Vec<Problem>) -> Ru
             }
             other => problems.push(Problem::new(
                 Some(key.pos),
-                format!(
-                    "unknown key {other:?} (known: version, {}, track_percentiles)",
-                    KINDS.join(", ")
-                ),
+                format!("unknown key {other:?} (known: version, {kinds}, track_percentiles)"),
             )),
         }
     }

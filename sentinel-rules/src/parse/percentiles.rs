@@ -1,8 +1,7 @@
 //! The `track_percentiles` key: the resources whose response-time
 //! percentiles the file turns on.
 
-use std::collections::HashMap;
-
+use super::Map;
 use super::scalar::{Scalar, resolve};
 use super::tree::{Node, Value};
 use crate::error::{Position, Problem};
@@ -28,7 +27,7 @@ pub(crate) fn names(value: &Node, max_name_len: usize, problems: &mut Vec<Proble
         }
     };
     let mut names: Vec<String> = Vec::new();
-    let mut seen: HashMap<&str, Position> = HashMap::new();
+    let mut seen: Map<&str, Position> = Map::default();
     for (i, item) in items.iter().enumerate() {
         let problem = |message: String| Problem {
             field: Some(format!("track_percentiles[{i}]")),
