@@ -393,6 +393,8 @@ fn a_utf8_bom_at_the_start_is_accepted() {
     // Only at the start: elsewhere it is part of a key.
     assert_eq!(
         errors("flow: []\n\u{feff}degrade: []\n"),
-        ["rules.yaml:2:1: unknown key \"\\u{feff}degrade\" (known: version, flow, degrade, system, authority, param_flow, track_percentiles)"]
+        [
+            "rules.yaml:2:1: unknown key \"\\u{feff}degrade\" (known: version, flow, degrade, system, authority, param_flow, track_percentiles)"
+        ]
     );
 }

@@ -55,14 +55,16 @@ impl<C: CompiledRule> Reusable<'_, C> {
     }
 }
 
+/// A resource's compiled rules so far, and its old ones to reuse.
+type Building<'o, C> = (Vec<Arc<C>>, Option<Reusable<'o, C>>);
+
 impl<C: CompiledRule> KindSet<C> {
     /// Compiles `rules`, reusing the compiled rule (and its state) of every
     /// rule in `old` that is unchanged. Linear in the rules when a list is
     /// loaded again in its order (rules of a resource that moved are looked
     /// for among that resource's rules).
     pub(crate) fn compile(rules: Vec<C::Rule>, old: &KindSet<C>) -> Self {
-        let mut building: ByResource<(Vec<Arc<C>>, Option<Reusable<'_, C>>)> =
-            ByResource::default();
+        let mut building: ByResource<Building<'_, C>> = ByResource::default();
         for rule in &rules {
             let resource = C::resource(rule);
             let (list, reusable) = match building.get_mut(resource) {
