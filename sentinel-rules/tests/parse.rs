@@ -376,3 +376,25 @@ fn a_huge_number_of_errors_is_cut_short() {
     assert_eq!(lines.len(), 201);
     assert_eq!(lines[200], "rules.yaml: ... and 800 more problem(s)");
 }
+
+#[test]
+fn a_utf8_bom_at_the_start_is_accepted() {
+    let text = "\u{feff}flow:\n  - {resource: a, count: 1}\n";
+    let file = parse_str(text, "rules.yaml").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(file.book.flow[0].resource, "a");
+    let file = parse_bytes(text.as_bytes(), "rules.yaml", &LoadOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(file.book.flow.len(), 1);
+    // Positions count from after the mark, as an editor shows them.
+    assert_eq!(
+        errors("\u{feff}flow:\n  - {resource: a, count: -1}\n"),
+        ["rules.yaml:2:26: flow[0] (a): count must be a finite number >= 0, got -1"]
+    );
+    // Only at the start: elsewhere it is part of a key.
+    assert_eq!(
+        errors("flow: []\n\u{feff}degrade: []\n"),
+        [
+            "rules.yaml:2:1: unknown key \"\\u{feff}degrade\" (known: version, flow, degrade, system, authority, param_flow, track_percentiles)"
+        ]
+    );
+}

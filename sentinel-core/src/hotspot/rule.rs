@@ -2,6 +2,8 @@
 //! and defaults.
 
 use std::any::Any;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::fmt;
 
 use crate::rule::footprint::Footprint;
@@ -209,7 +211,10 @@ impl ParamFlowRule {
             );
             return problems.into_vec();
         }
+        // Where each value is first listed: a list may hold many items.
+        let mut first_at: HashMap<&ParamValue, usize> = HashMap::new();
         for (i, item) in self.param_flow_item_list.iter().enumerate() {
+            let repeats = first_item(&mut first_at, &item.value, i);
             if matches!(item.value, ParamValue::List(_)) {
                 problems.add(
                     "param_flow_item_list",
@@ -223,10 +228,7 @@ impl ParamFlowRule {
                     "param_flow_item_list",
                     format!("item {i} ({:?}): count {problem}", item.value),
                 );
-            } else if let Some(first) = self.param_flow_item_list[..i]
-                .iter()
-                .position(|other| other.value == item.value)
-            {
+            } else if let Some(first) = repeats {
                 problems.add(
                     "param_flow_item_list",
                     format!(
@@ -270,6 +272,22 @@ impl ParamFlowRule {
     /// The names the rule mentions: its resource.
     pub(crate) fn names(&self) -> Vec<RuleName<'_>> {
         vec![RuleName::resource(&self.resource)]
+    }
+}
+
+/// The index of the item listed before `at` with `value`, or `None` (and
+/// `value` recorded at `at`) when it is the first.
+fn first_item<'v>(
+    first_at: &mut HashMap<&'v ParamValue, usize>,
+    value: &'v ParamValue,
+    at: usize,
+) -> Option<usize> {
+    match first_at.entry(value) {
+        Entry::Occupied(first) => Some(*first.get()),
+        Entry::Vacant(slot) => {
+            slot.insert(at);
+            None
+        }
     }
 }
 

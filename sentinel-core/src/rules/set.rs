@@ -35,7 +35,7 @@ pub(crate) struct RuleSet {
     /// with.
     pub(crate) version: u32,
     pub(crate) parts: RuleSetParts,
-    index: HashMap<Box<str>, u32>,
+    index: HashMap<Box<str>, u32, foldhash::quality::RandomState>,
     resources: Vec<ResourceRules>,
 }
 
@@ -72,8 +72,8 @@ impl RuleSet {
             .collect();
         names.sort_unstable();
         names.dedup();
-        let mut index = HashMap::new();
-        let mut resources = Vec::new();
+        let mut index = HashMap::with_capacity_and_hasher(names.len(), Default::default());
+        let mut resources = Vec::with_capacity(names.len());
         for resource in names {
             let flow = parts.flow.of(resource);
             let mut named: Vec<Box<str>> = flow

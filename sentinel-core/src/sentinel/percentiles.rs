@@ -80,9 +80,10 @@ impl Sentinel {
                 None => refused.push(name.as_ref().to_owned()),
             }
         }
+        listed.sort_unstable();
         for node in self.resource_nodes() {
             let by_rules = node.percentiles().is_some_and(|p| p.set_by(BY_RULES));
-            if by_rules && !listed.contains(&node.id()) {
+            if by_rules && listed.binary_search(&node.id()).is_err() {
                 node.track_percentiles_by(BY_RULES, false);
             }
         }

@@ -3,19 +3,29 @@
 
 use sentinel_core::RuleError;
 
+use super::Map;
 use super::scalar::{Scalar, resolve};
 use super::tree::{Node, Value};
 use crate::error::{Position, Problem, RuleRef};
+
+/// Up to this many fields, a field is found by a scan (faster than
+/// hashing for a rule's usual handful); past it, through a map.
+const SCAN_LIMIT: usize = 16;
 
 pub(crate) struct RuleFields<'n> {
     kind: &'static str,
     index: usize,
     pub(crate) pos: Position,
     entries: Vec<(&'n str, Position, &'n Node, bool)>,
+    /// Each field's place in `entries`, once there are more than
+    /// [`SCAN_LIMIT`]: a rule may be written with any number of (unknown)
+    /// fields, and each is looked up once.
+    by_name: Map<&'n str, usize>,
     known: &'static [&'static str],
     /// Where each field read was written (its value's position).
     positions: Vec<(&'static str, Position)>,
-    /// Fields already reported, so the core does not report them again.
+    /// Fields already reported, so the core does not report them again;
+    /// each once (a list field may have a problem per item).
     bad: Vec<&'static str>,
     problems: Vec<Problem>,
     resource: Option<String>,
@@ -53,6 +63,7 @@ impl<'n> RuleFields<'n> {
             index,
             pos: node.pos,
             entries: Vec::new(),
+            by_name: Map::default(),
             known,
             positions: Vec::new(),
             bad: Vec::new(),
@@ -63,8 +74,8 @@ impl<'n> RuleFields<'n> {
             let Some(name) = key_name(key, &mut fields.problems) else {
                 continue;
             };
-            if let Some((_, first, _, _)) = fields.entries.iter().find(|(k, ..)| *k == name) {
-                let first = *first;
+            if let Some(at) = fields.find(name) {
+                let first = fields.entries[at].1;
                 fields.problems.push(Problem::new(
                     Some(key.pos),
                     format!(
@@ -75,12 +86,35 @@ impl<'n> RuleFields<'n> {
                 continue;
             }
             fields.entries.push((name, key.pos, value, false));
+            if fields.entries.len() > SCAN_LIMIT {
+                if fields.by_name.is_empty() {
+                    let names = fields.entries.iter().enumerate();
+                    fields.by_name = names.map(|(at, entry)| (entry.0, at)).collect();
+                } else {
+                    fields.by_name.insert(name, fields.entries.len() - 1);
+                }
+            }
         }
         Some(fields)
     }
 
+    /// Where field `name` is in `entries`.
+    fn find(&self, name: &str) -> Option<usize> {
+        match self.entries.len() > SCAN_LIMIT {
+            true => self.by_name.get(name).copied(),
+            false => self.entries.iter().position(|entry| entry.0 == name),
+        }
+    }
+
+    /// Marks `field` as reported.
+    fn mark_bad(&mut self, field: &'static str) {
+        if !self.bad.contains(&field) {
+            self.bad.push(field);
+        }
+    }
+
     fn report(&mut self, field: &'static str, pos: Position, message: String) {
-        self.bad.push(field);
+        self.mark_bad(field);
         self.problems.push(Problem {
             field: Some(field.to_owned()),
             ..Problem::new(Some(pos), message)
@@ -89,13 +123,14 @@ impl<'n> RuleFields<'n> {
 
     /// The value of `field`, `None` when absent or null.
     pub(crate) fn take(&mut self, field: &'static str) -> Option<&'n Node> {
-        let entry = self.entries.iter_mut().find(|(k, ..)| *k == field)?;
+        let at = self.find(field)?;
+        let entry = &mut self.entries[at];
         entry.3 = true;
         let node = entry.2;
         self.positions.push((field, node.pos));
         match &node.value {
             Value::Invalid => {
-                self.bad.push(field);
+                self.mark_bad(field);
                 None
             }
             Value::Scalar { text, plain } if resolve(text, *plain) == Scalar::Null => None,
@@ -230,7 +265,7 @@ impl<'n> RuleFields<'n> {
         pos: Position,
         message: String,
     ) {
-        self.bad.push(field);
+        self.mark_bad(field);
         self.problems.push(Problem {
             field: Some(part),
             ..Problem::new(Some(pos), message)
@@ -256,13 +291,11 @@ impl<'n> RuleFields<'n> {
         locate: impl Fn(&RuleError) -> Option<Position>,
         problems: &mut Vec<Problem>,
     ) {
+        let (all, mut known) = (self.known, None);
         for (name, key, _, used) in std::mem::take(&mut self.entries) {
             if !used {
-                let message = format!(
-                    "is not a field of a {} rule (known: {})",
-                    self.kind,
-                    self.known.join(", ")
-                );
+                let known = known.get_or_insert_with(|| all.join(", "));
+                let message = format!("is not a field of a {} rule (known: {known})", self.kind);
                 self.problems.push(Problem {
                     field: Some(name.to_owned()),
                     ..Problem::new(Some(key), message)

@@ -15,6 +15,10 @@ use crate::error::{FileError, Position, Problem};
 use crate::options::LoadOptions;
 use tree::{Node, Value};
 
+/// The maps that find repeated keys and names: keyed by text from the
+/// file, seeded per process.
+pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::quality::RandomState>;
+
 /// The most problems listed for one file; a file with more is mostly not a
 /// rule file, and the first ones say so.
 const MAX_PROBLEMS: usize = 200;
@@ -51,6 +55,8 @@ pub(crate) fn parse(text: &str, file: &str, options: &LoadOptions) -> Result<Rul
     if text.len() > options.get_max_size() {
         return Err(too_large(file, options));
     }
+    // A byte order mark is not content: editors on Windows write one.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut problems = Vec::new();
     let root = match tree::build(text, options.get_max_depth(), &mut problems) {
         Ok(root) => root,
@@ -118,7 +124,8 @@ fn document(root: &Node, max_name_len: usize, problems: &mut Vec<Problem>) -> Ru
         ));
         return file;
     };
-    let mut seen: Vec<(&str, Position)> = Vec::new();
+    let mut seen: Map<&str, Position> = Map::default();
+    let kinds = KINDS.join(", ");
     for (key, value) in entries {
         let Value::Scalar { text: name, .. } = &key.value else {
             if !matches!(key.value, Value::Invalid) {
@@ -129,7 +136,7 @@ fn document(root: &Node, max_name_len: usize, problems: &mut Vec<Problem>) -> Ru
             }
             continue;
         };
-        if let Some((_, first)) = seen.iter().find(|(k, _)| k == name) {
+        if let Some(first) = seen.get(name.as_str()) {
             problems.push(Problem::new(
                 Some(key.pos),
                 format!(
@@ -139,7 +146,7 @@ fn document(root: &Node, max_name_len: usize, problems: &mut Vec<Problem>) -> Ru
             ));
             continue;
         }
-        seen.push((name, key.pos));
+        seen.insert(name, key.pos);
         let rules = |problems: &mut Vec<Problem>| -> &[Node] {
             match &value.value {
                 Value::Seq(items) => items,
@@ -198,10 +205,7 @@ fn document(root: &Node, max_name_len: usize, problems: &mut Vec<Problem>) -> Ru
             }
             other => problems.push(Problem::new(
                 Some(key.pos),
-                format!(
-                    "unknown key {other:?} (known: version, {}, track_percentiles)",
-                    KINDS.join(", ")
-                ),
+                format!("unknown key {other:?} (known: version, {kinds}, track_percentiles)"),
             )),
         }
     }

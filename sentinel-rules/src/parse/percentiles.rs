@@ -1,6 +1,7 @@
 //! The `track_percentiles` key: the resources whose response-time
 //! percentiles the file turns on.
 
+use super::Map;
 use super::scalar::{Scalar, resolve};
 use super::tree::{Node, Value};
 use crate::error::{Position, Problem};
@@ -25,7 +26,8 @@ pub(crate) fn names(value: &Node, max_name_len: usize, problems: &mut Vec<Proble
             return Vec::new();
         }
     };
-    let mut names: Vec<(String, Position)> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    let mut seen: Map<&str, Position> = Map::default();
     for (i, item) in items.iter().enumerate() {
         let problem = |message: String| Problem {
             field: Some(format!("track_percentiles[{i}]")),
@@ -57,14 +59,15 @@ pub(crate) fn names(value: &Node, max_name_len: usize, problems: &mut Vec<Proble
             )));
             continue;
         }
-        if let Some((_, first)) = names.iter().find(|(n, _)| n == name) {
+        if let Some(first) = seen.get(name.as_str()) {
             problems.push(problem(format!(
                 "lists {name:?} twice (first at {}:{})",
                 first.line, first.column
             )));
             continue;
         }
-        names.push((name.clone(), item.pos));
+        seen.insert(name, item.pos);
+        names.push(name.clone());
     }
-    names.into_iter().map(|(name, _)| name).collect()
+    names
 }
