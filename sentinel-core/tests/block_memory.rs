@@ -46,7 +46,10 @@ fn child_loads_blocking_black_lists() {
         });
         load(&sentinel, rules);
         for resource in &resources {
-            let blocked = sentinel.entry_builder(resource).origin("caller-00007").enter();
+            let blocked = sentinel
+                .entry_builder(resource)
+                .origin("caller-00007")
+                .enter();
             assert!(blocked.is_err());
         }
         let counts = sentinel.block_counts();
@@ -56,7 +59,10 @@ fn child_loads_blocking_black_lists() {
     }
     load::<AuthorityRule>(&sentinel, []);
     for resource in &resources {
-        let entry = sentinel.entry_builder(resource).origin("caller-00007").enter();
+        let entry = sentinel
+            .entry_builder(resource)
+            .origin("caller-00007")
+            .enter();
         assert!(entry.is_ok());
     }
     println!("resident empty {}", resident_bytes());

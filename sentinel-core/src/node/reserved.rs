@@ -15,7 +15,9 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
-use super::registry::NameHasher;
+/// The hasher of the name sets (the registry's, not imported from it: the
+/// registry reaches this module through its overflow budget).
+type NameHasher = foldhash::fast::RandomState;
 
 /// The names of the rules in force, swapped whole by each load, shared by
 /// the registries that consult them.

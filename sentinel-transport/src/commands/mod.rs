@@ -20,7 +20,7 @@ use crate::info::Machine;
 use crate::shared::SentinelRef;
 use crate::store::RuleSink;
 
-pub(crate) use params::Params;
+pub(crate) use params::{BodyReadTimeout, Params};
 
 /// What every command reads.
 pub(crate) struct Ctx {

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
@@ -10,12 +11,16 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::{bad_request, failure};
-use crate::server::BodyReadTimeout;
 
 /// The parameters of one request, from the query and the form body
 /// together.
 #[derive(Debug, Default)]
 pub(crate) struct Params(HashMap<String, String>);
+
+/// How long a handler waits for the request's body: a request extension
+/// the server sets from its limits.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BodyReadTimeout(pub(crate) Duration);
 
 impl Params {
     /// The parameter, if given and not empty (Sentinel treats an empty

@@ -24,7 +24,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 
-use crate::commands::failure;
+use crate::commands::{BodyReadTimeout, failure};
 use catch::CatchPanic;
 pub(crate) use catch::panic_message;
 use conns::{Conns, Slot};
@@ -50,10 +50,6 @@ pub(crate) struct Connection {
     /// The client's address.
     pub(crate) peer: SocketAddr,
 }
-
-/// How long a handler waits for the request's body (a request extension).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct BodyReadTimeout(pub(crate) Duration);
 
 /// Serves `router` on `listener` until `stop` resolves (or is dropped);
 /// then answers the requests in progress, closes every connection and
