@@ -332,8 +332,7 @@ async fn the_dashboard_registers_us_and_its_rules_take_effect() {
 #[tokio::test]
 async fn an_old_dashboard_sending_rules_as_a_get_works_when_allowed() {
     let (sentinel, _) = common::instance();
-    let server = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
+    let server = common::center(&sentinel)
         .allow_writes(true)
         .allow_get_writes(true)
         .start()

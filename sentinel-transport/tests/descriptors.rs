@@ -13,11 +13,10 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{T0, get};
+use common::{T0, center, get, runtime};
 use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
 use sentinel_core::log::MetricLogConfig;
 use sentinel_core::{ManualClock, Sentinel};
-use sentinel_transport::CommandCenter;
 
 /// The soft descriptor limit of this process during the test.
 const SOFT_LIMIT: u64 = 256;
@@ -66,11 +65,7 @@ fn idle_connections_past_the_descriptor_limit_leave_answers_and_file_reads_worki
     )
     .unwrap();
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(T0);
     let sentinel = Arc::new(Sentinel::builder().clock(clock.clone()).build());
@@ -81,8 +76,7 @@ fn idle_connections_past_the_descriptor_limit_leave_answers_and_file_reads_worki
     writer.write_pending(&sentinel).unwrap();
 
     let _in = runtime.enter();
-    let server = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
+    let server = center(&sentinel)
         .metric_log(&log)
         // Long: only the connection cap can close the idle connections.
         .header_read_timeout(Duration::from_secs(60))

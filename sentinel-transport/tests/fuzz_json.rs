@@ -11,13 +11,10 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use common::{instance, post_form};
+use common::{instance, post_form, runtime, writable_server};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use sentinel_core::{Entering, EntryType, ManualClock, ParamValue, Sentinel};
-use sentinel_transport::CommandCenter;
 
 const EXTREMES: &[&str] = &[
     "0",
@@ -226,19 +223,11 @@ fn cases() -> u32 {
 
 #[test]
 fn pushed_json_rules_parse_apply_and_run() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     let (sentinel, clock) = instance();
     let server = {
         let _in_runtime = runtime.enter();
-        CommandCenter::new(Arc::clone(&sentinel))
-            .port(0)
-            .allow_writes(true)
-            .start()
-            .unwrap()
+        writable_server(&sentinel)
     };
     let addr = server.local_addr();
     let mut runner = TestRunner::new(Config {

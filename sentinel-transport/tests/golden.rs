@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{T0, assert_golden, get, instance, post_form};
+use common::{T0, assert_golden, get, instance, post_form, writable_server};
 use sentinel_core::Sentinel;
 use sentinel_core::system::ManualStatus;
 use sentinel_transport::CommandCenter;
@@ -28,11 +28,7 @@ async fn rules_read_as_sentinel_json_and_write_back_the_same() {
         .start()
         .unwrap();
     let (to, _) = instance();
-    let target = CommandCenter::new(Arc::clone(&to))
-        .port(0)
-        .allow_writes(true)
-        .start()
-        .unwrap();
+    let target = writable_server(&to);
 
     for kind in KINDS {
         let answer = get(source.local_addr(), &format!("/getRules?type={kind}")).await;

@@ -5,20 +5,13 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use common::{instance, post_form};
+use common::{instance, post_form, writable_server};
 use sentinel_core::flow::FlowRule;
-use sentinel_transport::CommandCenter;
 
 #[tokio::test]
 async fn pushes_of_bomb_rules_are_refused_and_the_last_good_rules_stay() {
     let (sentinel, _) = instance();
-    let server = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
-        .allow_writes(true)
-        .start()
-        .unwrap();
+    let server = writable_server(&sentinel);
     let addr = server.local_addr();
 
     let good = r#"[{"resource":"r","count":5,"grade":1}]"#;

@@ -3,22 +3,24 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use common::{get, instance, post_form, send};
+use common::{
+    center, get, get_with, instance, post_form, post_with, raw_status, send, writable_server,
+};
 use hyper::Method;
 use sentinel_core::flow::FlowRule;
 use sentinel_transport::CommandCenter;
 
 const ONE_RULE: &str = r#"[{"resource":"GET:/a","count":0,"grade":1}]"#;
 
+/// Flow rules in force before a refused write, which must stay.
+fn kept() -> Vec<FlowRule> {
+    vec![FlowRule::new("kept", 5.0)]
+}
+
 #[tokio::test]
 async fn writes_are_off_by_default_and_change_nothing() {
     let (sentinel, _) = instance();
-    let server = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
-        .start()
-        .unwrap();
+    let server = center(&sentinel).start().unwrap();
     let addr = server.local_addr();
     let set = post_form(addr, "/setRules", &[("type", "flow"), ("data", ONE_RULE)]).await;
     assert_eq!(set.status, 403, "{}", set.body);
@@ -35,36 +37,24 @@ async fn writes_are_off_by_default_and_change_nothing() {
 #[tokio::test]
 async fn a_token_guards_writes() {
     let (sentinel, _) = instance();
-    let server = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
+    let server = center(&sentinel)
         .allow_writes(true)
         .token("s3cret")
         .start()
         .unwrap();
     let addr = server.local_addr();
     let form = "type=flow&data=%5B%7B%22resource%22%3A%22GET%3A%2Fa%22%2C%22count%22%3A0%7D%5D";
-    let form_type = ("content-type", "application/x-www-form-urlencoded");
-    for headers in [
-        vec![form_type],
-        vec![form_type, ("authorization", "Bearer wrong")],
-    ] {
-        let answer = send(Method::POST, addr, "/setRules", &headers, Some(form.into())).await;
+    for headers in [&[][..], &[("authorization", "Bearer wrong")]] {
+        let answer = post_with(addr, "/setRules", headers, form).await;
         assert_eq!(answer.status, 401, "{}", answer.body);
         assert!(sentinel.flow_rules().rules().is_empty());
     }
-    let wrong = send(
-        Method::POST,
-        addr,
-        "/setRules?token=s3cre",
-        &[form_type],
-        Some(form.into()),
-    )
-    .await;
+    let wrong = post_with(addr, "/setRules?token=s3cre", &[], form).await;
     assert_eq!(wrong.status, 401);
     assert!(sentinel.flow_rules().rules().is_empty());
 
-    let bearer = [form_type, ("authorization", "Bearer s3cret")];
-    let answer = send(Method::POST, addr, "/setRules", &bearer, Some(form.into())).await;
+    let bearer = [("authorization", "Bearer s3cret")];
+    let answer = post_with(addr, "/setRules", &bearer, form).await;
     assert_eq!(
         (answer.status.as_u16(), answer.body.as_str()),
         (200, "success")
@@ -74,14 +64,7 @@ async fn a_token_guards_writes() {
         vec![FlowRule::new("GET:/a", 0.0)]
     );
 
-    let by_query = send(
-        Method::POST,
-        addr,
-        "/setSwitch?token=s3cret",
-        &[form_type],
-        Some("value=false".into()),
-    )
-    .await;
+    let by_query = post_with(addr, "/setSwitch?token=s3cret", &[], "value=false").await;
     assert_eq!(by_query.status, 200);
     assert!(!sentinel.is_enabled());
     // Reads need no token unless protected.
@@ -91,8 +74,7 @@ async fn a_token_guards_writes() {
 #[tokio::test]
 async fn protected_reads_need_the_token_everywhere() {
     let (sentinel, _) = instance();
-    let server = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
+    let server = center(&sentinel)
         .token("s3cret")
         .protect_reads(true)
         .start()
@@ -109,14 +91,7 @@ async fn protected_reads_need_the_token_everywhere() {
     }
     let ok = get(addr, "/getRules?type=flow&token=s3cret").await;
     assert_eq!((ok.status.as_u16(), ok.body.as_str()), (200, "[]"));
-    let bearer = send(
-        Method::GET,
-        addr,
-        "/version",
-        &[("authorization", "Bearer s3cret")],
-        None,
-    )
-    .await;
+    let bearer = get_with(addr, "/version", &[("authorization", "Bearer s3cret")]).await;
     assert_eq!(bearer.status, 200);
 }
 
@@ -128,38 +103,28 @@ fn bad_security_settings_do_not_start() {
         .build()
         .unwrap();
     let _in = runtime.enter();
-    let no_token = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
-        .protect_reads(true)
-        .start();
+    let no_token = center(&sentinel).protect_reads(true).start();
     assert!(
         no_token
             .unwrap_err()
             .to_string()
             .contains("protect_reads needs a token")
     );
-    let empty = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
-        .token(" ")
-        .start();
+    let empty = center(&sentinel).token(" ").start();
     assert!(
         empty
             .unwrap_err()
             .to_string()
             .contains("token must not be empty")
     );
-    let no_body = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
-        .max_body_bytes(0)
-        .start();
+    let no_body = center(&sentinel).max_body_bytes(0).start();
     assert!(
         no_body
             .unwrap_err()
             .to_string()
             .contains("max_body_bytes must be > 0")
     );
-    let no_interval = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
+    let no_interval = center(&sentinel)
         .dashboard("127.0.0.1:1")
         .heartbeat_interval(std::time::Duration::ZERO)
         .start();
@@ -174,8 +139,7 @@ fn bad_security_settings_do_not_start() {
 #[tokio::test]
 async fn an_oversized_body_is_refused_and_changes_nothing() {
     let (sentinel, _) = instance();
-    let server = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
+    let server = center(&sentinel)
         .allow_writes(true)
         .max_body_bytes(1024)
         .start()
@@ -195,15 +159,8 @@ async fn an_oversized_body_is_refused_and_changes_nothing() {
 #[tokio::test]
 async fn a_bad_set_rules_reports_every_problem_and_changes_nothing() {
     let (sentinel, _) = instance();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("kept", 5.0)])
-        .unwrap();
-    let server = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
-        .allow_writes(true)
-        .start()
-        .unwrap();
+    sentinel.flow_rules().load(kept()).unwrap();
+    let server = writable_server(&sentinel);
     let addr = server.local_addr();
     let data = r#"[{"resource":"a","count":-1},{"resource":"b","count":1,"strategy":9},{"resource":"c","count":1}]"#;
     let answer = post_form(addr, "/setRules", &[("type", "flow"), ("data", data)]).await;
@@ -222,10 +179,7 @@ async fn a_bad_set_rules_reports_every_problem_and_changes_nothing() {
         "{}",
         answer.body
     );
-    assert_eq!(
-        sentinel.flow_rules().rules(),
-        vec![FlowRule::new("kept", 5.0)]
-    );
+    assert_eq!(sentinel.flow_rules().rules(), kept());
     for (params, why) in [
         (vec![("type", "flow"), ("data", "[{")], "bad JSON"),
         (vec![("type", "flow")], "data: is required"),
@@ -236,20 +190,13 @@ async fn a_bad_set_rules_reports_every_problem_and_changes_nothing() {
         assert_eq!(answer.status, 400);
         assert!(answer.body.contains(why), "{why}: {}", answer.body);
     }
-    assert_eq!(
-        sentinel.flow_rules().rules(),
-        vec![FlowRule::new("kept", 5.0)]
-    );
+    assert_eq!(sentinel.flow_rules().rules(), kept());
 }
 
 #[tokio::test]
 async fn a_page_of_another_site_cannot_change_state() {
     let (sentinel, _) = instance();
-    let server = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
-        .allow_writes(true)
-        .start()
-        .unwrap();
+    let server = writable_server(&sentinel);
     let addr = server.local_addr();
     let host = addr.to_string();
     let same = format!("http://{host}");
@@ -277,95 +224,48 @@ async fn a_page_of_another_site_cannot_change_state() {
         sentinel.set_enabled(true);
     }
     // Reads from other sites stay possible (the page may be embedded).
-    let read = send(
-        Method::GET,
-        addr,
-        "/getSwitch",
-        &[("sec-fetch-site", "cross-site")],
-        None,
-    )
-    .await;
+    let read = get_with(addr, "/getSwitch", &[("sec-fetch-site", "cross-site")]).await;
     assert_eq!(read.status, 200);
 }
 
 #[tokio::test]
 async fn on_loopback_only_loopback_host_names_are_served() {
     let (sentinel, _) = instance();
-    let server = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
-        .allow_writes(true)
-        .start()
-        .unwrap();
+    let server = writable_server(&sentinel);
     let addr = server.local_addr();
     let port = addr.port();
     let rebound = format!("evil.example:{port}");
-    let refused = send(
-        Method::GET,
-        addr,
-        "/setSwitch?value=false",
-        &[("host", &rebound)],
-        None,
-    )
-    .await;
+    let refused = get_with(addr, "/setSwitch?value=false", &[("host", &rebound)]).await;
     assert_eq!(refused.status, 403, "{}", refused.body);
     assert!(sentinel.is_enabled());
-    let read = send(
-        Method::GET,
-        addr,
-        "/getRules?type=flow",
-        &[("host", &rebound)],
-        None,
-    )
-    .await;
+    let read = get_with(addr, "/getRules?type=flow", &[("host", &rebound)]).await;
     assert_eq!(read.status, 403);
     for host in [
         format!("localhost:{port}"),
         format!("127.0.0.1:{port}"),
         format!("[::1]:{port}"),
     ] {
-        let answer = send(Method::GET, addr, "/getSwitch", &[("host", &host)], None).await;
+        let answer = get_with(addr, "/getSwitch", &[("host", &host)]).await;
         assert_eq!(answer.status, 200, "{host}");
     }
-}
-
-/// A form POST with extra headers.
-async fn post_with(
-    addr: std::net::SocketAddr,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> common::Answer {
-    let mut all = vec![("content-type", "application/x-www-form-urlencoded")];
-    all.extend_from_slice(headers);
-    send(Method::POST, addr, path, &all, Some(body.into())).await
 }
 
 #[tokio::test]
 async fn a_get_write_from_an_image_with_a_foreign_referer_is_refused() {
     let (sentinel, _) = instance();
-    sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("kept", 5.0)])
-        .unwrap();
-    let server = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
-        .allow_writes(true)
-        .start()
-        .unwrap();
+    sentinel.flow_rules().load(kept()).unwrap();
+    let server = writable_server(&sentinel);
     let addr = server.local_addr();
     let evil = [("referer", "http://evil.example/page")];
     for path in ["/setSwitch?value=false", "/setRules?type=flow&data=%5B%5D"] {
         for headers in [&evil[..], &[]] {
-            let answer = send(Method::GET, addr, path, headers, None).await;
+            let answer = get_with(addr, path, headers).await;
             assert_eq!(answer.status, 405, "{path} {headers:?}: {}", answer.body);
             assert!(answer.body.contains("allow_get_writes"), "{}", answer.body);
         }
     }
     assert!(sentinel.is_enabled());
-    assert_eq!(
-        sentinel.flow_rules().rules(),
-        vec![FlowRule::new("kept", 5.0)]
-    );
+    assert_eq!(sentinel.flow_rules().rules(), kept());
     // A POST with a foreign Referer (no Origin, no Sec-Fetch-Site: an
     // older browser's form) is refused too; the page's own is not.
     let foreign = post_with(addr, "/setSwitch", &evil, "value=false").await;
@@ -391,19 +291,16 @@ async fn a_get_write_from_an_image_with_a_foreign_referer_is_refused() {
 #[tokio::test]
 async fn get_writes_enabled_for_an_old_dashboard_still_refuse_a_foreign_referer() {
     let (sentinel, _) = instance();
-    let server = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
+    let server = center(&sentinel)
         .allow_writes(true)
         .allow_get_writes(true)
         .start()
         .unwrap();
     let addr = server.local_addr();
-    let evil = send(
-        Method::GET,
+    let evil = get_with(
         addr,
         "/setSwitch?value=false",
         &[("referer", "http://evil.example/")],
-        None,
     )
     .await;
     assert_eq!(evil.status, 403, "{}", evil.body);
@@ -425,11 +322,7 @@ async fn a_duplicated_parameter_or_header_is_refused_and_changes_nothing() {
             5.0,
         )])
         .unwrap();
-    let server = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
-        .allow_writes(true)
-        .start()
-        .unwrap();
+    let server = writable_server(&sentinel);
     let addr = server.local_addr();
     let degrade_before = sentinel.degrade_rules().rules();
     for (path, body) in [
@@ -452,16 +345,9 @@ async fn a_duplicated_parameter_or_header_is_refused_and_changes_nothing() {
     assert_eq!(reads.status, 400);
 
     // Two Host headers, raw (a client library would merge or refuse them).
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let request = "POST /setSwitch HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 11\r\nConnection: close\r\n\r\nvalue=false";
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut answer = String::new();
-    tokio::time::timeout(common::TIMEOUT, stream.read_to_string(&mut answer))
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    let request = b"POST /setSwitch HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 11\r\nConnection: close\r\n\r\nvalue=false";
+    let status = raw_status(addr, request).await;
+    assert!(status.starts_with("HTTP/1.1 400"), "{status}");
     assert!(sentinel.is_enabled());
 }
 
@@ -491,10 +377,7 @@ async fn off_loopback_writes_come_only_from_a_dashboard_an_allowed_peer_or_with_
     ];
     for (case, configure, status) in cases {
         let server = configure(
-            CommandCenter::new(Arc::clone(&sentinel))
-                .port(0)
-                .bind(any)
-                .allow_writes(true),
+            center(&sentinel).bind(any).allow_writes(true),
             dashboard,
             localhost,
         )
@@ -513,8 +396,7 @@ async fn off_loopback_writes_come_only_from_a_dashboard_an_allowed_peer_or_with_
         assert_eq!(get(addr, "/getSwitch").await.status, 200);
     }
     // With a token, the token is what counts.
-    let server = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
+    let server = center(&sentinel)
         .bind(any)
         .allow_writes(true)
         .token("s3cret")
@@ -535,8 +417,7 @@ async fn off_loopback_writes_come_only_from_a_dashboard_an_allowed_peer_or_with_
 #[tokio::test]
 async fn on_any_address_the_host_must_name_this_machine() {
     let (sentinel, _) = instance();
-    let server = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
+    let server = center(&sentinel)
         .bind("0.0.0.0".parse().unwrap())
         .host_name("sentinel.internal")
         .start()
@@ -551,7 +432,7 @@ async fn on_any_address_the_host_must_name_this_machine() {
         (format!("localhost:{port}"), 200),
         (format!("127.0.0.1:{port}"), 200),
     ] {
-        let answer = send(Method::GET, addr, "/getSwitch", &[("host", &host)], None).await;
+        let answer = get_with(addr, "/getSwitch", &[("host", &host)]).await;
         assert_eq!(answer.status, status, "{host}: {}", answer.body);
     }
 }

@@ -6,12 +6,10 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::{get, instance, post_form};
+use common::{center, get, instance, post_form, raw_status, writable_server};
 use sentinel_core::flow::FlowRule;
-use sentinel_transport::CommandCenter;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -45,32 +43,11 @@ async fn closed_within(mut stream: TcpStream, within: Duration) -> bool {
     .is_ok()
 }
 
-/// The status line of the answer to `request`, sent raw.
-async fn raw_status(addr: SocketAddr, request: &[u8]) -> String {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream.write_all(request).await.unwrap();
-    let mut answer = Vec::new();
-    let mut buf = [0u8; 1024];
-    let read = tokio::time::timeout(Duration::from_secs(5), async {
-        while !answer.windows(2).any(|w| w == b"\r\n") {
-            match stream.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => answer.extend_from_slice(&buf[..n]),
-            }
-        }
-    })
-    .await;
-    assert!(read.is_ok(), "no answer within 5 s");
-    let text = String::from_utf8_lossy(&answer).into_owned();
-    text.lines().next().unwrap_or("").to_owned()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_slowloris_connections_neither_delay_a_request_nor_outlive_their_deadline() {
     let (sentinel, _) = instance();
     let header_timeout = Duration::from_secs(2);
-    let server = CommandCenter::new(sentinel)
-        .port(0)
+    let server = center(&sentinel)
         .header_read_timeout(header_timeout)
         .start()
         .unwrap();
@@ -106,8 +83,7 @@ async fn a_thousand_slowloris_connections_neither_delay_a_request_nor_outlive_th
 #[tokio::test]
 async fn past_the_connection_cap_the_longest_idle_connection_makes_room() {
     let (sentinel, _) = instance();
-    let server = CommandCenter::new(sentinel)
-        .port(0)
+    let server = center(&sentinel)
         .max_connections(16)
         // Long, so that only the cap can close the slow connections soon.
         .header_read_timeout(Duration::from_secs(60))
@@ -137,11 +113,7 @@ async fn past_the_connection_cap_the_longest_idle_connection_makes_room() {
 #[tokio::test]
 async fn an_announced_body_over_the_cap_is_refused_before_it_is_sent() {
     let (sentinel, _) = instance();
-    let server = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
-        .allow_writes(true)
-        .start()
-        .unwrap();
+    let server = writable_server(&sentinel);
     let head = b"POST /setRules HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 104857600\r\n\r\n";
     let status = raw_status(server.local_addr(), head).await;
     assert!(status.contains(" 413 "), "{status}");
@@ -151,8 +123,7 @@ async fn an_announced_body_over_the_cap_is_refused_before_it_is_sent() {
 #[tokio::test]
 async fn a_body_that_does_not_arrive_in_time_is_answered_408() {
     let (sentinel, _) = instance();
-    let server = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
+    let server = center(&sentinel)
         .allow_writes(true)
         .body_read_timeout(Duration::from_millis(300))
         .start()
@@ -171,11 +142,7 @@ async fn a_command_that_panics_answers_500_and_the_server_keeps_serving() {
             panic!("this listener refuses boom");
         }
     });
-    let server = CommandCenter::new(Arc::clone(&sentinel))
-        .port(0)
-        .allow_writes(true)
-        .start()
-        .unwrap();
+    let server = writable_server(&sentinel);
     let addr = server.local_addr();
     let good = r#"[{"resource":"kept","count":5}]"#;
     let set = post_form(addr, "/setRules", &[("type", "flow"), ("data", good)]).await;

@@ -1,5 +1,6 @@
 //! What the integration tests share: an instance on a manual clock, a
-//! server on 127.0.0.1:0, and a bounded HTTP client.
+//! server on 127.0.0.1:0, a bounded HTTP client, and raw requests for
+//! what a client library would not send.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -13,6 +14,9 @@ use hyper::{Method, Request, StatusCode};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use sentinel_core::{ManualClock, Sentinel};
+use sentinel_transport::{CommandCenter, CommandCenterHandle};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 /// 2023-11-14 22:13:20 UTC: a whole second.
 pub const T0: u64 = 1_700_000_000_000;
@@ -27,6 +31,28 @@ pub fn instance() -> (Arc<Sentinel>, ManualClock) {
         .system_status(sentinel_core::system::ManualStatus::new())
         .build();
     (Arc::new(sentinel), clock)
+}
+
+/// A command center for `sentinel` on a port the system picks; further
+/// settings chain on it.
+pub fn center(sentinel: &Arc<Sentinel>) -> CommandCenter {
+    CommandCenter::new(Arc::clone(sentinel)).port(0)
+}
+
+/// A started command center for `sentinel` that takes writes (from
+/// loopback, without a token). Call it inside a Tokio runtime.
+pub fn writable_server(sentinel: &Arc<Sentinel>) -> CommandCenterHandle {
+    center(sentinel).allow_writes(true).start().unwrap()
+}
+
+/// A multi-threaded runtime with two workers, for tests that drive the
+/// server from synchronous code.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 /// One answer: status, Content-Type and body.
@@ -100,6 +126,44 @@ pub async fn post_form(addr: SocketAddr, path: &str, pairs: &[(&str, &str)]) -> 
         Some(body),
     )
     .await
+}
+
+/// A GET with extra headers.
+pub async fn get_with(addr: SocketAddr, path_and_query: &str, headers: &[(&str, &str)]) -> Answer {
+    send(Method::GET, addr, path_and_query, headers, None).await
+}
+
+/// A form POST of a body already encoded, with extra headers.
+pub async fn post_with(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Answer {
+    let mut all = vec![("content-type", "application/x-www-form-urlencoded")];
+    all.extend_from_slice(headers);
+    send(Method::POST, addr, path, &all, Some(body.into())).await
+}
+
+/// The status line of the answer to `request`, written raw on a new
+/// connection; the wait for it is bounded by [`TIMEOUT`].
+pub async fn raw_status(addr: SocketAddr, request: &[u8]) -> String {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request).await.unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 1024];
+    let read = tokio::time::timeout(TIMEOUT, async {
+        while !answer.windows(2).any(|w| w == b"\r\n") {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "no answer within {TIMEOUT:?}");
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    text.lines().next().unwrap_or("").to_owned()
 }
 
 /// `value` with every key named `timestamp` or `id`/`parentId` left as is:
