@@ -8,7 +8,8 @@
 //! nothing may panic.
 //!
 //! Cases: `SENTINEL_FUZZ_CASES` (default 256), e.g.
-//! `SENTINEL_FUZZ_CASES=20000 cargo test -p sentinel-rules --release --test fuzz`.
+//! `SENTINEL_FUZZ_CASES=20000 cargo test -p sentinel-rules --test fuzz`
+//! (a debug build, where arithmetic overflow panics; CI runs this).
 
 use proptest::prelude::*;
 use sentinel_core::{Entering, EntryType, ManualClock, ParamValue, Sentinel};
