@@ -22,13 +22,12 @@ pub(crate) struct RuleFields<'n> {
     /// fields, and each is looked up once.
     by_name: Map<&'n str, usize>,
     known: &'static [&'static str],
-    /// Where each field read was written (its value's position).
-    positions: Vec<(&'static str, Position)>,
     /// Fields already reported, so the core does not report them again;
     /// each once (a list field may have a problem per item).
     bad: Vec<&'static str>,
     problems: Vec<Problem>,
-    resource: Option<String>,
+    /// The resource as written, to name the rule in its problems.
+    resource: Option<&'n str>,
 }
 
 impl<'n> RuleFields<'n> {
@@ -62,10 +61,9 @@ impl<'n> RuleFields<'n> {
             kind,
             index,
             pos: node.pos,
-            entries: Vec::new(),
+            entries: Vec::with_capacity(map.len()),
             by_name: Map::default(),
             known,
-            positions: Vec::new(),
             bad: Vec::new(),
             problems: Vec::new(),
             resource: None,
@@ -127,7 +125,6 @@ impl<'n> RuleFields<'n> {
         let entry = &mut self.entries[at];
         entry.3 = true;
         let node = entry.2;
-        self.positions.push((field, node.pos));
         match &node.value {
             Value::Invalid => {
                 self.mark_bad(field);
@@ -148,9 +145,14 @@ impl<'n> RuleFields<'n> {
     }
 
     pub(crate) fn string(&mut self, field: &'static str) -> Option<String> {
+        self.str(field).map(str::to_owned)
+    }
+
+    /// The text of string `field`, borrowed from the tree.
+    fn str(&mut self, field: &'static str) -> Option<&'n str> {
         let node = self.take(field)?;
         match &node.value {
-            Value::Scalar { text, .. } => Some(text.clone()),
+            Value::Scalar { text, .. } => Some(text),
             other => {
                 let message = format!("must be a string, got {}", other.describe());
                 self.report(field, node.pos, message);
@@ -161,9 +163,9 @@ impl<'n> RuleFields<'n> {
 
     /// The resource, also kept to name the rule in its problems.
     pub(crate) fn resource(&mut self) -> Option<String> {
-        let resource = self.string("resource");
-        self.resource.clone_from(&resource);
-        self.required("resource", resource)
+        let resource = self.str("resource");
+        self.resource = resource;
+        self.required("resource", resource).map(str::to_owned)
     }
 
     pub(crate) fn number(&mut self, field: &'static str) -> Option<f64> {
@@ -277,7 +279,7 @@ impl<'n> RuleFields<'n> {
         RuleRef {
             kind: self.kind,
             index: self.index,
-            resource: self.resource.clone(),
+            resource: self.resource.map(str::to_owned),
         }
     }
 
@@ -292,7 +294,7 @@ impl<'n> RuleFields<'n> {
         problems: &mut Vec<Problem>,
     ) {
         let (all, mut known) = (self.known, None);
-        for (name, key, _, used) in std::mem::take(&mut self.entries) {
+        for &(name, key, _, used) in &self.entries {
             if !used {
                 let known = known.get_or_insert_with(|| all.join(", "));
                 let message = format!("is not a field of a {} rule (known: {known})", self.kind);
@@ -314,6 +316,9 @@ impl<'n> RuleFields<'n> {
                 ..Problem::new(Some(pos), error.message)
             });
         }
+        if self.problems.is_empty() {
+            return;
+        }
         let rule = self.rule_ref();
         problems.extend(self.problems.into_iter().map(|p| Problem {
             rule: Some(rule.clone()),
@@ -321,11 +326,11 @@ impl<'n> RuleFields<'n> {
         }));
     }
 
+    /// Where field `field` was read from (its value's position).
     fn position_of(&self, field: &str) -> Option<Position> {
-        self.positions
-            .iter()
-            .find(|(name, _)| *name == field)
-            .map(|(_, pos)| *pos)
+        let at = self.find(field)?;
+        let (_, _, node, used) = self.entries[at];
+        used.then_some(node.pos)
     }
 }
 
