@@ -1,7 +1,8 @@
 //! A small YAML tree that keeps the position of every node, built from the
 //! parser's events with a cap on nesting and no anchors or aliases.
 
-use saphyr_parser::{Event, Marker, Parser};
+use saphyr_parser::input::SkipTabs;
+use saphyr_parser::{Event, Input, Marker, Parser, StrInput};
 
 use crate::error::{Position, Problem};
 
@@ -49,6 +50,180 @@ pub(crate) fn position(mark: &Marker) -> Position {
     }
 }
 
+/// The parser's input: the text as a `str`, scanned in chunks of at most
+/// [`CHUNK`] characters. A plain scalar's buffer is reserved a chunk ahead
+/// of its first character; with the `str` input's own chunk (128) every
+/// scalar's 32-byte buffer was reallocated at once, with this one a scalar
+/// of up to 31 bytes keeps its first allocation. Every other method is the
+/// `str` input's own.
+struct Text<'a>(StrInput<'a>);
+
+/// The chunk of [`Text`]: a plain scalar's first allocation (32 bytes)
+/// holds its first character and a chunk.
+const CHUNK: usize = 31;
+
+impl Input for Text<'_> {
+    #[inline]
+    fn bufmaxlen(&self) -> usize {
+        CHUNK
+    }
+
+    #[inline]
+    fn lookahead(&mut self, count: usize) {
+        self.0.lookahead(count)
+    }
+
+    #[inline]
+    fn buflen(&self) -> usize {
+        self.0.buflen()
+    }
+
+    #[inline]
+    fn buf_is_empty(&self) -> bool {
+        self.0.buf_is_empty()
+    }
+
+    #[inline]
+    fn raw_read_ch(&mut self) -> char {
+        self.0.raw_read_ch()
+    }
+
+    #[inline]
+    fn raw_read_non_breakz_ch(&mut self) -> Option<char> {
+        self.0.raw_read_non_breakz_ch()
+    }
+
+    #[inline]
+    fn skip(&mut self) {
+        self.0.skip()
+    }
+
+    #[inline]
+    fn skip_n(&mut self, count: usize) {
+        self.0.skip_n(count)
+    }
+
+    #[inline]
+    fn peek(&self) -> char {
+        self.0.peek()
+    }
+
+    #[inline]
+    fn peek_nth(&self, n: usize) -> char {
+        self.0.peek_nth(n)
+    }
+
+    #[inline]
+    fn look_ch(&mut self) -> char {
+        self.0.look_ch()
+    }
+
+    #[inline]
+    fn next_char_is(&self, c: char) -> bool {
+        self.0.next_char_is(c)
+    }
+
+    #[inline]
+    fn nth_char_is(&self, n: usize, c: char) -> bool {
+        self.0.nth_char_is(n, c)
+    }
+
+    #[inline]
+    fn next_2_are(&self, c1: char, c2: char) -> bool {
+        self.0.next_2_are(c1, c2)
+    }
+
+    #[inline]
+    fn next_3_are(&self, c1: char, c2: char, c3: char) -> bool {
+        self.0.next_3_are(c1, c2, c3)
+    }
+
+    #[inline]
+    fn next_is_document_indicator(&self) -> bool {
+        self.0.next_is_document_indicator()
+    }
+
+    #[inline]
+    fn next_is_document_start(&self) -> bool {
+        self.0.next_is_document_start()
+    }
+
+    #[inline]
+    fn next_is_document_end(&self) -> bool {
+        self.0.next_is_document_end()
+    }
+
+    #[inline]
+    fn skip_ws_to_eol(&mut self, skip_tabs: SkipTabs) -> (usize, Result<SkipTabs, &'static str>) {
+        self.0.skip_ws_to_eol(skip_tabs)
+    }
+
+    #[inline]
+    fn next_can_be_plain_scalar(&self, in_flow: bool) -> bool {
+        self.0.next_can_be_plain_scalar(in_flow)
+    }
+
+    #[inline]
+    fn next_is_blank_or_break(&self) -> bool {
+        self.0.next_is_blank_or_break()
+    }
+
+    #[inline]
+    fn next_is_blank_or_breakz(&self) -> bool {
+        self.0.next_is_blank_or_breakz()
+    }
+
+    #[inline]
+    fn next_is_blank(&self) -> bool {
+        self.0.next_is_blank()
+    }
+
+    #[inline]
+    fn next_is_break(&self) -> bool {
+        self.0.next_is_break()
+    }
+
+    #[inline]
+    fn next_is_breakz(&self) -> bool {
+        self.0.next_is_breakz()
+    }
+
+    #[inline]
+    fn next_is_z(&self) -> bool {
+        self.0.next_is_z()
+    }
+
+    #[inline]
+    fn next_is_flow(&self) -> bool {
+        self.0.next_is_flow()
+    }
+
+    #[inline]
+    fn next_is_digit(&self) -> bool {
+        self.0.next_is_digit()
+    }
+
+    #[inline]
+    fn next_is_alpha(&self) -> bool {
+        self.0.next_is_alpha()
+    }
+
+    #[inline]
+    fn skip_while_non_breakz(&mut self) -> usize {
+        self.0.skip_while_non_breakz()
+    }
+
+    #[inline]
+    fn skip_while_blank(&mut self) -> usize {
+        self.0.skip_while_blank()
+    }
+
+    #[inline]
+    fn fetch_while_is_alpha(&mut self, out: &mut String) -> usize {
+        self.0.fetch_while_is_alpha(out)
+    }
+}
+
 enum Frame {
     Seq(Position, Vec<Node>),
     Map(Position, Vec<(Node, Node)>, Option<Node>),
@@ -63,7 +238,7 @@ pub(crate) fn build(
     max_depth: usize,
     problems: &mut Vec<Problem>,
 ) -> Result<Option<Node>, Problem> {
-    let mut parser = Parser::new_from_str(text);
+    let mut parser = Parser::new(Text(StrInput::new(text)));
     let mut stack: Vec<Frame> = Vec::new();
     let mut root: Option<Node> = None;
     let mut documents = 0usize;
@@ -161,4 +336,49 @@ pub(crate) fn build(
         }
     }
     Ok(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every event and span, or the error and its place, of `input`.
+    fn events<T: Input>(mut parser: Parser<'_, T>) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Some(event) = parser.next_event() {
+            match event {
+                Ok((event, span)) => out.push(format!("{event:?} {span:?}")),
+                Err(e) => {
+                    out.push(format!("{e:?}"));
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_chunked_input_scans_as_the_str_input_does() {
+        let long = "x".repeat(300);
+        let deep = " ".repeat(140);
+        let cases = [
+            format!("flow:\n  - {{resource: {long}, count: 1}}\n"),
+            format!("a: {long} {long}\n  {long}\n\n  b c\n"),
+            format!("k: |\n{deep}text\n{deep}more\n\n{deep}end\nnext: 1\n"),
+            format!("k: >2\n  folded {long}\n   more\n"),
+            format!("k: |\n{deep}a\n  b\n"),
+            "a: b # comment\n\t\nc:\td\n- x\n".to_owned(),
+            format!("\"{long}\\n\": '{long}''s'\n? {long}\n: [a, {long}, {{b: c}}]\n"),
+            "- - - a: -1\n    b: 0x1F\n...\n--- x\n".to_owned(),
+            format!("a: {long}:{long}\n{long}: 1\n"),
+            "k: v\n  : bad\n\u{e9}\u{1f600}: {x: \u{e9}\u{1f600}}\n".to_owned(),
+        ];
+        for case in &cases {
+            assert_eq!(
+                events(Parser::new(Text(StrInput::new(case)))),
+                events(Parser::new_from_str(case)),
+                "{case:?}"
+            );
+        }
+    }
 }
