@@ -3,6 +3,7 @@
 //! (`kinds`).
 
 mod cluster;
+mod fast;
 mod fields;
 mod kinds;
 mod percentiles;

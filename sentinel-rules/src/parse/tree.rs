@@ -238,6 +238,18 @@ pub(crate) fn build(
     max_depth: usize,
     problems: &mut Vec<Problem>,
 ) -> Result<Option<Node>, Problem> {
+    if let Some(root) = super::fast::build(text, max_depth) {
+        return Ok(Some(root));
+    }
+    from_events(text, max_depth, problems)
+}
+
+/// [`build`] through the event parser.
+fn from_events(
+    text: &str,
+    max_depth: usize,
+    problems: &mut Vec<Problem>,
+) -> Result<Option<Node>, Problem> {
     let mut parser = Parser::new(Text(StrInput::new(text)));
     let mut stack: Vec<Frame> = Vec::new();
     let mut root: Option<Node> = None;
@@ -380,5 +392,79 @@ mod tests {
                 "{case:?}"
             );
         }
+    }
+
+    /// Files in the shapes rule files are written in, and around them.
+    const SHAPES: &[&str] = &[
+        "flow:\n  - {resource: GET:/api/v1/orders/1, count: 101, grade: qps}\n  - {resource: b, count: 2.5}\n",
+        "flow:\n- resource: a\n  count: 1\n  limit_app: app-1\n- resource: b c\n  count: -1e3\ndegrade: []\n",
+        "# rules\nversion: 3\n\nflow:\n  - resource: r\n    count: 1\n    cluster_config: {flow_id: 7, threshold_type: global}\n\n# end\n",
+        "param_flow:\n  - resource: r\n    param_idx: 0\n    param_flow_item_list:\n      - {value: 1, count: 1}\n      - {value: x, count: 2}\ntrack_percentiles: [a, b/c, d.e]\n",
+        "a:\n  b:\n    c: [1, [2, {d: e}], {}]\n    f: {}\n  g: ~\nh: .inf\n",
+        "- a\n- b: c\n  d: e\n-   f: g\n- [x]\n",
+        "k: v\nk: w\n",
+    ];
+
+    /// The tree's nodes and positions, for comparing two builds.
+    fn shape(root: &Option<Node>) -> String {
+        format!("{root:?}")
+    }
+
+    /// Where the direct reader takes `text`, its tree is the event
+    /// parser's, position for position.
+    fn check(text: &str, max_depth: usize) -> bool {
+        let Some(fast) = super::super::fast::build(text, max_depth) else {
+            return false;
+        };
+        let mut problems = Vec::new();
+        let slow = from_events(text, max_depth, &mut problems);
+        assert!(problems.is_empty(), "{text:?}: {problems:?}");
+        let slow = slow.unwrap_or_else(|e| panic!("{text:?}: {e:?}"));
+        assert_eq!(shape(&Some(fast)), shape(&slow), "{text:?}");
+        true
+    }
+
+    #[test]
+    fn the_direct_reader_builds_the_event_parsers_tree() {
+        for text in SHAPES {
+            assert!(check(text, 64), "not read directly: {text:?}");
+        }
+        // Too deep for the limit: left to the event parser, which says so.
+        assert!(!check(SHAPES[4], 5));
+        assert!(from_events(SHAPES[4], 5, &mut Vec::new()).is_err());
+        assert!(check(SHAPES[4], 6));
+    }
+
+    #[test]
+    fn the_direct_reader_agrees_with_the_event_parser_on_mutated_files() {
+        const BYTES: &[u8] = b" \n-:{}[],#ab1.\t'\"&*!?|>~_/\r\0";
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |bound: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound as u64) as usize
+        };
+        let mut taken = 0;
+        for round in 0..20_000 {
+            let mut text = SHAPES[round % SHAPES.len()].as_bytes().to_vec();
+            for _ in 0..1 + next(3) {
+                let at = next(text.len() + 1);
+                let byte = BYTES[next(BYTES.len())];
+                match next(3) {
+                    0 => text.insert(at, byte),
+                    1 if at < text.len() => {
+                        text.remove(at);
+                    }
+                    _ if at < text.len() => text[at] = byte,
+                    _ => text.push(byte),
+                }
+            }
+            let Ok(text) = String::from_utf8(text) else {
+                continue;
+            };
+            taken += usize::from(check(&text, 64));
+        }
+        assert!(taken > 1_000, "{taken} mutated files read directly");
     }
 }
