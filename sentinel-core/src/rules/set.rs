@@ -61,18 +61,28 @@ impl ResourceRules {
 
 impl RuleSet {
     pub(crate) fn build(version: u32, parts: RuleSetParts) -> Self {
-        let mut names: Vec<&str> = parts
-            .flow
-            .by_resource
-            .keys()
+        // Each resource once, in no particular order (a resource's place
+        // is only ever found through `index`).
+        let kinds = [
+            parts.flow.by_resource.len(),
+            parts.authority.by_resource.len(),
+            parts.degrade.by_resource.len(),
+            parts.param.by_resource.len(),
+        ];
+        let most = kinds.iter().sum();
+        let mut index: HashMap<Box<str>, u32, _> =
+            HashMap::with_capacity_and_hasher(most, Default::default());
+        let mut names: Vec<&str> = Vec::with_capacity(most);
+        let all = (parts.flow.by_resource.keys())
             .chain(parts.authority.by_resource.keys())
             .chain(parts.degrade.by_resource.keys())
-            .chain(parts.param.by_resource.keys())
-            .map(String::as_str)
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        let mut index = HashMap::with_capacity_and_hasher(names.len(), Default::default());
+            .chain(parts.param.by_resource.keys());
+        for name in all {
+            if !index.contains_key(name.as_str()) {
+                index.insert(name.as_str().into(), names.len() as u32);
+                names.push(name);
+            }
+        }
         let mut resources = Vec::with_capacity(names.len());
         for resource in names {
             let flow = parts.flow.of(resource);
@@ -83,7 +93,6 @@ impl RuleSet {
                 .collect();
             named.sort();
             named.dedup();
-            index.insert(resource.into(), resources.len() as u32);
             resources.push(ResourceRules {
                 authority: parts.authority.of(resource),
                 degrade: parts.degrade.of(resource),
