@@ -6,6 +6,8 @@
 //! comments after content, tabs, non-ASCII text, any error) it gives up,
 //! and the file goes through the event parser, which has the last word.
 
+use std::borrow::Cow;
+
 use super::tree::{Node, Value};
 use crate::error::Position;
 
@@ -15,7 +17,7 @@ const MAX_KEY: usize = 1000;
 
 /// The root of `text` read by the direct reader, `None` when the text is
 /// outside what it reads (or empty).
-pub(crate) fn build(text: &str, max_depth: usize) -> Option<Node> {
+pub(crate) fn build(text: &str, max_depth: usize) -> Option<Node<'_>> {
     let mut reader = Reader {
         text: text.as_bytes(),
         at: 0,
@@ -43,7 +45,7 @@ struct Reader<'t> {
     max_depth: usize,
 }
 
-impl Reader<'_> {
+impl<'t> Reader<'t> {
     fn peek(&self) -> u8 {
         self.text.get(self.at).copied().unwrap_or(0)
     }
@@ -131,7 +133,7 @@ impl Reader<'_> {
     /// A block node starting here (at its first character), at column
     /// `column`; `depth` collections enclose it. Leaves the reader at the
     /// next content line it does not take.
-    fn block(&mut self, column: usize, depth: usize) -> Option<Node> {
+    fn block(&mut self, column: usize, depth: usize) -> Option<Node<'t>> {
         if self.peek() == b'-' && matches!(self.peek_at(1), b' ') {
             self.sequence(column, depth, false)
         } else {
@@ -139,7 +141,7 @@ impl Reader<'_> {
         }
     }
 
-    fn sequence(&mut self, column: usize, depth: usize, indentless: bool) -> Option<Node> {
+    fn sequence(&mut self, column: usize, depth: usize, indentless: bool) -> Option<Node<'t>> {
         if depth >= self.max_depth {
             return None;
         }
@@ -200,7 +202,7 @@ impl Reader<'_> {
         (self.at < self.text.len()).then(|| self.column())
     }
 
-    fn mapping(&mut self, column: usize, depth: usize) -> Option<Node> {
+    fn mapping(&mut self, column: usize, depth: usize) -> Option<Node<'t>> {
         if depth >= self.max_depth {
             return None;
         }
@@ -256,7 +258,7 @@ impl Reader<'_> {
     /// The value of a key with nothing after its `:` on its line: a block
     /// collection on the next lines (more indented, or a sequence at the
     /// key's column). With the indent of the line after it.
-    fn nested(&mut self, column: usize, depth: usize) -> Option<(Node, Option<usize>)> {
+    fn nested(&mut self, column: usize, depth: usize) -> Option<(Node<'t>, Option<usize>)> {
         // Nothing below (the end, or a line less indented): a null, left
         // to the event parser.
         let indent = self.end_of_line().ok()??;
@@ -274,7 +276,7 @@ impl Reader<'_> {
     }
 
     /// A one-line flow mapping or list, at its `{` or `[`.
-    fn flow(&mut self, depth: usize) -> Option<Node> {
+    fn flow(&mut self, depth: usize) -> Option<Node<'t>> {
         if depth >= self.max_depth {
             return None;
         }
@@ -332,7 +334,7 @@ impl Reader<'_> {
 
     /// A plain scalar of the usual characters, on one line; stops before
     /// its trailing spaces and before a `:` that ends it.
-    fn scalar(&mut self, in_flow: bool) -> Option<Node> {
+    fn scalar(&mut self, in_flow: bool) -> Option<Node<'t>> {
         let pos = self.pos();
         let start = self.at;
         let first = self.peek();
@@ -391,7 +393,7 @@ impl Reader<'_> {
         Some(Node {
             pos,
             value: Value::Scalar {
-                text: text.to_owned(),
+                text: Cow::Borrowed(text),
                 plain: true,
             },
         })

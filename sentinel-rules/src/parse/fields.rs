@@ -16,7 +16,7 @@ pub(crate) struct RuleFields<'n> {
     kind: &'static str,
     index: usize,
     pub(crate) pos: Position,
-    entries: Vec<(&'n str, Position, &'n Node, bool)>,
+    entries: Vec<(&'n str, Position, &'n Node<'n>, bool)>,
     /// Each field's place in `entries`, once there are more than
     /// [`SCAN_LIMIT`]: a rule may be written with any number of (unknown)
     /// fields, and each is looked up once.
@@ -36,7 +36,7 @@ impl<'n> RuleFields<'n> {
     pub(crate) fn new(
         kind: &'static str,
         index: usize,
-        node: &'n Node,
+        node: &'n Node<'n>,
         known: &'static [&'static str],
         problems: &mut Vec<Problem>,
     ) -> Option<Self> {
@@ -120,7 +120,7 @@ impl<'n> RuleFields<'n> {
     }
 
     /// The value of `field`, `None` when absent or null.
-    pub(crate) fn take(&mut self, field: &'static str) -> Option<&'n Node> {
+    pub(crate) fn take(&mut self, field: &'static str) -> Option<&'n Node<'n>> {
         let at = self.find(field)?;
         let entry = &mut self.entries[at];
         entry.3 = true;
@@ -247,7 +247,7 @@ impl<'n> RuleFields<'n> {
     }
 
     /// A list, its items left to the caller.
-    pub(crate) fn list(&mut self, field: &'static str) -> Option<&'n [Node]> {
+    pub(crate) fn list(&mut self, field: &'static str) -> Option<&'n [Node<'n>]> {
         let node = self.take(field)?;
         match &node.value {
             Value::Seq(items) => Some(items),
@@ -334,7 +334,7 @@ impl<'n> RuleFields<'n> {
     }
 }
 
-fn key_name<'n>(key: &'n Node, problems: &mut Vec<Problem>) -> Option<&'n str> {
+fn key_name<'n>(key: &'n Node<'n>, problems: &mut Vec<Problem>) -> Option<&'n str> {
     match &key.value {
         Value::Scalar { text, .. } => Some(text),
         Value::Invalid => None,

@@ -1,6 +1,8 @@
 //! A small YAML tree that keeps the position of every node, built from the
 //! parser's events with a cap on nesting and no anchors or aliases.
 
+use std::borrow::Cow;
+
 use saphyr_parser::input::SkipTabs;
 use saphyr_parser::{Event, Input, Marker, Parser, StrInput};
 
@@ -8,32 +10,33 @@ use crate::error::{Position, Problem};
 
 /// A node of the document and where it starts.
 #[derive(Debug)]
-pub(crate) struct Node {
+pub(crate) struct Node<'t> {
     pub(crate) pos: Position,
-    pub(crate) value: Value,
+    pub(crate) value: Value<'t>,
 }
 
 #[derive(Debug)]
-pub(crate) enum Value {
+pub(crate) enum Value<'t> {
     /// A scalar's text; `plain` when unquoted (only plain scalars are
-    /// numbers, booleans or null).
+    /// numbers, booleans or null). Borrowed from the file's text where
+    /// it is written out whole there.
     Scalar {
-        text: String,
+        text: Cow<'t, str>,
         plain: bool,
     },
-    Seq(Vec<Node>),
-    Map(Vec<(Node, Node)>),
+    Seq(Vec<Node<'t>>),
+    Map(Vec<(Node<'t>, Node<'t>)>),
     /// An alias, already reported: skipped without further complaint.
     Invalid,
 }
 
-impl Value {
+impl Value<'_> {
     /// What the node is, for "expected X, got Y" messages.
     pub(crate) fn describe(&self) -> String {
         match self {
             Value::Scalar { text, plain: true } => match super::scalar::resolve(text, true) {
                 super::scalar::Scalar::Str(s) => format!("{s:?}"),
-                _ => text.clone(),
+                _ => text.to_string(),
             },
             Value::Scalar { text, plain: false } => format!("the string {text:?}"),
             Value::Seq(_) => "a list".into(),
@@ -224,20 +227,20 @@ impl Input for Text<'_> {
     }
 }
 
-enum Frame {
-    Seq(Position, Vec<Node>),
-    Map(Position, Vec<(Node, Node)>, Option<Node>),
+enum Frame<'t> {
+    Seq(Position, Vec<Node<'t>>),
+    Map(Position, Vec<(Node<'t>, Node<'t>)>, Option<Node<'t>>),
 }
 
 /// The document's root node (`None` for a file with no content), with
 /// problems that do not stop the build (anchors, aliases, tags) pushed to
 /// `problems`. `Err` is a problem that stops it: a syntax error, nesting
 /// deeper than `max_depth`, a second document.
-pub(crate) fn build(
-    text: &str,
+pub(crate) fn build<'t>(
+    text: &'t str,
     max_depth: usize,
     problems: &mut Vec<Problem>,
-) -> Result<Option<Node>, Problem> {
+) -> Result<Option<Node<'t>>, Problem> {
     if let Some(root) = super::fast::build(text, max_depth) {
         return Ok(Some(root));
     }
@@ -245,14 +248,14 @@ pub(crate) fn build(
 }
 
 /// [`build`] through the event parser.
-fn from_events(
-    text: &str,
+fn from_events<'t>(
+    text: &'t str,
     max_depth: usize,
     problems: &mut Vec<Problem>,
-) -> Result<Option<Node>, Problem> {
+) -> Result<Option<Node<'t>>, Problem> {
     let mut parser = Parser::new(Text(StrInput::new(text)));
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut root: Option<Node> = None;
+    let mut stack: Vec<Frame<'t>> = Vec::new();
+    let mut root: Option<Node<'t>> = None;
     let mut documents = 0usize;
     while let Some(event) = parser.next_event() {
         let (event, span) =
@@ -305,7 +308,7 @@ fn from_events(
                 Node {
                     pos,
                     value: Value::Scalar {
-                        text: text.into_owned(),
+                        text: Cow::Owned(text.into_owned()),
                         plain: style == saphyr_parser::ScalarStyle::Plain,
                     },
                 }
@@ -406,7 +409,7 @@ mod tests {
     ];
 
     /// The tree's nodes and positions, for comparing two builds.
-    fn shape(root: &Option<Node>) -> String {
+    fn shape(root: &Option<Node<'_>>) -> String {
         format!("{root:?}")
     }
 
