@@ -21,6 +21,9 @@ pub(crate) struct RuleFields<'n> {
     /// [`SCAN_LIMIT`]: a rule may be written with any number of (unknown)
     /// fields, and each is looked up once.
     by_name: Map<&'n str, usize>,
+    /// The [`signature`]s of the fields' names, or-ed: most fields a kind
+    /// knows are absent from a rule, and are found absent by one test.
+    signatures: u64,
     known: &'static [&'static str],
     /// Fields already reported, so the core does not report them again;
     /// each once (a list field may have a problem per item).
@@ -63,6 +66,7 @@ impl<'n> RuleFields<'n> {
             pos: node.pos,
             entries: Vec::with_capacity(map.len()),
             by_name: Map::default(),
+            signatures: 0,
             known,
             bad: Vec::new(),
             problems: Vec::new(),
@@ -84,6 +88,7 @@ impl<'n> RuleFields<'n> {
                 continue;
             }
             fields.entries.push((name, key.pos, value, false));
+            fields.signatures |= signature(name);
             if fields.entries.len() > SCAN_LIMIT {
                 if fields.by_name.is_empty() {
                     let names = fields.entries.iter().enumerate();
@@ -98,6 +103,9 @@ impl<'n> RuleFields<'n> {
 
     /// Where field `name` is in `entries`.
     fn find(&self, name: &str) -> Option<usize> {
+        if self.signatures & signature(name) == 0 {
+            return None;
+        }
         match self.entries.len() > SCAN_LIMIT {
             true => self.by_name.get(name).copied(),
             false => self.entries.iter().position(|entry| entry.0 == name),
@@ -332,6 +340,12 @@ impl<'n> RuleFields<'n> {
         let (_, _, node, used) = self.entries[at];
         used.then_some(node.pos)
     }
+}
+
+/// One bit of 64 for a field name, from its length and first byte.
+fn signature(name: &str) -> u64 {
+    let first = name.as_bytes().first().copied().unwrap_or(0);
+    1 << ((name.len() * 31 + usize::from(first)) % 64)
 }
 
 fn key_name<'n>(key: &'n Node<'n>, problems: &mut Vec<Problem>) -> Option<&'n str> {
