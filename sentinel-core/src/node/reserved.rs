@@ -44,6 +44,15 @@ pub(crate) struct TooManyNames {
 }
 
 impl ReservedNames {
+    /// No names yet, with room for `resources` resources (the tables are
+    /// not grown and rehashed name by name).
+    pub(crate) fn with_capacity(resources: usize) -> Self {
+        ReservedNames {
+            resources: HashMap::with_capacity_and_hasher(resources, NameHasher::default()),
+            ..ReservedNames::default()
+        }
+    }
+
     /// Whether a rule mentions resource `name`.
     #[inline]
     pub(crate) fn resource(&self, name: &str) -> bool {
@@ -85,11 +94,11 @@ impl ReservedNames {
         name: &str,
         max: usize,
     ) -> Result<&mut HashSet<Arc<str>, NameHasher>, TooManyNames> {
-        if !self.resources.contains_key(name) {
-            self.count_one(max)?;
-            self.resources.insert(name.into(), HashSet::default());
+        if self.resources.contains_key(name) {
+            return self.resources.get_mut(name).ok_or(TooManyNames { max });
         }
-        self.resources.get_mut(name).ok_or(TooManyNames { max })
+        self.count_one(max)?;
+        Ok(self.resources.entry(name.into()).or_default())
     }
 
     /// Adds origin `origin` of `resource` (and the resource).

@@ -67,19 +67,16 @@ impl<C: CompiledRule> KindSet<C> {
         let mut building: ByResource<Building<'_, C>> = ByResource::default();
         for rule in &rules {
             let resource = C::resource(rule);
-            let (list, reusable) = match building.get_mut(resource) {
-                Some(entry) => entry,
-                None => {
-                    let reusable = old.by_resource.get(resource).map(|old| Reusable {
-                        old,
-                        taken: Vec::new(),
-                        next: 0,
-                    });
-                    building
-                        .entry(resource.to_owned())
-                        .or_insert((Vec::new(), reusable))
-                }
-            };
+            // One hash for a resource's first rule (the usual one rule
+            // per resource); a further rule's key is dropped.
+            let (list, reusable) = building.entry(resource.to_owned()).or_insert_with(|| {
+                let reusable = old.by_resource.get(resource).map(|old| Reusable {
+                    old,
+                    taken: Vec::new(),
+                    next: 0,
+                });
+                (Vec::with_capacity(1), reusable)
+            });
             let same = reusable.as_mut().and_then(|r| r.take(rule));
             list.push(same.unwrap_or_else(|| Arc::new(C::compile(rule))));
         }

@@ -61,21 +61,20 @@ impl ResourceRules {
 
 impl RuleSet {
     pub(crate) fn build(version: u32, parts: RuleSetParts) -> Self {
-        let mut names: Vec<&str> = parts
-            .flow
-            .by_resource
-            .keys()
-            .chain(parts.authority.by_resource.keys())
-            .chain(parts.degrade.by_resource.keys())
-            .chain(parts.param.by_resource.keys())
-            .map(String::as_str)
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        let mut index = HashMap::with_capacity_and_hasher(names.len(), Default::default());
-        let mut resources = Vec::with_capacity(names.len());
-        for resource in names {
-            let flow = parts.flow.of(resource);
+        // Each resource once, in no particular order (a resource's place
+        // is only ever found through `index`): the flow rules' resources
+        // with their lists at hand, then the other kinds' not among them.
+        let most = parts.flow.by_resource.len()
+            + parts.authority.by_resource.len()
+            + parts.degrade.by_resource.len()
+            + parts.param.by_resource.len();
+        let mut index: HashMap<Box<str>, u32, _> =
+            HashMap::with_capacity_and_hasher(most, Default::default());
+        let mut resources = Vec::with_capacity(most);
+        let of = |resource: &str, flow: Option<&Vec<Arc<CompiledFlow>>>| {
+            let flow: Box<[Arc<CompiledFlow>]> = flow
+                .map(|list| list.clone().into_boxed_slice())
+                .unwrap_or_default();
             let mut named: Vec<Box<str>> = flow
                 .iter()
                 .filter(|c| c.rule().names_origin())
@@ -83,15 +82,27 @@ impl RuleSet {
                 .collect();
             named.sort();
             named.dedup();
-            index.insert(resource.into(), resources.len() as u32);
-            resources.push(ResourceRules {
+            ResourceRules {
                 authority: parts.authority.of(resource),
                 degrade: parts.degrade.of(resource),
                 param: parts.param.of(resource),
                 flow_windows: flow.iter().any(|c| c.has_window()),
                 flow,
                 named_origins: named.into_boxed_slice(),
-            });
+            }
+        };
+        for (resource, flow) in &parts.flow.by_resource {
+            index.insert(resource.as_str().into(), resources.len() as u32);
+            resources.push(of(resource, Some(flow)));
+        }
+        let others = (parts.authority.by_resource.keys())
+            .chain(parts.degrade.by_resource.keys())
+            .chain(parts.param.by_resource.keys());
+        for resource in others {
+            if !index.contains_key(resource.as_str()) {
+                index.insert(resource.as_str().into(), resources.len() as u32);
+                resources.push(of(resource, None));
+            }
         }
         RuleSet {
             version,

@@ -157,7 +157,13 @@ impl Sentinel {
     /// the resource did.
     pub(super) fn reserve_names(&self, parts: &RuleSetParts) -> Result<(), RuleErrors> {
         let max = self.max_rule_names;
-        let mut reserved = ReservedNames::default();
+        // Each resource with rules is named (room for all, up to the cap;
+        // a resource with rules of two kinds is counted twice).
+        let resources = parts.flow.by_resource.len()
+            + parts.degrade.by_resource.len()
+            + parts.param.by_resource.len()
+            + parts.authority.by_resource.len();
+        let mut reserved = ReservedNames::with_capacity(resources.min(max));
         let mut add = |kind: &'static str, rules: &mut dyn Iterator<Item = Vec<RuleName<'_>>>| {
             for (index, names) in rules.enumerate() {
                 let resource = names.first().map_or("", |n| n.name);

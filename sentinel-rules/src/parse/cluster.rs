@@ -57,7 +57,7 @@ pub(crate) fn config(f: &mut RuleFields<'_>) -> Read {
     let mut seen: Vec<&str> = Vec::new();
     for (key, value) in entries {
         let name = match &key.value {
-            Value::Scalar { text, .. } => text.as_str(),
+            Value::Scalar { text, .. } => text.as_ref(),
             _ => "?",
         };
         let part = format!("{FIELD}.{name}");
@@ -94,7 +94,7 @@ pub(crate) fn config(f: &mut RuleFields<'_>) -> Read {
     read
 }
 
-fn scalar(node: &Node) -> Option<Scalar<'_>> {
+fn scalar<'a>(node: &'a Node<'_>) -> Option<Scalar<'a>> {
     match &node.value {
         Value::Scalar { text, plain } => Some(resolve(text, *plain)),
         _ => None,
@@ -102,7 +102,7 @@ fn scalar(node: &Node) -> Option<Scalar<'_>> {
 }
 
 /// A whole number in `0..=max`, `None` for null.
-fn whole(node: &Node, max: i128) -> Result<Option<i128>, String> {
+fn whole(node: &Node<'_>, max: i128) -> Result<Option<i128>, String> {
     match scalar(node) {
         Some(Scalar::Null) => Ok(None),
         Some(Scalar::Int(i)) if (0..=max).contains(&i) => Ok(Some(i)),
@@ -114,7 +114,7 @@ fn whole(node: &Node, max: i128) -> Result<Option<i128>, String> {
     }
 }
 
-fn flag(node: &Node) -> Result<Option<bool>, String> {
+fn flag(node: &Node<'_>) -> Result<Option<bool>, String> {
     match scalar(node) {
         Some(Scalar::Null) => Ok(None),
         Some(Scalar::Bool(b)) => Ok(Some(b)),
@@ -125,7 +125,7 @@ fn flag(node: &Node) -> Result<Option<bool>, String> {
     }
 }
 
-fn threshold_type(node: &Node) -> Result<Option<ClusterThresholdType>, String> {
+fn threshold_type(node: &Node<'_>) -> Result<Option<ClusterThresholdType>, String> {
     match &node.value {
         Value::Scalar { text, .. } if text == "global" => Ok(Some(ClusterThresholdType::Global)),
         Value::Scalar { text, .. } if text == "avg_local" => {
@@ -143,7 +143,7 @@ fn threshold_type(node: &Node) -> Result<Option<ClusterThresholdType>, String> {
 /// each rule whose flow id another rule uses with another threshold is
 /// reported at its `flow_id`.
 pub(crate) fn flow_rules(
-    nodes: &[Node],
+    nodes: &[Node<'_>],
     problems: &mut Vec<Problem>,
     max_name_len: usize,
 ) -> Vec<FlowRule> {
@@ -175,8 +175,8 @@ pub(crate) fn flow_rules(
 }
 
 /// Where `cluster_config.flow_id` is written in a rule's mapping.
-fn flow_id_position(rule: &Node) -> Option<Position> {
-    let field = |node: &Node, name: &str| -> Option<Position> {
+fn flow_id_position(rule: &Node<'_>) -> Option<Position> {
+    let field = |node: &Node<'_>, name: &str| -> Option<Position> {
         let Value::Map(entries) = &node.value else {
             return None;
         };

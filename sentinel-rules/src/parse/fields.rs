@@ -16,19 +16,21 @@ pub(crate) struct RuleFields<'n> {
     kind: &'static str,
     index: usize,
     pub(crate) pos: Position,
-    entries: Vec<(&'n str, Position, &'n Node, bool)>,
+    entries: Vec<(&'n str, Position, &'n Node<'n>, bool)>,
     /// Each field's place in `entries`, once there are more than
     /// [`SCAN_LIMIT`]: a rule may be written with any number of (unknown)
     /// fields, and each is looked up once.
     by_name: Map<&'n str, usize>,
+    /// The [`signature`]s of the fields' names, or-ed: most fields a kind
+    /// knows are absent from a rule, and are found absent by one test.
+    signatures: u64,
     known: &'static [&'static str],
-    /// Where each field read was written (its value's position).
-    positions: Vec<(&'static str, Position)>,
     /// Fields already reported, so the core does not report them again;
     /// each once (a list field may have a problem per item).
     bad: Vec<&'static str>,
     problems: Vec<Problem>,
-    resource: Option<String>,
+    /// The resource as written, to name the rule in its problems.
+    resource: Option<&'n str>,
 }
 
 impl<'n> RuleFields<'n> {
@@ -37,7 +39,7 @@ impl<'n> RuleFields<'n> {
     pub(crate) fn new(
         kind: &'static str,
         index: usize,
-        node: &'n Node,
+        node: &'n Node<'n>,
         known: &'static [&'static str],
         problems: &mut Vec<Problem>,
     ) -> Option<Self> {
@@ -62,10 +64,10 @@ impl<'n> RuleFields<'n> {
             kind,
             index,
             pos: node.pos,
-            entries: Vec::new(),
+            entries: Vec::with_capacity(map.len()),
             by_name: Map::default(),
+            signatures: 0,
             known,
-            positions: Vec::new(),
             bad: Vec::new(),
             problems: Vec::new(),
             resource: None,
@@ -86,6 +88,7 @@ impl<'n> RuleFields<'n> {
                 continue;
             }
             fields.entries.push((name, key.pos, value, false));
+            fields.signatures |= signature(name);
             if fields.entries.len() > SCAN_LIMIT {
                 if fields.by_name.is_empty() {
                     let names = fields.entries.iter().enumerate();
@@ -100,6 +103,9 @@ impl<'n> RuleFields<'n> {
 
     /// Where field `name` is in `entries`.
     fn find(&self, name: &str) -> Option<usize> {
+        if self.signatures & signature(name) == 0 {
+            return None;
+        }
         match self.entries.len() > SCAN_LIMIT {
             true => self.by_name.get(name).copied(),
             false => self.entries.iter().position(|entry| entry.0 == name),
@@ -122,12 +128,11 @@ impl<'n> RuleFields<'n> {
     }
 
     /// The value of `field`, `None` when absent or null.
-    pub(crate) fn take(&mut self, field: &'static str) -> Option<&'n Node> {
+    pub(crate) fn take(&mut self, field: &'static str) -> Option<&'n Node<'n>> {
         let at = self.find(field)?;
         let entry = &mut self.entries[at];
         entry.3 = true;
         let node = entry.2;
-        self.positions.push((field, node.pos));
         match &node.value {
             Value::Invalid => {
                 self.mark_bad(field);
@@ -148,9 +153,14 @@ impl<'n> RuleFields<'n> {
     }
 
     pub(crate) fn string(&mut self, field: &'static str) -> Option<String> {
+        self.str(field).map(str::to_owned)
+    }
+
+    /// The text of string `field`, borrowed from the tree.
+    fn str(&mut self, field: &'static str) -> Option<&'n str> {
         let node = self.take(field)?;
         match &node.value {
-            Value::Scalar { text, .. } => Some(text.clone()),
+            Value::Scalar { text, .. } => Some(text),
             other => {
                 let message = format!("must be a string, got {}", other.describe());
                 self.report(field, node.pos, message);
@@ -161,9 +171,9 @@ impl<'n> RuleFields<'n> {
 
     /// The resource, also kept to name the rule in its problems.
     pub(crate) fn resource(&mut self) -> Option<String> {
-        let resource = self.string("resource");
-        self.resource.clone_from(&resource);
-        self.required("resource", resource)
+        let resource = self.str("resource");
+        self.resource = resource;
+        self.required("resource", resource).map(str::to_owned)
     }
 
     pub(crate) fn number(&mut self, field: &'static str) -> Option<f64> {
@@ -245,7 +255,7 @@ impl<'n> RuleFields<'n> {
     }
 
     /// A list, its items left to the caller.
-    pub(crate) fn list(&mut self, field: &'static str) -> Option<&'n [Node]> {
+    pub(crate) fn list(&mut self, field: &'static str) -> Option<&'n [Node<'n>]> {
         let node = self.take(field)?;
         match &node.value {
             Value::Seq(items) => Some(items),
@@ -277,7 +287,7 @@ impl<'n> RuleFields<'n> {
         RuleRef {
             kind: self.kind,
             index: self.index,
-            resource: self.resource.clone(),
+            resource: self.resource.map(str::to_owned),
         }
     }
 
@@ -292,7 +302,7 @@ impl<'n> RuleFields<'n> {
         problems: &mut Vec<Problem>,
     ) {
         let (all, mut known) = (self.known, None);
-        for (name, key, _, used) in std::mem::take(&mut self.entries) {
+        for &(name, key, _, used) in &self.entries {
             if !used {
                 let known = known.get_or_insert_with(|| all.join(", "));
                 let message = format!("is not a field of a {} rule (known: {known})", self.kind);
@@ -314,6 +324,9 @@ impl<'n> RuleFields<'n> {
                 ..Problem::new(Some(pos), error.message)
             });
         }
+        if self.problems.is_empty() {
+            return;
+        }
         let rule = self.rule_ref();
         problems.extend(self.problems.into_iter().map(|p| Problem {
             rule: Some(rule.clone()),
@@ -321,15 +334,21 @@ impl<'n> RuleFields<'n> {
         }));
     }
 
+    /// Where field `field` was read from (its value's position).
     fn position_of(&self, field: &str) -> Option<Position> {
-        self.positions
-            .iter()
-            .find(|(name, _)| *name == field)
-            .map(|(_, pos)| *pos)
+        let at = self.find(field)?;
+        let (_, _, node, used) = self.entries[at];
+        used.then_some(node.pos)
     }
 }
 
-fn key_name<'n>(key: &'n Node, problems: &mut Vec<Problem>) -> Option<&'n str> {
+/// One bit of 64 for a field name, from its length and first byte.
+fn signature(name: &str) -> u64 {
+    let first = name.as_bytes().first().copied().unwrap_or(0);
+    1 << ((name.len() * 31 + usize::from(first)) % 64)
+}
+
+fn key_name<'n>(key: &'n Node<'n>, problems: &mut Vec<Problem>) -> Option<&'n str> {
     match &key.value {
         Value::Scalar { text, .. } => Some(text),
         Value::Invalid => None,

@@ -21,7 +21,7 @@ fn with_names(mut problems: Vec<RuleError>, names: Vec<RuleError>) -> Vec<RuleEr
 
 pub(crate) fn flow(
     index: usize,
-    node: &Node,
+    node: &Node<'_>,
     max_name_len: usize,
     problems: &mut Vec<Problem>,
 ) -> Option<FlowRule> {
@@ -107,7 +107,7 @@ pub(crate) fn flow(
 
 pub(crate) fn degrade(
     index: usize,
-    node: &Node,
+    node: &Node<'_>,
     max_name_len: usize,
     problems: &mut Vec<Problem>,
 ) -> Option<DegradeRule> {
@@ -162,7 +162,7 @@ pub(crate) fn degrade(
 
 pub(crate) fn system(
     index: usize,
-    node: &Node,
+    node: &Node<'_>,
     _max_name_len: usize,
     problems: &mut Vec<Problem>,
 ) -> Option<SystemRule> {
@@ -189,7 +189,7 @@ pub(crate) fn system(
 
 pub(crate) fn authority(
     index: usize,
-    node: &Node,
+    node: &Node<'_>,
     max_name_len: usize,
     problems: &mut Vec<Problem>,
 ) -> Option<AuthorityRule> {
@@ -227,10 +227,10 @@ pub(crate) fn authority(
 }
 
 /// `limit_app`: a list of origins, or one origin.
-fn origins(f: &mut RuleFields<'_>, node: &Node) -> Option<Vec<String>> {
-    let items: &[Node] = match &node.value {
+fn origins(f: &mut RuleFields<'_>, node: &Node<'_>) -> Option<Vec<String>> {
+    let items: &[Node<'_>] = match &node.value {
         Value::Seq(items) => items,
-        Value::Scalar { text, .. } => return Some(vec![text.clone()]),
+        Value::Scalar { text, .. } => return Some(vec![text.to_string()]),
         other => {
             let message = format!("must be a list of origins, got {}", other.describe());
             f.report_in("limit_app", "limit_app".into(), node.pos, message);
@@ -240,7 +240,7 @@ fn origins(f: &mut RuleFields<'_>, node: &Node) -> Option<Vec<String>> {
     let mut list = Vec::new();
     for (i, item) in items.iter().enumerate() {
         match &item.value {
-            Value::Scalar { text, .. } => list.push(text.clone()),
+            Value::Scalar { text, .. } => list.push(text.to_string()),
             other => {
                 let message = format!("must be an origin name, got {}", other.describe());
                 f.report_in("limit_app", format!("limit_app[{i}]"), item.pos, message);
@@ -252,7 +252,7 @@ fn origins(f: &mut RuleFields<'_>, node: &Node) -> Option<Vec<String>> {
 
 pub(crate) fn param_flow(
     index: usize,
-    node: &Node,
+    node: &Node<'_>,
     max_name_len: usize,
     problems: &mut Vec<Problem>,
 ) -> Option<ParamFlowRule> {
@@ -343,7 +343,7 @@ pub(crate) fn param_flow(
 /// order of the returned items.
 fn items(
     f: &mut RuleFields<'_>,
-    nodes: &[Node],
+    nodes: &[Node<'_>],
     positions: &mut Vec<(Position, Position)>,
 ) -> Vec<ParamFlowItem> {
     const FIELD: &str = "param_flow_item_list";
@@ -362,7 +362,7 @@ fn items(
         let mut ok = true;
         for (key, v) in entries {
             let name = match &key.value {
-                Value::Scalar { text, .. } => text.as_str(),
+                Value::Scalar { text, .. } => text.as_ref(),
                 _ => "?",
             };
             match name {
@@ -406,7 +406,7 @@ fn items(
     items
 }
 
-fn number(node: &Node) -> Option<f64> {
+fn number(node: &Node<'_>) -> Option<f64> {
     let Value::Scalar { text, plain } = &node.value else {
         return None;
     };
@@ -419,7 +419,7 @@ fn number(node: &Node) -> Option<f64> {
 
 /// An item's value: a string, a whole number or a boolean, as written
 /// (`7` is a number, `"7"` a string).
-fn item_value(node: &Node) -> Result<ParamValue, String> {
+fn item_value(node: &Node<'_>) -> Result<ParamValue, String> {
     let got = || {
         format!(
             "must be a string, a whole number or a boolean, got {}",

@@ -3,6 +3,7 @@
 //! (`kinds`).
 
 mod cluster;
+mod fast;
 mod fields;
 mod kinds;
 mod percentiles;
@@ -105,13 +106,13 @@ pub(crate) fn too_large(file: &str, options: &LoadOptions) -> FileError {
 
 /// Reads rule `index` of a kind from its node, names limited to
 /// `max_name_len` bytes.
-type Read<R> = fn(usize, &Node, usize, &mut Vec<Problem>) -> Option<R>;
+type Read<R> = fn(usize, &Node<'_>, usize, &mut Vec<Problem>) -> Option<R>;
 
-fn is_null(node: &Node) -> bool {
+fn is_null(node: &Node<'_>) -> bool {
     matches!(&node.value, Value::Scalar { text, plain: true } if scalar::resolve(text, true) == scalar::Scalar::Null)
 }
 
-fn document(root: &Node, max_name_len: usize, problems: &mut Vec<Problem>) -> RuleFile {
+fn document(root: &Node<'_>, max_name_len: usize, problems: &mut Vec<Problem>) -> RuleFile {
     let mut file = RuleFile::default();
     let Value::Map(entries) = &root.value else {
         problems.push(Problem::new(
@@ -136,7 +137,7 @@ fn document(root: &Node, max_name_len: usize, problems: &mut Vec<Problem>) -> Ru
             }
             continue;
         };
-        if let Some(first) = seen.get(name.as_str()) {
+        if let Some(first) = seen.get(name.as_ref()) {
             problems.push(Problem::new(
                 Some(key.pos),
                 format!(
@@ -147,7 +148,7 @@ fn document(root: &Node, max_name_len: usize, problems: &mut Vec<Problem>) -> Ru
             continue;
         }
         seen.insert(name, key.pos);
-        let rules = |problems: &mut Vec<Problem>| -> &[Node] {
+        let rules = |problems: &mut Vec<Problem>| -> &[Node<'_>] {
             match &value.value {
                 Value::Seq(items) => items,
                 _ if is_null(value) => &[],
@@ -162,7 +163,7 @@ fn document(root: &Node, max_name_len: usize, problems: &mut Vec<Problem>) -> Ru
             }
         };
         fn each<R>(
-            nodes: &[Node],
+            nodes: &[Node<'_>],
             problems: &mut Vec<Problem>,
             max_name_len: usize,
             read: Read<R>,
@@ -173,9 +174,11 @@ fn document(root: &Node, max_name_len: usize, problems: &mut Vec<Problem>) -> Ru
             }
             out
         }
-        match name.as_str() {
+        match name.as_ref() {
             "version" => match &value.value {
-                Value::Scalar { text, .. } if !is_null(value) => file.version = Some(text.clone()),
+                Value::Scalar { text, .. } if !is_null(value) => {
+                    file.version = Some(text.to_string())
+                }
                 Value::Scalar { .. } | Value::Invalid => {}
                 other => problems.push(Problem::new(
                     Some(value.pos),

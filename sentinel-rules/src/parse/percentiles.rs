@@ -8,7 +8,11 @@ use crate::error::{Position, Problem};
 
 /// The resource names of a `track_percentiles` value: a list of non-empty
 /// strings of at most `max_name_len` bytes, each once.
-pub(crate) fn names(value: &Node, max_name_len: usize, problems: &mut Vec<Problem>) -> Vec<String> {
+pub(crate) fn names(
+    value: &Node<'_>,
+    max_name_len: usize,
+    problems: &mut Vec<Problem>,
+) -> Vec<String> {
     let items = match &value.value {
         Value::Seq(items) => items,
         Value::Invalid => return Vec::new(),
@@ -59,7 +63,7 @@ pub(crate) fn names(value: &Node, max_name_len: usize, problems: &mut Vec<Proble
             )));
             continue;
         }
-        if let Some(first) = seen.get(name.as_str()) {
+        if let Some(first) = seen.get(name.as_ref()) {
             problems.push(problem(format!(
                 "lists {name:?} twice (first at {}:{})",
                 first.line, first.column
@@ -67,7 +71,7 @@ pub(crate) fn names(value: &Node, max_name_len: usize, problems: &mut Vec<Proble
             continue;
         }
         seen.insert(name, item.pos);
-        names.push(name.clone());
+        names.push(name.to_string());
     }
     names
 }

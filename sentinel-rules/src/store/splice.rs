@@ -40,7 +40,7 @@ impl Layout {
             if !starts_line || !after {
                 return Ok(None);
             }
-            keys.push((name, line));
+            keys.push((name.into_owned(), line));
         }
         Ok(Some(Layout { keys }))
     }
