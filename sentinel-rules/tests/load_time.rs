@@ -18,9 +18,10 @@ fn cpu_time() -> Option<Duration> {
     Some(Duration::from_nanos(nanos))
 }
 
-/// The least CPU time of three runs of `f`.
-fn least_of_three(mut f: impl FnMut()) -> Option<Duration> {
-    (0..3)
+/// The least CPU time of five runs of `f`: what it costs, without what
+/// other processes of a shared machine took from it.
+fn least_of_five(mut f: impl FnMut()) -> Option<Duration> {
+    (0..5)
         .map(|_| {
             let start = cpu_time()?;
             f();
@@ -45,7 +46,13 @@ fn at_size_limit(head: &str, line: impl Fn(usize) -> String) -> String {
 
 /// Parses `text` and applies it to a fresh instance when it is valid.
 fn parse_and_apply(text: &str) {
-    let sentinel = Sentinel::builder().clock(ManualClock::new(0)).build();
+    // The caps on names and memory are raised so that the largest files
+    // (over 100 000 distinct names) are applied in full, not refused.
+    let sentinel = Sentinel::builder()
+        .clock(ManualClock::new(0))
+        .max_rule_names(10_000_000)
+        .rule_memory_budget(usize::MAX)
+        .build();
     if let Ok(file) = parse_str_with(text, "rules.yaml", &LoadOptions::default()) {
         apply(&sentinel, file).expect("a parsed file applies");
     }
@@ -57,7 +64,7 @@ fn assert_within(name: &str, text: &str, bound: Duration) {
         "{name}: {} bytes",
         text.len()
     );
-    if let Some(took) = least_of_three(|| parse_and_apply(text)) {
+    if let Some(took) = least_of_five(|| parse_and_apply(text)) {
         assert!(took <= bound, "{name}: {took:?} > {bound:?}");
     }
 }
@@ -121,12 +128,13 @@ fn ten_thousand_rules_reload_in_25_ms() {
     let files = [ten_thousand_rules(0), ten_thousand_rules(1)];
     apply(&sentinel, parse_str(&files[1], "rules.yaml").unwrap()).unwrap();
     let mut round = 0;
-    let took = least_of_three(|| {
+    let took = least_of_five(|| {
         round += 1;
         let file = parse_str(&files[round % 2], "rules.yaml").unwrap();
         apply(&sentinel, file).unwrap();
     });
     if let Some(took) = took {
+        println!("10 000 rules parsed and applied in {took:?} of CPU time");
         assert!(took <= Duration::from_millis(25), "{took:?}");
     }
 }
