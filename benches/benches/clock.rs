@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rustix::time::{ClockId, clock_gettime};
-use sentinel_core::{Clock, ManualClock, MonotonicClock, SystemClock};
+use sentinel_flow_core::{Clock, ManualClock, MonotonicClock, SystemClock};
 
 fn clocks(c: &mut Criterion) {
     let mut group = c.benchmark_group("clock");

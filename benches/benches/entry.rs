@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use benches::Pool;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use sentinel_core::{Resource, Sentinel};
+use sentinel_flow_core::{Resource, Sentinel};
 
 fn entry_exit(c: &mut Criterion) {
     // Leaked so that the workers' closures can be 'static.

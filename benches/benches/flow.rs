@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use benches::Pool;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use sentinel_core::flow::{ControlBehavior, FlowGrade, FlowRule};
-use sentinel_core::{Resource, Sentinel};
+use sentinel_flow_core::flow::{ControlBehavior, FlowGrade, FlowRule};
+use sentinel_flow_core::{Resource, Sentinel};
 
 /// A threshold no bench reaches: 10^11 entries a second.
 const NEVER: f64 = 1e11;

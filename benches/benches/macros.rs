@@ -16,8 +16,8 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use once_cell::sync::Lazy;
-use sentinel_core::{BlockError, Resource};
-use sentinel_macros::sentinel_resource;
+use sentinel_flow_core::{BlockError, Resource};
+use sentinel_flow_macros::sentinel_resource;
 
 /// The call's own work: a few cycles, so the entry dominates.
 #[inline(always)]

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use benches::Pool;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use sentinel_core::{Resource, Sentinel};
+use sentinel_flow_core::{Resource, Sentinel};
 
 fn percentiles(c: &mut Criterion) {
     // Leaked so that the workers' closures can be 'static.

@@ -14,8 +14,8 @@
 use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use sentinel_core::{ManualClock, Sentinel};
-use sentinel_rules::{DEFAULT_MAX_SIZE, apply, parse_str};
+use sentinel_flow_core::{ManualClock, Sentinel};
+use sentinel_flow_rules::{DEFAULT_MAX_SIZE, apply, parse_str};
 
 fn ten_thousand(offset: usize) -> String {
     let mut text = String::from("flow:\n");

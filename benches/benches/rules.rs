@@ -18,11 +18,11 @@ use std::sync::Arc;
 use benches::Pool;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::hotspot::ParamFlowRule;
-use sentinel_core::system::SystemRule;
-use sentinel_core::{EntryType, ParamValue, Resource, Sentinel};
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::hotspot::ParamFlowRule;
+use sentinel_flow_core::system::SystemRule;
+use sentinel_flow_core::{EntryType, ParamValue, Resource, Sentinel};
 
 /// A threshold no bench reaches.
 const NEVER: f64 = 1e15;

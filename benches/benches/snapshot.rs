@@ -20,9 +20,9 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::FlowRule;
-use sentinel_core::{DEFAULT_MAX_RESOURCES, ManualClock, Sentinel};
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::{DEFAULT_MAX_RESOURCES, ManualClock, Sentinel};
 
 const RESOURCES: usize = DEFAULT_MAX_RESOURCES;
 /// 2023-11-14 22:13:20 UTC.

@@ -18,9 +18,9 @@ use std::time::Duration;
 use benches::Pool;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use once_cell::sync::Lazy;
-use sentinel_core::node::StatisticNode;
-use sentinel_core::stat::{Adder, StatConfig};
-use sentinel_core::{Clock, SystemClock};
+use sentinel_flow_core::node::StatisticNode;
+use sentinel_flow_core::stat::{Adder, StatConfig};
+use sentinel_flow_core::{Clock, SystemClock};
 
 /// The workers every case runs on (persistent, as a service's threads are).
 static POOL: Lazy<Pool> = Lazy::new(|| Pool::new(2));

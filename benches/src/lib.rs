@@ -1,7 +1,7 @@
 //! Helpers shared by the benchmarks.
 //!
 //! [`Pool`] runs a measured loop on persistent worker threads. A node is
-//! owned by the first thread that writes it (see `sentinel-core`'s `stat`
+//! owned by the first thread that writes it (see `sentinel-flow-core`'s `stat`
 //! module), as it is in a service whose worker threads live for the whole
 //! process; spawning fresh threads for every sample would instead measure
 //! ownership changing hands, and a thread's exit is only visible once its

@@ -20,8 +20,8 @@ use axum::Router;
 use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::routing::get;
-use sentinel_rules::RuleWatcher;
-use sentinel_tower::SentinelLayer;
+use sentinel_flow_rules::RuleWatcher;
+use sentinel_flow_tower::SentinelLayer;
 
 const RESOURCES: [&str; 3] = ["GET:/orders/{id}", "GET:/payments", "GET:/admin"];
 
@@ -54,7 +54,7 @@ async fn main() {
         }
     }
 
-    let sentinel = sentinel_core::global();
+    let sentinel = sentinel_flow_core::global();
     let watch = RuleWatcher::new(&path)
         .interval(Duration::from_millis(500))
         .on_success(|loaded| println!("rules loaded: {:?}", loaded.counts))

@@ -11,8 +11,8 @@
 
 use std::fmt::Write as _;
 
-use sentinel_core::flow::FlowRule;
-use sentinel_core::{DEFAULT_MAX_NAME_LEN, ManualClock, Sentinel};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::{DEFAULT_MAX_NAME_LEN, ManualClock, Sentinel};
 
 /// Resident memory in bytes, from /proc/self/statm.
 fn resident_bytes() -> Option<u64> {

@@ -19,13 +19,13 @@
 //! valgrind --tool=callgrind target/release/examples/entry_loop handle 100000
 //! ```
 
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::{ControlBehavior, FlowRule};
-use sentinel_core::hotspot::ParamFlowRule;
-use sentinel_core::slot::{EntryContext, Slot, order};
-use sentinel_core::system::SystemRule;
-use sentinel_core::{BlockError, EntryType, ManualClock, ParamValue, Sentinel};
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::{ControlBehavior, FlowRule};
+use sentinel_flow_core::hotspot::ParamFlowRule;
+use sentinel_flow_core::slot::{EntryContext, Slot, order};
+use sentinel_flow_core::system::SystemRule;
+use sentinel_flow_core::{BlockError, EntryType, ManualClock, ParamValue, Sentinel};
 
 /// A threshold no case reaches.
 const NEVER: f64 = 1e12;

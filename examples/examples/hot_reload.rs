@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use sentinel_rules::RuleWatcher;
+use sentinel_flow_rules::RuleWatcher;
 
 const WORKERS: usize = 3;
 const RESOURCE: &str = "GET:/orders";
@@ -30,7 +30,7 @@ fn main() {
         }
     }
 
-    let sentinel = sentinel_core::global();
+    let sentinel = sentinel_flow_core::global();
     let watch = RuleWatcher::new(&path)
         .interval(Duration::from_millis(500))
         .on_success(|loaded| {
@@ -47,7 +47,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let limit = |s: &sentinel_core::Sentinel| {
+    let limit = |s: &sentinel_flow_core::Sentinel| {
         s.rule_book()
             .flow
             .iter()

@@ -23,9 +23,9 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use sentinel_core::Sentinel;
-use sentinel_core::flow::FlowRule;
-use sentinel_tower::SentinelLayer;
+use sentinel_flow_core::Sentinel;
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_tower::SentinelLayer;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 

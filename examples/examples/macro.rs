@@ -10,9 +10,9 @@
 //!
 //! Run: `cargo run -p examples --example macro`
 
-use sentinel_core::flow::{self, FlowRule};
-use sentinel_core::{BlockError, global};
-use sentinel_macros::sentinel_resource;
+use sentinel_flow_core::flow::{self, FlowRule};
+use sentinel_flow_core::{BlockError, global};
+use sentinel_flow_macros::sentinel_resource;
 
 #[derive(Debug)]
 enum OrderError {

@@ -5,7 +5,7 @@
 //! Run: `cargo run --release -p examples --example memory [resources]`
 //! (Linux: reads /proc/self/statm.)
 
-use sentinel_core::{ManualClock, Sentinel};
+use sentinel_flow_core::{ManualClock, Sentinel};
 
 /// Resident memory in bytes, from /proc/self/statm.
 fn resident_bytes() -> Option<u64> {

@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use once_cell::sync::Lazy;
-use sentinel_core::flow::{self, FlowRule};
-use sentinel_core::{BlockError, Resource};
+use sentinel_flow_core::flow::{self, FlowRule};
+use sentinel_flow_core::{BlockError, Resource};
 
 const WORKERS: u64 = 4;
 
@@ -44,7 +44,7 @@ fn main() {
         .nth(1)
         .and_then(|arg| arg.parse().ok())
         .unwrap_or(5);
-    let sentinel = sentinel_core::global();
+    let sentinel = sentinel_flow_core::global();
     flow::load_rules(vec![FlowRule::new("GET:/orders", 1_000.0)]).expect("a valid rule");
     let node = ORDERS
         .node()

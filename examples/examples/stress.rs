@@ -54,7 +54,7 @@ fn main() {
                 ops: 16,
                 ticks: 1_000,
                 checkpoint_every: 4,
-                prometheus: Some(sentinel_core::prometheus::render_prometheus),
+                prometheus: Some(sentinel_flow_core::prometheus::render_prometheus),
             };
             let started = Instant::now();
             let report = model::run(&config);

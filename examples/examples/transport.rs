@@ -18,12 +18,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::FlowRule;
-use sentinel_core::log::MetricLogConfig;
-use sentinel_core::{EntryType, Sentinel};
-use sentinel_rules::RuleWatcher;
-use sentinel_transport::CommandCenter;
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::log::MetricLogConfig;
+use sentinel_flow_core::{EntryType, Sentinel};
+use sentinel_flow_rules::RuleWatcher;
+use sentinel_flow_transport::CommandCenter;
 
 struct Args {
     port: u16,
@@ -36,7 +36,7 @@ struct Args {
 
 fn args() -> Args {
     let mut args = Args {
-        port: sentinel_transport::DEFAULT_PORT,
+        port: sentinel_flow_transport::DEFAULT_PORT,
         rules: None,
         dashboard: None,
         token: None,
@@ -104,7 +104,7 @@ fn traffic(sentinel: &'static Sentinel, worker: u64, stop: &AtomicBool) {
 #[tokio::main]
 async fn main() {
     let args = args();
-    let sentinel = sentinel_core::global();
+    let sentinel = sentinel_flow_core::global();
     let logs = tempfile::tempdir().expect("a temp dir for the metric log");
     let log = MetricLogConfig::new("transport-example").dir(logs.path());
     let _writer = sentinel

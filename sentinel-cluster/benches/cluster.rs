@@ -1,7 +1,7 @@
 //! Entry + exit through a `Resource` handle: a cluster rule whose lease is
 //! full against the same rule local, and no rule, in one group (so the
 //! result is a ratio). Starts its own `redis-server` on a free loopback
-//! port. Run: `cargo bench -p sentinel-cluster --bench cluster`.
+//! port. Run: `cargo bench -p sentinel-flow-cluster --bench cluster`.
 
 #![allow(missing_docs)] // criterion_group! makes an undocumented function.
 
@@ -11,9 +11,9 @@ mod support;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use sentinel_cluster::{ClusterConfig, RedisCluster};
-use sentinel_core::Sentinel;
-use sentinel_core::flow::{ClusterFlowConfig, FlowRule};
+use sentinel_flow_cluster::{ClusterConfig, RedisCluster};
+use sentinel_flow_core::Sentinel;
+use sentinel_flow_core::flow::{ClusterFlowConfig, FlowRule};
 
 /// Far above what a bench reaches: nothing is ever refused.
 const COUNT: f64 = 1e9;
@@ -37,7 +37,7 @@ fn entry_exit(c: &mut Criterion) {
 
     let clustered = Sentinel::builder().build();
     let cluster = RedisCluster::start(
-        ClusterConfig::new(server.url()).max_lease(sentinel_cluster::MAX_LEASE_LIMIT),
+        ClusterConfig::new(server.url()).max_lease(sentinel_flow_cluster::MAX_LEASE_LIMIT),
     )
     .unwrap();
     cluster.attach(&clustered);

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Release;
 use std::thread::JoinHandle;
 
-use sentinel_core::Sentinel;
-use sentinel_core::flow::{ClusterFlow, ClusterTokens, FlowRule};
+use sentinel_flow_core::Sentinel;
+use sentinel_flow_core::flow::{ClusterFlow, ClusterTokens, FlowRule};
 
 use crate::config::{ClusterConfig, ConfigError};
 use crate::flow::Params;
@@ -40,12 +40,12 @@ impl RedisCluster {
         let shared = Arc::new(Shared::new(config, instance));
         let for_worker = shared.clone();
         let worker = std::thread::Builder::new()
-            .name("sentinel-cluster".into())
+            .name("sentinel-flow-cluster".into())
             .spawn(move || worker::run(for_worker, client))
             .map_err(|error| {
                 ConfigError(vec![format!("cannot start the worker thread: {error}")])
             })?;
-        tracing::info!(instance = %shared.instance, "sentinel-cluster: started, connecting in the background");
+        tracing::info!(instance = %shared.instance, "sentinel-flow-cluster: started, connecting in the background");
         Ok(RedisCluster {
             shared,
             worker: Some(worker),

@@ -10,7 +10,7 @@ pub const MAX_LEASE_LIMIT: u32 = (1 << 20) - 1;
 ///
 /// ```
 /// use std::time::Duration;
-/// use sentinel_cluster::ClusterConfig;
+/// use sentinel_flow_cluster::ClusterConfig;
 ///
 /// let config = ClusterConfig::new("redis://127.0.0.1:6379/")
 ///     .budget(Duration::from_millis(2))

@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
-use sentinel_core::flow::{ClusterFlow, ClusterThresholdType};
+use sentinel_flow_core::flow::{ClusterFlow, ClusterThresholdType};
 
 use crate::lease::Lease;
 use crate::script::{FlowKeys, Grant};

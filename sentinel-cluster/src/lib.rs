@@ -1,4 +1,4 @@
-//! Cluster-wide flow limits for `sentinel-core`, kept in Redis.
+//! Cluster-wide flow limits for `sentinel-flow-core`, kept in Redis.
 //!
 //! A flow rule with `cluster_mode` on shares one window across every
 //! instance that has a rule with its `cluster_config.flow_id`. Each
@@ -12,9 +12,9 @@
 //! default, or a pass).
 //!
 //! ```no_run
-//! use sentinel_cluster::{ClusterConfig, RedisCluster};
-//! use sentinel_core::Sentinel;
-//! use sentinel_core::flow::{ClusterFlowConfig, FlowRule};
+//! use sentinel_flow_cluster::{ClusterConfig, RedisCluster};
+//! use sentinel_flow_core::Sentinel;
+//! use sentinel_flow_core::flow::{ClusterFlowConfig, FlowRule};
 //!
 //! let sentinel = Sentinel::builder().build();
 //! // Returns at once; connects in the background (fallback until then).

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
-use sentinel_core::flow::{ClusterFlow, ClusterTokens, TokenAnswer};
+use sentinel_flow_core::flow::{ClusterFlow, ClusterTokens, TokenAnswer};
 
 use crate::config::ClusterConfig;
 use crate::flow::{Flow, Params, Waited};
@@ -86,7 +86,7 @@ impl Shared {
         }
         if self.up.swap(up, AcqRel) == up {
             if !up && !self.start_logged.swap(true, AcqRel) {
-                tracing::warn!(instance = %self.instance, reason = why, "sentinel-cluster: redis not reached yet, cluster rules fall back");
+                tracing::warn!(instance = %self.instance, reason = why, "sentinel-flow-cluster: redis not reached yet, cluster rules fall back");
             }
             return;
         }
@@ -94,9 +94,9 @@ impl Shared {
         self.counters.switches.fetch_add(1, Relaxed);
         if up {
             *self.last_error.lock() = None;
-            tracing::info!(instance = %self.instance, "sentinel-cluster: redis reachable, cluster limits back on");
+            tracing::info!(instance = %self.instance, "sentinel-flow-cluster: redis reachable, cluster limits back on");
         } else {
-            tracing::warn!(instance = %self.instance, reason = why, "sentinel-cluster: redis unavailable, cluster rules fall back");
+            tracing::warn!(instance = %self.instance, reason = why, "sentinel-flow-cluster: redis unavailable, cluster rules fall back");
             for flow in self.flows.load().values() {
                 flow.answer();
             }

@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use sentinel_cluster::{ClusterConfig, RedisCluster};
-use sentinel_core::Sentinel;
-use sentinel_core::flow::{ClusterFlowConfig, ClusterThresholdType, FlowRule};
+use sentinel_flow_cluster::{ClusterConfig, RedisCluster};
+use sentinel_flow_core::Sentinel;
+use sentinel_flow_core::flow::{ClusterFlowConfig, ClusterThresholdType, FlowRule};
 use support::{RedisServer, offer, per_second};
 
 const RESOURCE: &str = "POST:/pay";

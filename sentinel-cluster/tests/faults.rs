@@ -8,9 +8,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use sentinel_cluster::{ClusterConfig, RedisCluster};
-use sentinel_core::Sentinel;
-use sentinel_core::flow::{ClusterFlowConfig, FlowRule};
+use sentinel_flow_cluster::{ClusterConfig, RedisCluster};
+use sentinel_flow_core::Sentinel;
+use sentinel_flow_core::flow::{ClusterFlowConfig, FlowRule};
 use support::{RedisServer, offer, per_second, unix_ms};
 
 const RESOURCE: &str = "POST:/pay";
@@ -98,7 +98,7 @@ fn an_unreachable_redis_does_not_hold_up_startup() {
     );
     assert!(text.contains(&line), "{text}");
     // The instance's own scrape carries the cluster's families too.
-    let scrape = sentinel_core::prometheus::render_prometheus(&sentinel);
+    let scrape = sentinel_flow_core::prometheus::render_prometheus(&sentinel);
     assert!(scrape.contains("sentinel_pass_total"), "{scrape}");
     assert!(scrape.contains(&line), "{scrape}");
     assert!(

@@ -1,15 +1,15 @@
 //! Redis round trips per second of one instance at 1 000 and 100 000
 //! entries a second, at the default lease settings: the figures of the
 //! README's sizing section. Ignored by default (real time, 12 s); run:
-//! `cargo test -p sentinel-cluster --release --test sizing -- --ignored --nocapture`
+//! `cargo test -p sentinel-flow-cluster --release --test sizing -- --ignored --nocapture`
 
 mod support;
 
 use std::time::{Duration, Instant};
 
-use sentinel_cluster::{ClusterConfig, RedisCluster};
-use sentinel_core::Sentinel;
-use sentinel_core::flow::{ClusterFlowConfig, FlowRule};
+use sentinel_flow_cluster::{ClusterConfig, RedisCluster};
+use sentinel_flow_core::Sentinel;
+use sentinel_flow_core::flow::{ClusterFlowConfig, FlowRule};
 use support::RedisServer;
 
 /// Offers `rate` entries a second for `seconds`, in batches each ms.

@@ -151,7 +151,7 @@ impl Clock for SystemClock {
 /// A clock that moves only when told to; clones share one time.
 ///
 /// ```
-/// use sentinel_core::{Clock, ManualClock};
+/// use sentinel_flow_core::{Clock, ManualClock};
 /// use std::time::Duration;
 ///
 /// let clock = ManualClock::new(1_000);
@@ -218,7 +218,7 @@ impl Clock for ManualClock {
 /// latest time. See [`Clock`] for how the times users read relate to it.
 ///
 /// ```
-/// use sentinel_core::{Clock, ManualClock, MonotonicClock};
+/// use sentinel_flow_core::{Clock, ManualClock, MonotonicClock};
 ///
 /// let manual = ManualClock::new(10_000);
 /// let clock = MonotonicClock::new(manual.clone());

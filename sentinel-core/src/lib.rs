@@ -8,7 +8,7 @@
 //! the rules.
 //!
 //! ```
-//! use sentinel_core::{ManualClock, Sentinel};
+//! use sentinel_flow_core::{ManualClock, Sentinel};
 //!
 //! let clock = ManualClock::new(1_700_000_000_000);
 //! let sentinel = Sentinel::builder().clock(clock.clone()).build();
@@ -24,7 +24,7 @@
 //! assert_eq!(node.stats().pass_qps(now), 10.0);
 //! assert_eq!(node.stats().avg_rt(now), 3.0);
 //! assert_eq!(node.stats().cur_concurrency(), 0);
-//! # Ok::<(), sentinel_core::BlockError>(())
+//! # Ok::<(), sentinel_flow_core::BlockError>(())
 //! ```
 //!
 //! Services usually enter resources of the [`global`] instance with
@@ -77,8 +77,8 @@ pub use sentinel::{Entering, Queued};
 /// Enters `resource` on the [`global`] instance with the default settings.
 ///
 /// ```
-/// fn handle() -> Result<(), sentinel_core::BlockError> {
-///     let _entry = sentinel_core::entry("GET:/health")?;
+/// fn handle() -> Result<(), sentinel_flow_core::BlockError> {
+///     let _entry = sentinel_flow_core::entry("GET:/health")?;
 ///     Ok(())
 /// }
 /// handle().unwrap();

@@ -14,7 +14,7 @@ use std::sync::Arc;
 /// and hash by value: `ParamValue::Str("a".into()) == ParamValue::from("a")`.
 ///
 /// ```
-/// use sentinel_core::ParamValue;
+/// use sentinel_flow_core::ParamValue;
 ///
 /// let args = [
 ///     ParamValue::from("sku-42"),
@@ -311,7 +311,7 @@ impl From<Vec<ParamValue>> for ParamValue {
 /// share one limit must give equal values.
 ///
 /// ```
-/// use sentinel_core::{ParamKey, ParamValue};
+/// use sentinel_flow_core::{ParamKey, ParamValue};
 ///
 /// struct TenantId(u32);
 ///

@@ -46,8 +46,8 @@
 //! with `\`, `"` and line feeds escaped.
 //!
 //! ```
-//! use sentinel_core::prometheus::render_prometheus;
-//! use sentinel_core::{ManualClock, Sentinel};
+//! use sentinel_flow_core::prometheus::render_prometheus;
+//! use sentinel_flow_core::{ManualClock, Sentinel};
 //!
 //! let clock = ManualClock::new(1_700_000_000_000);
 //! let sentinel = Sentinel::builder().clock(clock.clone()).build();
@@ -56,7 +56,7 @@
 //! let text = render_prometheus(&sentinel);
 //! assert!(text.contains("# TYPE sentinel_pass_total counter\n"));
 //! assert!(text.contains("sentinel_pass_total{resource=\"GET:/orders\"} 1\n"));
-//! # Ok::<(), sentinel_core::BlockError>(())
+//! # Ok::<(), sentinel_flow_core::BlockError>(())
 //! ```
 
 use std::collections::HashMap;
@@ -92,7 +92,7 @@ const COUNTERS: [Counter; 3] = [
 /// The text exposition of `sentinel` now: every figure read at the call,
 /// nothing remembered from an earlier one, so any number of endpoints or
 /// scrapers may call it. With a cluster service set
-/// ([`Sentinel::set_cluster_tokens`], e.g. `sentinel-cluster`), its own
+/// ([`Sentinel::set_cluster_tokens`], e.g. `sentinel-flow-cluster`), its own
 /// families follow ([`ClusterTokens::render_prometheus`](crate::flow::ClusterTokens::render_prometheus)).
 pub fn render_prometheus(sentinel: &Sentinel) -> String {
     let now = sentinel.now_ms();

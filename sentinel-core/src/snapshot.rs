@@ -6,7 +6,7 @@
 //! the entry path: taking one adds nothing to entries.
 //!
 //! ```
-//! use sentinel_core::{ManualClock, Sentinel};
+//! use sentinel_flow_core::{ManualClock, Sentinel};
 //!
 //! let clock = ManualClock::new(1_700_000_000_000);
 //! let sentinel = Sentinel::builder().clock(clock.clone()).build();
@@ -20,9 +20,9 @@
 //! assert_eq!(resources[0].stats.avg_rt, 5.0);
 //!
 //! let tree = sentinel.tree();
-//! assert_eq!(tree[0].context, sentinel_core::DEFAULT_CONTEXT);
+//! assert_eq!(tree[0].context, sentinel_flow_core::DEFAULT_CONTEXT);
 //! assert_eq!(&*tree[0].children[0].resource, "GET:/orders");
-//! # Ok::<(), sentinel_core::BlockError>(())
+//! # Ok::<(), sentinel_flow_core::BlockError>(())
 //! ```
 
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The atomics, locks and thread-locals of the lock-free protocols, from
 //! `std`/`parking_lot` in normal builds and from `loom` under `--cfg loom`,
 //! so that the same code is model-checked
-//! (`RUSTFLAGS="--cfg loom" cargo test -p sentinel-core --lib --release loom`).
+//! (`RUSTFLAGS="--cfg loom" cargo test -p sentinel-flow-core --lib --release loom`).
 //! Normal builds re-export `std` and `parking_lot` unchanged: no behaviour or
 //! cost differs.
 //!

@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::flow::FlowRule;
-use sentinel_core::{BlockKind, Sentinel};
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::{BlockKind, Sentinel};
 
 mod support;
 use support::{instance, load, refusals};

@@ -5,11 +5,11 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::flow::FlowRule;
-use sentinel_core::log::{BlockCount, MetricLogConfig, MetricWriter};
-use sentinel_core::system::SystemRule;
-use sentinel_core::{BlockKind, EntryType, ManualClock, Sentinel};
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::log::{BlockCount, MetricLogConfig, MetricWriter};
+use sentinel_flow_core::system::SystemRule;
+use sentinel_flow_core::{BlockKind, EntryType, ManualClock, Sentinel};
 
 mod support;
 use support::{instance, instance_with, load};
@@ -99,7 +99,7 @@ fn blocks_are_counted_per_resource_and_kind() {
 
     #[cfg(feature = "prometheus")]
     {
-        let text = sentinel_core::prometheus::render_prometheus(&sentinel);
+        let text = sentinel_flow_core::prometheus::render_prometheus(&sentinel);
         let blocks: Vec<&str> = text
             .lines()
             .filter(|l| l.starts_with("sentinel_block_total"))
@@ -384,7 +384,7 @@ impl std::fmt::Display for Throwaway {
     }
 }
 
-impl sentinel_core::Rule for Throwaway {
+impl sentinel_flow_core::Rule for Throwaway {
     fn resource(&self) -> &str {
         "a"
     }
@@ -398,20 +398,20 @@ impl sentinel_core::Rule for Throwaway {
     }
 }
 
-impl sentinel_core::slot::Slot for FreshRuleSlot {
+impl sentinel_flow_core::slot::Slot for FreshRuleSlot {
     fn order(&self) -> i32 {
-        sentinel_core::slot::order::FLOW
+        sentinel_flow_core::slot::order::FLOW
     }
 
     fn entry(
         &self,
-        ctx: &sentinel_core::slot::EntryContext<'_>,
-    ) -> Result<(), sentinel_core::BlockError> {
+        ctx: &sentinel_flow_core::slot::EntryContext<'_>,
+    ) -> Result<(), sentinel_flow_core::BlockError> {
         static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let rule = Arc::new(Throwaway(
             N.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         ));
-        Err(sentinel_core::BlockError::new(
+        Err(sentinel_flow_core::BlockError::new(
             BlockKind::Custom("fresh"),
             ctx.resource_name().into(),
             Some(rule),

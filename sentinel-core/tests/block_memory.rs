@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 
 mod support;
 use support::{instance, load};

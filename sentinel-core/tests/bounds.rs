@@ -8,22 +8,22 @@ mod support;
 
 use std::time::Duration;
 
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy, MAX_AUTHORITY_ORIGINS};
-use sentinel_core::degrade::{
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy, MAX_AUTHORITY_ORIGINS};
+use sentinel_flow_core::degrade::{
     DegradeGrade, DegradeRule, MAX_ERROR_COUNT, MAX_MIN_REQUEST_AMOUNT, MAX_SLOW_RT_MS,
     MAX_TIME_WINDOW_SEC,
 };
-use sentinel_core::flow::{
+use sentinel_flow_core::flow::{
     ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, MAX_QUEUEING_TIME_MS,
     MAX_STAT_INTERVAL_MS, MAX_STAT_SAMPLE_COUNT, MAX_WARM_UP_COLD_FACTOR, MAX_WARM_UP_PERIOD_SEC,
 };
-use sentinel_core::hotspot::{
+use sentinel_flow_core::hotspot::{
     MAX_PARAM_CAPACITY, MAX_PARAM_COUNT, MAX_PARAM_DURATION_SEC, MAX_PARAM_ITEMS,
     MAX_PARAM_QUEUEING_TIME_MS, PARAM_VALUE_BYTES, ParamControlBehavior, ParamFlowGrade,
     ParamFlowItem, ParamFlowRule,
 };
-use sentinel_core::system::{MAX_SYSTEM_AVG_RT_MS, MAX_SYSTEM_THREADS, SystemRule};
-use sentinel_core::{DEFAULT_RULE_MEMORY_BUDGET, ParamValue, RuleBook, RuleErrors};
+use sentinel_flow_core::system::{MAX_SYSTEM_AVG_RT_MS, MAX_SYSTEM_THREADS, SystemRule};
+use sentinel_flow_core::{DEFAULT_RULE_MEMORY_BUDGET, ParamValue, RuleBook, RuleErrors};
 use support::{instance, instance_with, load, refusals};
 
 /// The one error of a refused load: `(kind, index, field)`.
@@ -126,7 +126,7 @@ fn hot_param_rule_with_a_capacity_of_16777216_is_refused() {
 
 /// Each rule is accepted as is; with `past` applied, refused on `field`.
 fn at_and_past<R: Clone + std::fmt::Debug>(
-    accepts: impl Fn(&R) -> Result<(), sentinel_core::RuleError>,
+    accepts: impl Fn(&R) -> Result<(), sentinel_flow_core::RuleError>,
     at: R,
     past: impl FnOnce(&mut R),
     field: &str,
@@ -602,7 +602,7 @@ fn hot_param_and_degrade_rules_at_their_bounds_run_without_overflow() {
         for name in ["slow", "errors"] {
             if let Ok(entry) = sentinel.entry(name) {
                 clock.advance(Duration::from_millis(10));
-                sentinel_core::trace_error(&entry, "failed");
+                sentinel_flow_core::trace_error(&entry, "failed");
             }
         }
         clock.advance(Duration::from_secs(MAX_PARAM_DURATION_SEC));

@@ -2,11 +2,11 @@
 //! that no rule mentions, from several threads; then rules of every kind
 //! are loaded on new names, and each one applies.
 
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::{FlowGrade, FlowRule, FlowStrategy};
-use sentinel_core::hotspot::ParamFlowRule;
-use sentinel_core::{BlockKind, ManualClock, ParamValue, RuleBook, Sentinel};
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::{FlowGrade, FlowRule, FlowStrategy};
+use sentinel_flow_core::hotspot::ParamFlowRule;
+use sentinel_flow_core::{BlockKind, ManualClock, ParamValue, RuleBook, Sentinel};
 
 mod support;
 use support::{instance, instance_with, load};
@@ -60,7 +60,9 @@ fn fill_every_cap(sentinel: &Sentinel) {
     assert!(sentinel.resource_node("flow/new").is_none());
 }
 
-fn blocked_kind(result: Result<sentinel_core::Entry<'_>, sentinel_core::BlockError>) -> BlockKind {
+fn blocked_kind(
+    result: Result<sentinel_flow_core::Entry<'_>, sentinel_flow_core::BlockError>,
+) -> BlockKind {
     result.expect_err("the rule should refuse").kind()
 }
 
@@ -230,7 +232,7 @@ fn an_other_rule_limits_the_origins_past_the_cap_together() {
         .count();
     assert_eq!(passed, 2);
     let shared = crowded.origins_past_cap().expect("made past the cap");
-    assert_eq!(shared.name(), sentinel_core::node::PAST_MAX_ORIGINS);
+    assert_eq!(shared.name(), sentinel_flow_core::node::PAST_MAX_ORIGINS);
     assert!(shared.is_past_cap());
     assert_eq!(shared.stats().pass_qps(sentinel.now_ms()), 2.0);
     assert!(crowded.origins().all(|o| o.name() != shared.name()));
@@ -420,7 +422,9 @@ fn refusals_are_exported_to_prometheus() {
     fill_every_cap(&sentinel);
     use support::prometheus::{key, parse};
 
-    let (samples, _) = parse(&sentinel_core::prometheus::render_prometheus(&sentinel));
+    let (samples, _) = parse(&sentinel_flow_core::prometheus::render_prometheus(
+        &sentinel,
+    ));
     let get = |name: &str, labels: &[(&str, &str)]| samples[&key(name, labels)];
     let refused = sentinel.refused_resources();
     assert_eq!(get("sentinel_refused_resources_total", &[]), refused as f64);

@@ -6,10 +6,10 @@
 //! Every test builds its own [`Sentinel`] on a [`ManualClock`] and moves
 //! the clock by hand.
 
-use sentinel_core::degrade::{BreakerState, DegradeGrade, DegradeRule};
-use sentinel_core::flow::FlowRule;
-use sentinel_core::hotspot::ParamFlowRule;
-use sentinel_core::{ManualClock, ParamValue, Sentinel};
+use sentinel_flow_core::degrade::{BreakerState, DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::hotspot::ParamFlowRule;
+use sentinel_flow_core::{ManualClock, ParamValue, Sentinel};
 
 mod support;
 use support::{T0, admit, admitted, instance, load};

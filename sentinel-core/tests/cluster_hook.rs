@@ -6,11 +6,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use sentinel_core::flow::{
+use sentinel_flow_core::flow::{
     ClusterFlow, ClusterFlowConfig, ClusterThresholdType, ClusterTokens, FlowGrade, FlowRule,
     TokenAnswer,
 };
-use sentinel_core::{BlockKind, RuleBook, Sentinel};
+use sentinel_flow_core::{BlockKind, RuleBook, Sentinel};
 
 mod support;
 use support::{T0, instance, load};

@@ -5,9 +5,9 @@
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use sentinel_core::node::StatisticNode;
-use sentinel_core::stat::{Adder, LeapArray, MetricBucket, MetricEvent, StatConfig};
-use sentinel_core::{Clock, ManualClock, MonotonicClock};
+use sentinel_flow_core::node::StatisticNode;
+use sentinel_flow_core::stat::{Adder, LeapArray, MetricBucket, MetricEvent, StatConfig};
+use sentinel_flow_core::{Clock, ManualClock, MonotonicClock};
 
 const THREADS: usize = 4;
 const T0: u64 = 1_700_000_000_000;

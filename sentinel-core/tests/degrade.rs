@@ -12,9 +12,9 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
-use sentinel_core::degrade::{BreakerSnapshot, BreakerState, DegradeGrade, DegradeRule};
-use sentinel_core::slot::{self, EntryContext, Slot};
-use sentinel_core::{BlockError, BlockKind, Entry, ManualClock, Sentinel};
+use sentinel_flow_core::degrade::{BreakerSnapshot, BreakerState, DegradeGrade, DegradeRule};
+use sentinel_flow_core::slot::{self, EntryContext, Slot};
+use sentinel_flow_core::{BlockError, BlockKind, Entry, ManualClock, Sentinel};
 
 mod support;
 use support::{T0, call_taking, enter, fail, instance, instance_with, load, stats, succeed};
@@ -645,7 +645,7 @@ fn a_probe_refused_by_a_second_breaker_gives_its_place_back() {
 async fn a_probe_cancelled_in_a_rate_limiters_queue_opens_the_breaker_again() {
     use std::time::Duration;
 
-    use sentinel_core::flow::{ControlBehavior, FlowRule};
+    use sentinel_flow_core::flow::{ControlBehavior, FlowRule};
 
     let (clock, sentinel) = instance();
     let rule = opens_at_first_error("r", 1);

@@ -34,7 +34,7 @@ fn config(seed: u64, threads: usize, mode: Mode) -> Config {
         ticks: 600,
         checkpoint_every: 3,
         #[cfg(feature = "prometheus")]
-        prometheus: Some(sentinel_core::prometheus::render_prometheus),
+        prometheus: Some(sentinel_flow_core::prometheus::render_prometheus),
         #[cfg(not(feature = "prometheus"))]
         prometheus: None,
     }

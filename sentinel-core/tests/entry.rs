@@ -11,10 +11,10 @@ use std::pin::pin;
 use std::sync::{Arc, Barrier, Mutex};
 use std::task::{Context, Poll, Waker};
 
-use sentinel_core::node::{ContextNode, NodeSnapshot};
-use sentinel_core::slot::{self, EntryContext, ExitContext, Slot};
-use sentinel_core::stat::{StatConfig, WindowShape};
-use sentinel_core::{
+use sentinel_flow_core::node::{ContextNode, NodeSnapshot};
+use sentinel_flow_core::slot::{self, EntryContext, ExitContext, Slot};
+use sentinel_flow_core::stat::{StatConfig, WindowShape};
+use sentinel_flow_core::{
     BlockError, BlockKind, DEFAULT_CONTEXT, Entry, EntryType, ParamValue, Sentinel,
 };
 
@@ -203,7 +203,7 @@ fn errors_count_once_per_entry_with_its_batch() {
     assert!(!entry.has_error());
     entry.set_error(&Oops);
     entry.set_error("a second error");
-    sentinel_core::trace_error(&entry, &Oops as &dyn std::error::Error);
+    sentinel_flow_core::trace_error(&entry, &Oops as &dyn std::error::Error);
     assert!(entry.has_error());
     assert_eq!(res(&sentinel, "A").total_exception, 0, "counted on exit");
     drop(entry);
@@ -212,7 +212,7 @@ fn errors_count_once_per_entry_with_its_batch() {
     drop(clean);
 
     let traced = sentinel.entry("A").unwrap();
-    sentinel_core::trace_error(&traced, &Oops);
+    sentinel_flow_core::trace_error(&traced, &Oops);
     assert!(traced.has_error());
     drop(traced);
 
@@ -1296,15 +1296,15 @@ fn a_handle_counts_on_the_same_node_as_entries_by_name() {
 #[test]
 fn global_entry_and_handle_share_a_node() {
     const NAME: &str = "tests/entry.rs:global_entry_and_handle_share_a_node";
-    let handle = sentinel_core::Resource::new(NAME);
-    let a = sentinel_core::entry(NAME).unwrap();
+    let handle = sentinel_flow_core::Resource::new(NAME);
+    let a = sentinel_flow_core::entry(NAME).unwrap();
     let b = handle.entry().unwrap();
-    let c = sentinel_core::EntryBuilder::new(NAME)
+    let c = sentinel_flow_core::EntryBuilder::new(NAME)
         .batch_count(2)
         .enter()
         .unwrap();
     let entries: Vec<Entry<'static>> = vec![a, b, c];
-    let global = sentinel_core::global();
+    let global = sentinel_flow_core::global();
     let node = global.resource_node(NAME).unwrap();
     assert!(std::ptr::eq(node, handle.node().unwrap()));
     assert_eq!(node.stats().cur_concurrency(), 3);

@@ -14,11 +14,11 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sentinel_core::flow::{
+use sentinel_flow_core::flow::{
     ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
 };
-use sentinel_core::slot::{self, EntryContext, Slot};
-use sentinel_core::{BlockError, BlockKind, EntryType, ManualClock, Sentinel};
+use sentinel_flow_core::slot::{self, EntryContext, Slot};
+use sentinel_flow_core::{BlockError, BlockKind, EntryType, ManualClock, Sentinel};
 
 mod support;
 use support::{T0, admit, admitted, instance, instance_with, load, stats};

@@ -13,14 +13,14 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::FlowRule;
-use sentinel_core::hotspot::{
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::hotspot::{
     ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule, ParamTableStats,
 };
-use sentinel_core::slot::{EntryContext, Slot};
-use sentinel_core::{BlockError, BlockKind, Entry, ParamKey, ParamValue, RuleError, Sentinel};
+use sentinel_flow_core::slot::{EntryContext, Slot};
+use sentinel_flow_core::{BlockError, BlockKind, Entry, ParamKey, ParamValue, RuleError, Sentinel};
 
 mod support;
 use support::{admitted, instance, instance_with, load, refusals, stats};
@@ -454,7 +454,7 @@ mod queue {
 
     use std::time::Duration;
 
-    use sentinel_core::flow::ControlBehavior;
+    use sentinel_flow_core::flow::ControlBehavior;
 
     use crate::support::queue::{Entering, drive, start};
 

@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use sentinel_core::degrade::{BreakerState, DegradeGrade, DegradeRule};
-use sentinel_core::flow::FlowRule;
-use sentinel_core::log::{MetricLine, MetricLogConfig, MetricSearcher, MetricWriter};
-use sentinel_core::{DEFAULT_CONTEXT, ManualClock, Sentinel};
+use sentinel_flow_core::degrade::{BreakerState, DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::log::{MetricLine, MetricLogConfig, MetricSearcher, MetricWriter};
+use sentinel_flow_core::{DEFAULT_CONTEXT, ManualClock, Sentinel};
 
 mod support;
 use support::warnings::count_warnings;
@@ -407,7 +407,7 @@ mod prometheus {
 
     use super::*;
     use crate::support::prometheus::{Key, key, parse};
-    use sentinel_core::prometheus::render_prometheus;
+    use sentinel_flow_core::prometheus::render_prometheus;
 
     /// The four counters of `resource`: pass, block (its series of every
     /// kind added up; none before the first block), success, exception.

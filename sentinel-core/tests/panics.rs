@@ -15,11 +15,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
-use sentinel_core::degrade::{BreakerState, DegradeGrade, DegradeRule};
-use sentinel_core::flow::{FlowGrade, FlowRule};
-use sentinel_core::hotspot::{ParamFlowGrade, ParamFlowRule};
-use sentinel_core::slot::{self, EntryContext, ExitContext, Slot};
-use sentinel_core::{BlockError, Entry, ManualClock, ParamValue, Sentinel};
+use sentinel_flow_core::degrade::{BreakerState, DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::{FlowGrade, FlowRule};
+use sentinel_flow_core::hotspot::{ParamFlowGrade, ParamFlowRule};
+use sentinel_flow_core::slot::{self, EntryContext, ExitContext, Slot};
+use sentinel_flow_core::{BlockError, Entry, ManualClock, ParamValue, Sentinel};
 
 mod support;
 use support::{T0, enter, instance_with, load, stats};

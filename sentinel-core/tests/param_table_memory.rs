@@ -4,11 +4,11 @@
 //! value table reports. Alone in its test binary, so that no other test
 //! moves the resident size meanwhile.
 //!
-//! Print the figures: `cargo test -p sentinel-core --release --test
+//! Print the figures: `cargo test -p sentinel-flow-core --release --test
 //! param_table_memory -- --nocapture`.
 
-use sentinel_core::hotspot::ParamFlowRule;
-use sentinel_core::{ManualClock, ParamValue, Sentinel};
+use sentinel_flow_core::hotspot::ParamFlowRule;
+use sentinel_flow_core::{ManualClock, ParamValue, Sentinel};
 
 /// Resident bytes of this process (Linux), if readable.
 fn resident_bytes() -> Option<i64> {

@@ -5,8 +5,8 @@
 
 use std::sync::{Barrier, mpsc};
 
-use sentinel_core::stat::RtPercentiles;
-use sentinel_core::{ManualClock, Sentinel};
+use sentinel_flow_core::stat::RtPercentiles;
+use sentinel_flow_core::{ManualClock, Sentinel};
 
 mod support;
 use support::{T0, call_taking, instance, instance_with};
@@ -252,7 +252,7 @@ fn the_rule_file_turns_off_only_what_it_turned_on() {
 #[cfg(feature = "prometheus")]
 #[test]
 fn prometheus_shows_a_summary_for_tracked_resources_only() {
-    use sentinel_core::prometheus::render_prometheus;
+    use sentinel_flow_core::prometheus::render_prometheus;
     use support::prometheus::{key, parse};
 
     let (clock, sentinel) = instance();

@@ -5,10 +5,10 @@
 //! one test), so that no other test's heap blurs it.
 #![cfg(target_os = "linux")]
 
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::flow::FlowRule;
-use sentinel_core::node::{OriginNode, PAST_MAX_ORIGINS};
-use sentinel_core::{BlockKind, ManualClock, Sentinel};
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::node::{OriginNode, PAST_MAX_ORIGINS};
+use sentinel_flow_core::{BlockKind, ManualClock, Sentinel};
 
 /// The variable that tells a child which test to measure.
 const CHILD: &str = "SENTINEL_RESERVATIONS_CHILD";
@@ -65,7 +65,7 @@ fn resident() -> isize {
     pages * 4_096
 }
 
-fn instance(builder: sentinel_core::SentinelBuilder) -> Sentinel {
+fn instance(builder: sentinel_flow_core::SentinelBuilder) -> Sentinel {
     builder.clock(ManualClock::new(1_700_000_000_000)).build()
 }
 

@@ -4,12 +4,12 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::FlowRule;
-use sentinel_core::hotspot::ParamFlowRule;
-use sentinel_core::system::SystemRule;
-use sentinel_core::{BlockKind, RuleBook};
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::hotspot::ParamFlowRule;
+use sentinel_flow_core::system::SystemRule;
+use sentinel_flow_core::{BlockKind, RuleBook};
 
 mod support;
 use support::{instance, refusals};

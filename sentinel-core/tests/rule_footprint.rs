@@ -11,8 +11,8 @@
 
 mod support;
 
-use sentinel_core::ParamValue;
-use sentinel_core::hotspot::{PARAM_VALUE_BYTES, ParamFlowRule};
+use sentinel_flow_core::ParamValue;
+use sentinel_flow_core::hotspot::{PARAM_VALUE_BYTES, ParamFlowRule};
 use support::{instance, load};
 
 /// The process's resident memory, bytes (pages of 4 KiB).

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use sentinel_core::node::StatisticNode;
-use sentinel_core::stat::{LeapArray, MetricBucket, MetricEvent, StatConfig, WindowShape};
-use sentinel_core::{Clock, ManualClock, MonotonicClock};
+use sentinel_flow_core::node::StatisticNode;
+use sentinel_flow_core::stat::{LeapArray, MetricBucket, MetricEvent, StatConfig, WindowShape};
+use sentinel_flow_core::{Clock, ManualClock, MonotonicClock};
 
 const T0: u64 = 1_700_000_000_000;
 

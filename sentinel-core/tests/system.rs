@@ -5,8 +5,8 @@
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use sentinel_core::system::{ManualStatus, SystemRule};
-use sentinel_core::{BlockError, BlockKind, Entry, EntryType, ManualClock, Sentinel};
+use sentinel_flow_core::system::{ManualStatus, SystemRule};
+use sentinel_flow_core::{BlockError, BlockKind, Entry, EntryType, ManualClock, Sentinel};
 
 mod support;
 use support::{instance_with, load};

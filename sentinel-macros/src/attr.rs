@@ -20,7 +20,7 @@ mod kw {
 }
 
 const EXPECTED: &str = "expected `\"name\"` or one of the arguments `name`, `entry_type`, \
-    `batch_count`, `args`, `block_handler`, `fallback`, `exceptions_to_ignore`, `sentinel`";
+    `batch_count`, `args`, `block_handler`, `fallback`, `exceptions_to_ignore`, `sentinel`, `crate`";
 
 /// A path given as an argument (`block_handler = path`), with the span of
 /// the whole `key = path` for errors about the argument as a whole.
@@ -42,6 +42,8 @@ pub(crate) struct Args {
     /// With the span of the `exceptions_to_ignore` keyword.
     pub(crate) exceptions_to_ignore: Option<(Span, Vec<Pat>)>,
     pub(crate) sentinel: Option<Path>,
+    /// `crate = path`: where the core's items are, for a renamed dependency.
+    pub(crate) krate: Option<Path>,
 }
 
 /// Stores `value` in `slot`, or fails at `span` if the argument was given.
@@ -164,6 +166,16 @@ impl Parse for Args {
                 let key = input.parse::<kw::sentinel>()?;
                 let instance = path_arg(input, key.span, "sentinel")?;
                 set(&mut args.sentinel, instance.path, key.span, "sentinel")?;
+            } else if input.peek(Token![crate]) {
+                let key = input.parse::<Token![crate]>()?;
+                input.parse::<Token![=]>()?;
+                let path: Path = input.parse().map_err(|e| {
+                    syn::Error::new(
+                        e.span(),
+                        "`crate` takes the path of the crate, as in `crate = ::my_sentinel`",
+                    )
+                })?;
+                set(&mut args.krate, path, key.span, "crate")?;
             } else if input.peek(Ident) {
                 let unknown: Ident = input.parse()?;
                 return Err(syn::Error::new(

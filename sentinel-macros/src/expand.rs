@@ -43,12 +43,37 @@ pub(crate) fn sentinel_resource(args: TokenStream, item: TokenStream) -> TokenSt
     }
 }
 
+/// The path of the crate whose items the expansion names: `crate = path`
+/// when given; else the umbrella (`sentinel-flow`) or the core
+/// (`sentinel-flow-core`), under whatever name the caller's `Cargo.toml`
+/// gives it; else `::sentinel_flow_core`.
+fn core_path(args: &Args) -> TokenStream {
+    if let Some(path) = &args.krate {
+        return path.to_token_stream();
+    }
+    for (package, lib) in [
+        ("sentinel-flow", "sentinel_flow"),
+        ("sentinel-flow-core", "sentinel_flow_core"),
+    ] {
+        let name = match proc_macro_crate::crate_name(package) {
+            Ok(proc_macro_crate::FoundCrate::Name(name)) => name,
+            // The package's own tests and examples name its library.
+            Ok(proc_macro_crate::FoundCrate::Itself) => lib.to_owned(),
+            Err(_) => continue,
+        };
+        let ident = Ident::new(&name, Span::call_site());
+        return quote!(::#ident);
+    }
+    quote!(::sentinel_flow_core)
+}
+
 /// A local of the generated code, out of reach of the function's body.
 fn local(name: &str) -> Ident {
     Ident::new(name, Span::mixed_site())
 }
 
 fn guard(args: &Args, func: ItemFn) -> syn::Result<TokenStream> {
+    let krate = core_path(args);
     let ItemFn {
         attrs,
         vis,
@@ -97,7 +122,7 @@ fn guard(args: &Args, func: ItemFn) -> syn::Result<TokenStream> {
     } else {
         Vec::new()
     };
-    let (args_array, builder_calls) = builder_calls(args, &sig)?;
+    let (args_array, builder_calls) = builder_calls(args, &sig, &krate)?;
 
     let name = match &args.name {
         Some(name) => name.to_token_stream(),
@@ -108,7 +133,7 @@ fn guard(args: &Args, func: ItemFn) -> syn::Result<TokenStream> {
     };
     let instance = match &args.sentinel {
         Some(path) => quote_spanned!(path.span()=> #path),
-        None => quote!(::sentinel_core::global),
+        None => quote!(#krate::global),
     };
     let dot_await = is_async.then(|| quote!(.await));
     let entry = local("__sentinel_entry");
@@ -117,7 +142,7 @@ fn guard(args: &Args, func: ItemFn) -> syn::Result<TokenStream> {
     let error = local("__sentinel_error");
 
     let enter = if is_async {
-        quote!(::sentinel_core::__private::enter_async(__sentinel_builder).await)
+        quote!(#krate::__private::enter_async(__sentinel_builder).await)
     } else {
         quote!(__sentinel_builder.enter())
     };
@@ -132,7 +157,7 @@ fn guard(args: &Args, func: ItemFn) -> syn::Result<TokenStream> {
             let at = output.map_or_else(Span::call_site, error_type_span);
             let block_error = located(&block_error, at);
             let converted = quote_spanned!(at=>
-                <_ as ::sentinel_core::__private::FromBlock>::__sentinel_from_block(#block_error)
+                <_ as #krate::__private::FromBlock>::__sentinel_from_block(#block_error)
             );
             match &args.fallback {
                 Some(fallback) => {
@@ -211,17 +236,17 @@ fn guard(args: &Args, func: ItemFn) -> syn::Result<TokenStream> {
         #vis #sig {
             #(#inner_attrs)*
             let #entry = {
-                static __SENTINEL_RESOURCE: ::sentinel_core::__private::ResourceCell =
-                    ::sentinel_core::__private::ResourceCell::new();
+                static __SENTINEL_RESOURCE: #krate::__private::ResourceCell =
+                    #krate::__private::ResourceCell::new();
                 #[allow(unused_imports)]
-                use ::sentinel_core::__private::ToParam as _;
+                use #krate::__private::ToParam as _;
                 #args_array
                 let __sentinel_builder = __SENTINEL_RESOURCE.get(#instance, #name).builder()
                     #builder_calls;
                 #enter
             };
             let #entry = match #entry {
-                ::core::result::Result::Ok(#entry) => ::sentinel_core::__private::EntryGuard::new(#entry),
+                ::core::result::Result::Ok(#entry) => #krate::__private::EntryGuard::new(#entry),
                 ::core::result::Result::Err(#block_error) => return #on_block,
             };
             #body
@@ -234,6 +259,7 @@ fn guard(args: &Args, func: ItemFn) -> syn::Result<TokenStream> {
 fn builder_calls(
     args: &Args,
     sig: &syn::Signature,
+    krate: &TokenStream,
 ) -> syn::Result<(Option<TokenStream>, TokenStream)> {
     let mut args_array = None;
     let mut calls = TokenStream::new();
@@ -243,7 +269,7 @@ fn builder_calls(
         } else {
             quote!(Outbound)
         };
-        calls.extend(quote!(.entry_type(::sentinel_core::EntryType::#variant)));
+        calls.extend(quote!(.entry_type(#krate::EntryType::#variant)));
     }
     if let Some(count) = &args.batch_count {
         calls.extend(quote!(.batch_count(#count)));

@@ -2,13 +2,13 @@
 //! `@SentinelResource` does.
 //!
 //! Each call of the function enters its resource through
-//! [`sentinel_core`](https://docs.rs/sentinel-core), and the entry exits when
+//! [`sentinel_flow_core`](https://docs.rs/sentinel-flow-core), and the entry exits when
 //! the call ends, however it ends: a normal return, an early `return`, `?`, a
 //! panic, or an `async fn`'s future completing or being dropped.
 //!
 //! ```
-//! use sentinel_core::BlockError;
-//! use sentinel_macros::sentinel_resource;
+//! use sentinel_flow_core::BlockError;
+//! use sentinel_flow_macros::sentinel_resource;
 //!
 //! #[derive(Debug)]
 //! enum OrderError {
@@ -46,8 +46,8 @@
 //! assert_eq!(create_order("sku-1", 1).unwrap(), 42);
 //! assert!(matches!(create_order("sku-1", 11), Err(OrderError::OutOfStock)));
 //! assert_eq!(price("sku-1"), 1_000);
-//! let node = sentinel_core::global().resource_node("orders:create").unwrap();
-//! assert_eq!(node.stats().total_exception(sentinel_core::global().now_ms()), 1);
+//! let node = sentinel_flow_core::global().resource_node("orders:create").unwrap();
+//! assert_eq!(node.stats().total_exception(sentinel_flow_core::global().now_ms()), 1);
 //! ```
 //!
 //! # Arguments
@@ -57,13 +57,14 @@
 //! | argument | meaning |
 //! | --- | --- |
 //! | `"name"` or `name = "name"` | the resource's name; by default the function's path, `concat!(module_path!(), "::", "fn_name")` |
-//! | `entry_type = inbound` / `outbound` | the entry's [`EntryType`](https://docs.rs/sentinel-core/latest/sentinel_core/enum.EntryType.html) (default outbound) |
+//! | `entry_type = inbound` / `outbound` | the entry's [`EntryType`](https://docs.rs/sentinel-flow-core/latest/sentinel_flow_core/enum.EntryType.html) (default outbound) |
 //! | `batch_count = 2` | permits each call takes (default 1) |
 //! | `args(user_id, sku)` | parameters passed as the entry's arguments, for hot-parameter rules and slots |
 //! | `block_handler = path::to::fn` | called instead of the body when the call is blocked |
 //! | `fallback = path::to::fn` | called when the body returns `Err` |
 //! | `exceptions_to_ignore(Pattern, ...)` | errors that are neither recorded nor handed to the fallback |
-//! | `sentinel = path::to::fn` | a `fn() -> &'static Sentinel` for the instance to enter (default [`global`](https://docs.rs/sentinel-core/latest/sentinel_core/fn.global.html)) |
+//! | `sentinel = path::to::fn` | a `fn() -> &'static Sentinel` for the instance to enter (default [`global`](https://docs.rs/sentinel-flow-core/latest/sentinel_flow_core/fn.global.html)) |
+//! | `crate = path` | where the core's items are; by default the `sentinel-flow` or `sentinel-flow-core` dependency of the calling package, under the name its `Cargo.toml` gives it |
 //!
 //! # What a call does
 //!
@@ -75,7 +76,7 @@
 //! - **Blocked**: with `block_handler`, the handler is called with the
 //!   function's arguments (`self` first, for a method: write
 //!   `block_handler = Self::on_block`) plus the
-//!   [`BlockError`](https://docs.rs/sentinel-core/latest/sentinel_core/struct.BlockError.html),
+//!   [`BlockError`](https://docs.rs/sentinel-flow-core/latest/sentinel_flow_core/struct.BlockError.html),
 //!   and its result is returned. Without one, the function must return
 //!   `Result<T, E>` with `E: From<BlockError>`, and the call returns
 //!   `Err(E::from(block))`, or hands that error to the `fallback` if there is
@@ -101,7 +102,7 @@
 //! - **`async fn`**: the entry is held across `.await`s and exits when the
 //!   future completes or is dropped (a dropped future records no error).
 //!   The handler and fallback of an `async fn` are `async fn`s, awaited.
-//!   With sentinel-core's `tokio` feature the entry is made with
+//!   With sentinel-flow-core's `tokio` feature the entry is made with
 //!   `enter_async`, so a rate limiter's queue is waited on with a tokio
 //!   timer (the future must then run on a tokio runtime); without it, with
 //!   `enter`, which sleeps the thread for a queued entry.
@@ -112,14 +113,14 @@
 //!
 //! # An instance of its own
 //!
-//! Tests enter a [`Sentinel`](https://docs.rs/sentinel-core/latest/sentinel_core/struct.Sentinel.html)
+//! Tests enter a [`Sentinel`](https://docs.rs/sentinel-flow-core/latest/sentinel_flow_core/struct.Sentinel.html)
 //! of their own, on a manual clock:
 //!
 //! ```
 //! use once_cell::sync::Lazy;
-//! use sentinel_core::flow::FlowRule;
-//! use sentinel_core::{BlockError, ManualClock, Sentinel};
-//! use sentinel_macros::sentinel_resource;
+//! use sentinel_flow_core::flow::FlowRule;
+//! use sentinel_flow_core::{BlockError, ManualClock, Sentinel};
+//! use sentinel_flow_macros::sentinel_resource;
 //!
 //! static CLOCK: Lazy<ManualClock> = Lazy::new(|| ManualClock::new(1_700_000_000_000));
 //! static SENTINEL: Lazy<Sentinel> =
@@ -151,8 +152,8 @@ use proc_macro::TokenStream;
 /// arguments and what a call does.
 ///
 /// ```
-/// # use sentinel_core::BlockError;
-/// #[sentinel_macros::sentinel_resource(name = "inventory:reserve", batch_count = 2)]
+/// # use sentinel_flow_core::BlockError;
+/// #[sentinel_flow_macros::sentinel_resource(name = "inventory:reserve", batch_count = 2)]
 /// async fn reserve(sku: &str) -> Result<u32, BlockError> {
 ///     Ok(sku.len() as u32)
 /// }

@@ -18,11 +18,11 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use once_cell::sync::Lazy;
-use sentinel_core::flow::{ControlBehavior, FlowRule};
-use sentinel_core::node::NodeSnapshot;
-use sentinel_core::slot::{EntryContext, Slot};
-use sentinel_core::{BlockError, BlockKind, EntryType, ManualClock, ParamValue, Sentinel};
-use sentinel_macros::sentinel_resource;
+use sentinel_flow_core::flow::{ControlBehavior, FlowRule};
+use sentinel_flow_core::node::NodeSnapshot;
+use sentinel_flow_core::slot::{EntryContext, Slot};
+use sentinel_flow_core::{BlockError, BlockKind, EntryType, ManualClock, ParamValue, Sentinel};
+use sentinel_flow_macros::sentinel_resource;
 
 const T0: u64 = 1_700_000_000_000;
 
@@ -79,7 +79,7 @@ struct Recorder;
 
 impl Slot for Recorder {
     fn order(&self) -> i32 {
-        sentinel_core::slot::order::STATISTIC - 1
+        sentinel_flow_core::slot::order::STATISTIC - 1
     }
 
     fn entry(&self, ctx: &EntryContext<'_>) -> Result<(), BlockError> {
@@ -546,7 +546,7 @@ async fn queued(id: u32) -> Result<u32, AppError> {
     Ok(id)
 }
 
-/// With sentinel-core's `tokio` feature (on in these tests) an `async fn`
+/// With sentinel-flow-core's `tokio` feature (on in these tests) an `async fn`
 /// waits for its turn on the tokio timer instead of sleeping the thread, so
 /// a timeout can drop it while it waits, and it then counts nothing.
 #[tokio::test(start_paused = true)]

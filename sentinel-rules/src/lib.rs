@@ -1,13 +1,13 @@
-//! YAML rule files for `sentinel-core`: every rule kind in one file,
+//! YAML rule files for `sentinel-flow-core`: every rule kind in one file,
 //! validated with an error per problem (file, line, column, rule, field),
 //! loaded all-or-nothing, hot-reloaded by a watcher thread, and rewritten
 //! when rules change through an API.
 //!
 //! ```
-//! use sentinel_core::{ManualClock, Sentinel};
+//! use sentinel_flow_core::{ManualClock, Sentinel};
 //!
 //! let sentinel = Sentinel::builder().clock(ManualClock::new(0)).build();
-//! let file = sentinel_rules::parse_str(
+//! let file = sentinel_flow_rules::parse_str(
 //!     "version: 7\n\
 //!      flow:\n\
 //!      \x20 - {resource: GET:/orders, count: 100}\n\
@@ -15,12 +15,12 @@
 //!      \x20 - {resource: GET:/orders, grade: error_ratio, count: 0.5}\n",
 //!     "rules.yaml",
 //! )?;
-//! let loaded = sentinel_rules::apply(&sentinel, file)?;
+//! let loaded = sentinel_flow_rules::apply(&sentinel, file)?;
 //! assert_eq!(loaded.version.as_deref(), Some("7"));
 //! assert_eq!((loaded.count("flow"), loaded.count("degrade")), (1, 1));
 //!
 //! // Every problem of a bad file, each at its position; nothing changes.
-//! let error = sentinel_rules::parse_str(
+//! let error = sentinel_flow_rules::parse_str(
 //!     "flow:\n  - {resource: a, count: -5, grade: fast}\n  - {count: 1}\n",
 //!     "rules.yaml",
 //! )

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{ErrorKind, Read};
 use std::path::Path;
 
-use sentinel_core::{RuleErrors, Sentinel};
+use sentinel_flow_core::{RuleErrors, Sentinel};
 
 use crate::error::{FileError, Position};
 use crate::options::LoadOptions;
@@ -15,7 +15,7 @@ use crate::parse::{self, RuleFile};
 /// with the default [`LoadOptions`].
 ///
 /// ```
-/// let file = sentinel_rules::parse_str("flow:\n  - {resource: GET:/orders, count: -5}\n", "rules.yaml")
+/// let file = sentinel_flow_rules::parse_str("flow:\n  - {resource: GET:/orders, count: -5}\n", "rules.yaml")
 ///     .unwrap_err();
 /// assert_eq!(
 ///     file.to_string(),
@@ -164,7 +164,7 @@ pub struct Reloaded {
     /// The file's `version:` value, if any.
     pub version: Option<String>,
     /// Rules per kind: `[("flow", 2), ("degrade", 1), ...]`, in the order of
-    /// [`RuleBook`](sentinel_core::RuleBook)'s fields.
+    /// [`RuleBook`](sentinel_flow_core::RuleBook)'s fields.
     pub counts: [(&'static str, usize); 5],
     /// How many resources the file tracks percentiles of (its
     /// `track_percentiles` list, less `untracked`).

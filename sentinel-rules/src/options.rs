@@ -11,7 +11,7 @@ pub const DEFAULT_MAX_DEPTH: usize = 16;
 /// file means "no rules".
 ///
 /// ```
-/// use sentinel_rules::LoadOptions;
+/// use sentinel_flow_rules::LoadOptions;
 ///
 /// let options = LoadOptions::default().max_size(64 * 1024).allow_empty(true);
 /// assert_eq!(options.get_max_size(), 64 * 1024);
@@ -60,9 +60,9 @@ impl LoadOptions {
     /// Names (resources, `ref_resource`, `limit_app` origins,
     /// `track_percentiles` entries) longer than `bytes` are refused at their
     /// line and column. Unset, the limit is the instance's
-    /// ([`Sentinel::max_name_len`](sentinel_core::Sentinel::max_name_len))
+    /// ([`Sentinel::max_name_len`](sentinel_flow_core::Sentinel::max_name_len))
     /// for a [`RuleWatcher`](crate::RuleWatcher), and
-    /// [`DEFAULT_MAX_NAME_LEN`](sentinel_core::DEFAULT_MAX_NAME_LEN) for the
+    /// [`DEFAULT_MAX_NAME_LEN`](sentinel_flow_core::DEFAULT_MAX_NAME_LEN) for the
     /// `parse_*` and `load_file` functions, which know no instance: set it
     /// to the instance's when that differs, or [`apply`](crate::apply)
     /// refuses the file without positions.
@@ -74,12 +74,12 @@ impl LoadOptions {
     /// The name length limit, bytes.
     pub fn get_max_name_len(&self) -> usize {
         self.max_name_len
-            .unwrap_or(sentinel_core::DEFAULT_MAX_NAME_LEN)
+            .unwrap_or(sentinel_flow_core::DEFAULT_MAX_NAME_LEN)
     }
 
     /// These options, with the name length limit of `sentinel` unless one
     /// was set.
-    pub(crate) fn for_instance(&self, sentinel: &sentinel_core::Sentinel) -> Self {
+    pub(crate) fn for_instance(&self, sentinel: &sentinel_flow_core::Sentinel) -> Self {
         LoadOptions {
             max_name_len: Some(self.max_name_len.unwrap_or(sentinel.max_name_len())),
             ..self.clone()

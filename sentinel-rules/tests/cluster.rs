@@ -2,8 +2,8 @@
 //! error at its line and column (alone and between rules sharing a flow
 //! id), and writing them back.
 
-use sentinel_core::flow::{ClusterFlowConfig, ClusterThresholdType, FlowRule};
-use sentinel_rules::parse_str;
+use sentinel_flow_core::flow::{ClusterFlowConfig, ClusterThresholdType, FlowRule};
+use sentinel_flow_rules::parse_str;
 
 fn errors(text: &str) -> Vec<String> {
     parse_str(text, "rules.yaml")

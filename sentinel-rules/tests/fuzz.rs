@@ -8,12 +8,12 @@
 //! nothing may panic.
 //!
 //! Cases: `SENTINEL_FUZZ_CASES` (default 256), e.g.
-//! `SENTINEL_FUZZ_CASES=20000 cargo test -p sentinel-rules --test fuzz`
+//! `SENTINEL_FUZZ_CASES=20000 cargo test -p sentinel-flow-rules --test fuzz`
 //! (a debug build, where arithmetic overflow panics; CI runs this).
 
 use proptest::prelude::*;
-use sentinel_core::{Entering, EntryType, ManualClock, ParamValue, Sentinel};
-use sentinel_rules::{LoadOptions, RuleFile, parse_bytes};
+use sentinel_flow_core::{Entering, EntryType, ManualClock, ParamValue, Sentinel};
+use sentinel_flow_rules::{LoadOptions, RuleFile, parse_bytes};
 
 const EXAMPLE: &str = include_str!("../../examples/rules.yaml");
 
@@ -251,7 +251,7 @@ fn use_rules(file: RuleFile) {
     let clock = ManualClock::new(1_700_000_000_000);
     let sentinel = Sentinel::builder().clock(clock.clone()).build();
     let book = file.book.clone();
-    if let Err(errors) = sentinel_rules::apply(&sentinel, file) {
+    if let Err(errors) = sentinel_flow_rules::apply(&sentinel, file) {
         // A validated file is applied whole.
         panic!("an accepted file was refused by the core: {errors}");
     }

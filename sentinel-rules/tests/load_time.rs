@@ -3,12 +3,12 @@
 //! 25 ms (release builds; the thread's CPU time, the least of three runs,
 //! so that other work on the machine does not count).
 //!
-//! Run: `cargo test -p sentinel-rules --release --test load_time`
+//! Run: `cargo test -p sentinel-flow-rules --release --test load_time`
 
 use std::time::Duration;
 
-use sentinel_core::{ManualClock, Sentinel};
-use sentinel_rules::{DEFAULT_MAX_SIZE, LoadOptions, apply, parse_str, parse_str_with};
+use sentinel_flow_core::{ManualClock, Sentinel};
+use sentinel_flow_rules::{DEFAULT_MAX_SIZE, LoadOptions, apply, parse_str, parse_str_with};
 
 /// The CPU time this thread has used (Linux; elsewhere none, and the
 /// bounds are not checked).

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use sentinel_core::{BlockKind, ManualClock, Sentinel};
-use sentinel_rules::{LoadOptions, RuleWatcher, apply, parse_str, parse_str_with};
+use sentinel_flow_core::{BlockKind, ManualClock, Sentinel};
+use sentinel_flow_rules::{LoadOptions, RuleWatcher, apply, parse_str, parse_str_with};
 
 const T0: u64 = 1_700_000_000_000;
 
@@ -104,7 +104,7 @@ fn a_file_applied_past_full_caps_puts_every_rule_in_force() {
                 authority:\n\
                 \x20 - {resource: GET:/admin, strategy: white, limit_app: [ops]}\n";
     apply(&sentinel, parse_str(text, "rules.yaml").unwrap()).unwrap();
-    let kind = |r: Result<sentinel_core::Entry<'_>, sentinel_core::BlockError>| {
+    let kind = |r: Result<sentinel_flow_core::Entry<'_>, sentinel_flow_core::BlockError>| {
         r.map(drop).unwrap_err().kind()
     };
     assert_eq!(kind(sentinel.entry("GET:/new")), BlockKind::Flow);
@@ -161,12 +161,13 @@ fn a_store_checks_names_against_its_instance_limit_before_writing() {
         .clock(ManualClock::new(T0))
         .max_name_len(32)
         .build();
-    let store = sentinel_rules::RuleFileStore::open(&path).unwrap();
+    let store = sentinel_flow_rules::RuleFileStore::open(&path).unwrap();
     let name = "n".repeat(40);
-    let change = sentinel_rules::RuleChange::Flow(vec![sentinel_core::flow::FlowRule::new(
-        name.as_str(),
-        0.0,
-    )]);
+    let change =
+        sentinel_flow_rules::RuleChange::Flow(vec![sentinel_flow_core::flow::FlowRule::new(
+            name.as_str(),
+            0.0,
+        )]);
     let error = store.replace(&strict, change).unwrap_err();
     assert!(
         error

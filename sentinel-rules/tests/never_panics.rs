@@ -1,7 +1,7 @@
 //! The parser never panics, whatever the bytes.
 
 use proptest::prelude::*;
-use sentinel_rules::{LoadOptions, parse_bytes, parse_str};
+use sentinel_flow_rules::{LoadOptions, parse_bytes, parse_str};
 
 const EXAMPLE: &str = include_str!("../../examples/rules.yaml");
 

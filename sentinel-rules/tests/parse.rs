@@ -1,11 +1,11 @@
 //! Parsing and validating rule files: the format, every kind of error at
 //! its exact position, and the limits on bad input.
 
-use sentinel_core::ParamValue;
-use sentinel_core::authority::AuthorityStrategy;
-use sentinel_core::degrade::DegradeGrade;
-use sentinel_core::flow::{ControlBehavior, FlowGrade, FlowStrategy};
-use sentinel_rules::{LoadOptions, parse_bytes, parse_str, parse_str_with};
+use sentinel_flow_core::ParamValue;
+use sentinel_flow_core::authority::AuthorityStrategy;
+use sentinel_flow_core::degrade::DegradeGrade;
+use sentinel_flow_core::flow::{ControlBehavior, FlowGrade, FlowStrategy};
+use sentinel_flow_rules::{LoadOptions, parse_bytes, parse_str, parse_str_with};
 
 const EXAMPLE: &str = include_str!("../../examples/rules.yaml");
 
@@ -63,11 +63,14 @@ fn minimal_rules_take_the_core_defaults() {
     .unwrap();
     assert_eq!(
         file.book.flow,
-        [sentinel_core::flow::FlowRule::new("GET:/orders", 100.0)]
+        [sentinel_flow_core::flow::FlowRule::new(
+            "GET:/orders",
+            100.0
+        )]
     );
     assert_eq!(
         file.book.degrade,
-        [sentinel_core::degrade::DegradeRule::new(
+        [sentinel_flow_core::degrade::DegradeRule::new(
             "r",
             DegradeGrade::ErrorCount,
             3.0
@@ -75,7 +78,9 @@ fn minimal_rules_take_the_core_defaults() {
     );
     assert_eq!(
         file.book.param_flow,
-        [sentinel_core::hotspot::ParamFlowRule::new("r", -1, 5.0)]
+        [sentinel_flow_core::hotspot::ParamFlowRule::new(
+            "r", -1, 5.0
+        )]
     );
     assert_eq!(file.book.authority[0].limit_app, ["crawler"]);
     assert_eq!(file.version, None);
@@ -287,11 +292,11 @@ fn empty_files_are_refused_unless_allowed() {
         );
         let allowed = LoadOptions::default().allow_empty(true);
         let file = parse_str_with(text, "rules.yaml", &allowed).unwrap();
-        assert_eq!(file.book, sentinel_core::RuleBook::default());
+        assert_eq!(file.book, sentinel_flow_core::RuleBook::default());
     }
     // Keys with no rules are a deliberate empty set, not an empty file.
     let file = parse_str("version: 2\nflow:\ndegrade: []\n", "f").unwrap();
-    assert_eq!(file.book, sentinel_core::RuleBook::default());
+    assert_eq!(file.book, sentinel_flow_core::RuleBook::default());
 }
 
 #[test]
@@ -304,12 +309,12 @@ fn files_over_the_size_limit_are_refused() {
         "big.yaml: the file is larger than the limit of 64 bytes (LoadOptions::max_size)"
     );
     let reader = std::io::repeat(b' ');
-    let error = sentinel_rules::parse_reader(reader, "endless", &options).unwrap_err();
+    let error = sentinel_flow_rules::parse_reader(reader, "endless", &options).unwrap_err();
     assert!(
         error.to_string().contains("larger than the limit"),
         "{error}"
     );
-    assert_eq!(sentinel_rules::DEFAULT_MAX_SIZE, 4 << 20);
+    assert_eq!(sentinel_flow_rules::DEFAULT_MAX_SIZE, 4 << 20);
 }
 
 #[test]

@@ -2,8 +2,8 @@
 //! position, applied on load, and on reload turning off only what the file
 //! had turned on.
 
-use sentinel_core::{ManualClock, Sentinel};
-use sentinel_rules::{apply, parse_str};
+use sentinel_flow_core::{ManualClock, Sentinel};
+use sentinel_flow_rules::{apply, parse_str};
 
 fn sentinel() -> Sentinel {
     Sentinel::builder()

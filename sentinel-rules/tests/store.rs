@@ -6,9 +6,9 @@ mod support;
 
 use std::fs;
 
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::FlowRule;
-use sentinel_rules::{RuleChange, RuleFileStore, StoreError};
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_rules::{RuleChange, RuleFileStore, StoreError};
 use support::{book, sentinel, temp_file};
 
 /// Every kind, a version, percentiles and comments everywhere.
@@ -76,9 +76,9 @@ fn a_kind_without_a_section_gets_one_at_the_end() {
     let (_dir, path) = temp_file(COMMENTED);
     let s = sentinel();
     let store = RuleFileStore::open(&path).unwrap();
-    let rule = sentinel_core::authority::AuthorityRule::new(
+    let rule = sentinel_flow_core::authority::AuthorityRule::new(
         "GET:/admin",
-        sentinel_core::authority::AuthorityStrategy::Black,
+        sentinel_flow_core::authority::AuthorityStrategy::Black,
         ["bot", "it's"],
     );
     store
@@ -265,8 +265,8 @@ fn stores_and_errors_cross_threads() {
 
 #[test]
 fn every_problem_of_hot_parameter_rules_is_listed() {
-    use sentinel_core::ParamValue;
-    use sentinel_core::hotspot::{ParamFlowItem, ParamFlowRule};
+    use sentinel_flow_core::ParamValue;
+    use sentinel_flow_core::hotspot::{ParamFlowItem, ParamFlowRule};
     let (_dir, path) = temp_file("flow: []\n");
     let s = sentinel();
     let store = RuleFileStore::open(&path).unwrap();

@@ -5,9 +5,9 @@ mod support;
 
 use std::fs;
 
-use sentinel_core::flow::FlowRule;
-use sentinel_core::system::SystemRule;
-use sentinel_rules::{LoadOptions, RuleChange, RuleFileStore};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::system::SystemRule;
+use sentinel_flow_rules::{LoadOptions, RuleChange, RuleFileStore};
 use support::{book, sentinel, temp_file};
 
 #[test]
@@ -64,7 +64,7 @@ fn a_file_that_does_not_parse_is_reported_and_kept() {
 #[test]
 fn each_kind_of_the_annotated_example_file_is_rewritten_alone() {
     let example = include_str!("../../examples/rules.yaml");
-    let original = sentinel_rules::parse_str(example, "rules.yaml")
+    let original = sentinel_flow_rules::parse_str(example, "rules.yaml")
         .unwrap()
         .book;
     let changes = [
@@ -178,12 +178,12 @@ proptest::proptest! {
         let (_dir, path) = temp_file(&text);
         let s = sentinel();
         let options = LoadOptions::default().allow_empty(true);
-        let before = sentinel_rules::parse_str_with(&text, "rules.yaml", &options);
+        let before = sentinel_flow_rules::parse_str_with(&text, "rules.yaml", &options);
         let store = RuleFileStore::open_with(&path, options.clone()).unwrap();
         let rules = vec![FlowRule::new("new", 3.0)];
         match store.replace(&s, RuleChange::Flow(rules.clone())) {
             Ok(()) => {
-                let after = sentinel_rules::load_file(&path, &options).unwrap();
+                let after = sentinel_flow_rules::load_file(&path, &options).unwrap();
                 proptest::prop_assert_eq!(&after.book.flow, &rules);
                 proptest::prop_assert_eq!(&s.rule_book(), &after.book);
                 if let Ok(before) = before {
@@ -193,7 +193,7 @@ proptest::proptest! {
                     proptest::prop_assert_eq!(after.version, before.version);
                 }
             }
-            Err(sentinel_rules::StoreError::Invalid(lines)) => {
+            Err(sentinel_flow_rules::StoreError::Invalid(lines)) => {
                 proptest::prop_assert!(!lines.is_empty());
                 // The read-back check is a safety net, not a way out.
                 proptest::prop_assert!(!lines.iter().any(|l| l.contains("a bug")), "{lines:?}");

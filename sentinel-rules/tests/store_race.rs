@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::sync::Barrier;
 use std::time::Duration;
 
-use sentinel_core::flow::FlowRule;
-use sentinel_rules::{RuleChange, RuleFileStore, StoreError};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_rules::{RuleChange, RuleFileStore, StoreError};
 use support::{book, sentinel, temp_file};
 
 /// A small deterministic generator for the delays.

@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::FlowRule;
-use sentinel_core::{ManualClock, Sentinel};
-use sentinel_rules::{LoadOptions, RuleChange, RuleFileStore, RuleWatcher, StoreError};
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::{ManualClock, Sentinel};
+use sentinel_flow_rules::{LoadOptions, RuleChange, RuleFileStore, RuleWatcher, StoreError};
 
 const INTERVAL: Duration = Duration::from_millis(20);
 
@@ -142,7 +142,7 @@ fn clones_racing_apply_in_turn_and_separate_stores_conflict() {
             threads.into_iter().map(|t| t.join().unwrap()).collect()
         });
         assert!(results.iter().all(Result::is_ok), "{results:?}");
-        let on_disk = sentinel_rules::load_file(&path, &LoadOptions::default()).unwrap();
+        let on_disk = sentinel_flow_rules::load_file(&path, &LoadOptions::default()).unwrap();
         assert_eq!(
             (on_disk.book.flow.len(), on_disk.book.degrade.len()),
             (1, 1)
@@ -174,7 +174,7 @@ fn clones_racing_apply_in_turn_and_separate_stores_conflict() {
         let lost = &results[1 - won[0]];
         assert!(matches!(lost, Err(StoreError::Conflict { .. })), "{lost:?}");
         assert_eq!(flow_counts(&s), [10.0 + won[0] as f64]);
-        let on_disk = sentinel_rules::load_file(&path, &LoadOptions::default()).unwrap();
+        let on_disk = sentinel_flow_rules::load_file(&path, &LoadOptions::default()).unwrap();
         assert_eq!(s.rule_book(), on_disk.book);
     }
 }
@@ -226,7 +226,7 @@ fn replaces_outside_edits_and_the_watcher_together_end_in_agreement() {
     assert_eq!(written.load(Ordering::Relaxed), 40);
     // Whatever the order, the watcher and the stores settle on the file.
     eventually("the rules in force are the file's", || {
-        let on_disk = sentinel_rules::load_file(&path, &LoadOptions::default());
+        let on_disk = sentinel_flow_rules::load_file(&path, &LoadOptions::default());
         on_disk.is_ok_and(|file| file.book == s.rule_book())
     });
     let counts = (

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sentinel_core::{BlockKind, ManualClock, Sentinel};
-use sentinel_rules::{FileError, Reloaded, RuleWatcher};
+use sentinel_flow_core::{BlockKind, ManualClock, Sentinel};
+use sentinel_flow_rules::{FileError, Reloaded, RuleWatcher};
 
 const INTERVAL: Duration = Duration::from_millis(20);
 
@@ -347,7 +347,7 @@ fn an_interval_under_10_ms_is_refused_and_nothing_is_loaded() {
     }
     assert!(flow_counts(s).is_empty());
     let _handle = RuleWatcher::new(&path)
-        .interval(sentinel_rules::MIN_INTERVAL)
+        .interval(sentinel_flow_rules::MIN_INTERVAL)
         .start(s)
         .unwrap();
     assert_eq!(flow_counts(s), [1.0]);
@@ -391,7 +391,7 @@ fn a_named_pipe_at_the_path_is_told_and_the_handle_still_drops() {
             .ends_with("cannot read: a named pipe, not a regular file"),
         "{error}"
     );
-    let error = sentinel_rules::load_file(&pipe, &Default::default()).unwrap_err();
+    let error = sentinel_flow_rules::load_file(&pipe, &Default::default()).unwrap_err();
     assert!(
         error
             .to_string()

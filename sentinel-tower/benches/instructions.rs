@@ -5,7 +5,7 @@
 //! the set-up:
 //!
 //! ```sh
-//! cargo bench -p sentinel-tower --bench instructions --no-run
+//! cargo bench -p sentinel-flow-tower --bench instructions --no-run
 //! B=$(ls -t target/release/deps/instructions-* | grep -v '\.d$' | head -1)
 //! for n in 10000 20000; do valgrind --tool=callgrind --callgrind-out-file=/dev/null \
 //!     $B governor $n 2>&1 | grep 'refs'; done
@@ -39,9 +39,9 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::routing::get;
 use http::{Request, Response, Uri};
-use sentinel_core::flow::FlowRule;
-use sentinel_core::{Clock, ManualClock, Sentinel, SystemClock};
-use sentinel_tower::SentinelLayer;
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::{Clock, ManualClock, Sentinel, SystemClock};
+use sentinel_flow_tower::SentinelLayer;
 use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
 use tower_governor::GovernorLayer;
 use tower_governor::governor::GovernorConfigBuilder;
@@ -197,7 +197,7 @@ fn one(case: &str, n: u64) {
             let service = service_fn(move |request: Request<Body>| {
                 let entry = resource
                     .builder()
-                    .entry_type(sentinel_core::EntryType::Inbound)
+                    .entry_type(sentinel_flow_core::EntryType::Inbound)
                     .enter();
                 let blocked = entry.is_err();
                 drop((entry, request));
@@ -310,14 +310,14 @@ fn one(case: &str, n: u64) {
 #[derive(Clone)]
 struct Floor<S> {
     inner: S,
-    resource: Arc<sentinel_core::Resource<'static>>,
+    resource: Arc<sentinel_flow_core::Resource<'static>>,
 }
 
 pin_project_lite::pin_project! {
     struct FloorFuture<F> {
         #[pin]
         inner: F,
-        entry: Option<sentinel_core::Entry<'static>>,
+        entry: Option<sentinel_flow_core::Entry<'static>>,
     }
 }
 
@@ -346,7 +346,7 @@ impl<S: Service<Request<Body>>> Service<Request<Body>> for Floor<S> {
         let entry = self
             .resource
             .builder()
-            .entry_type(sentinel_core::EntryType::Inbound)
+            .entry_type(sentinel_flow_core::EntryType::Inbound)
             .enter()
             .ok();
         FloorFuture {

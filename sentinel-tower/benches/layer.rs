@@ -17,7 +17,7 @@
 //!   free cores it takes what one request takes alone, plus what the
 //!   threads' contention on shared state adds.
 //!
-//! Run: `cargo bench -p sentinel-tower --bench layer`.
+//! Run: `cargo bench -p sentinel-flow-tower --bench layer`.
 
 // criterion_group! generates an undocumented function.
 #![allow(missing_docs)]
@@ -33,9 +33,9 @@ use axum::body::Body;
 use axum::routing::get;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use http::{Request, Response, Uri};
-use sentinel_core::flow::FlowRule;
-use sentinel_core::{Clock, ManualClock, Sentinel, SystemClock};
-use sentinel_tower::SentinelLayer;
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::{Clock, ManualClock, Sentinel, SystemClock};
+use sentinel_flow_tower::SentinelLayer;
 use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
 use tower_governor::GovernorLayer;
 use tower_governor::governor::GovernorConfigBuilder;

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderName, RETRY_AFTER};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
-use sentinel_core::degrade::DegradeRule;
-use sentinel_core::flow::FlowQuota;
-use sentinel_core::flow::{FlowGrade, FlowRule};
-use sentinel_core::hotspot::{ParamFlowGrade, ParamFlowRule};
-use sentinel_core::{BlockError, BlockKind};
+use sentinel_flow_core::degrade::DegradeRule;
+use sentinel_flow_core::flow::FlowQuota;
+use sentinel_flow_core::flow::{FlowGrade, FlowRule};
+use sentinel_flow_core::hotspot::{ParamFlowGrade, ParamFlowRule};
+use sentinel_flow_core::{BlockError, BlockKind};
 
 use crate::headers::{self, HeaderSettings};
 
@@ -45,12 +45,12 @@ const DUPLICATE_ORIGIN: &str = "duplicated origin header";
 /// - authority and custom slots: `None` (retrying does not help).
 ///
 /// ```
-/// use sentinel_core::{BlockError, BlockKind};
-/// use sentinel_core::flow::FlowRule;
+/// use sentinel_flow_core::{BlockError, BlockKind};
+/// use sentinel_flow_core::flow::FlowRule;
 /// use std::sync::Arc;
 ///
 /// let block = BlockError::by_rule(BlockKind::Flow, Arc::new(FlowRule::new("GET:/a", 10.0)));
-/// assert_eq!(sentinel_tower::retry_after(&block), Some(1));
+/// assert_eq!(sentinel_flow_tower::retry_after(&block), Some(1));
 /// ```
 pub fn retry_after(block: &BlockError) -> Option<u64> {
     match block.kind() {
@@ -318,12 +318,12 @@ impl ErrorCheck {
 mod tests {
     use std::sync::Arc;
 
-    use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-    use sentinel_core::degrade::DegradeGrade;
+    use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+    use sentinel_flow_core::degrade::DegradeGrade;
 
     use super::*;
 
-    fn block(kind: BlockKind, rule: impl sentinel_core::Rule) -> BlockError {
+    fn block(kind: BlockKind, rule: impl sentinel_flow_core::Rule) -> BlockError {
         BlockError::by_rule(kind, Arc::new(rule))
     }
 

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http::StatusCode;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
-use sentinel_core::Entry;
+use sentinel_flow_core::Entry;
 
 use crate::block::ErrorCheck;
 

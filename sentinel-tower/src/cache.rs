@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use arc_swap::ArcSwap;
 use http::Method;
-use sentinel_core::{Resource, Sentinel};
+use sentinel_flow_core::{Resource, Sentinel};
 
 use crate::buffer::with_joined;
 use crate::key::{Key, Lookup};
@@ -28,10 +28,10 @@ use crate::segment::first_id;
 /// [`max_resource_names`](crate::SentinelLayer::max_resource_names) distinct
 /// names: still counted and still checked (rules can name it), never a new
 /// resource per name. A name that a loaded rule mentions
-/// ([`Sentinel::is_reserved`](sentinel_core::Sentinel::is_reserved)) is
+/// ([`Sentinel::is_reserved`](sentinel_flow_core::Sentinel::is_reserved)) is
 /// never sent here: it keeps its own resource, past the cap, so its rules
 /// apply.
-pub const OVERFLOW_RESOURCE: &str = "sentinel-tower:overflow";
+pub const OVERFLOW_RESOURCE: &str = "sentinel-flow-tower:overflow";
 
 /// The default cap on distinct resource names one layer makes.
 pub const DEFAULT_MAX_RESOURCE_NAMES: usize = 1_000;
@@ -323,7 +323,7 @@ impl NameCache {
                 resource = name,
                 max = self.max,
                 overflow = OVERFLOW_RESOURCE,
-                "sentinel-tower: resource name cap reached; further names enter the overflow resource"
+                "sentinel-flow-tower: resource name cap reached; further names enter the overflow resource"
             );
         }
         self.overflow

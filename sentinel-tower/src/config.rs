@@ -8,7 +8,7 @@ use std::sync::Arc;
 use http::Extensions;
 use http::header::HeaderName;
 use http::request::Parts;
-use sentinel_core::EntryType;
+use sentinel_flow_core::EntryType;
 
 use crate::block::{BlockFn, ErrorCheck};
 use crate::cache::NameCache;

@@ -13,8 +13,8 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
 use pin_project_lite::pin_project;
-use sentinel_core::flow::FlowQuota;
-use sentinel_core::{Entry, Queued};
+use sentinel_flow_core::flow::FlowQuota;
+use sentinel_flow_core::{Entry, Queued};
 use tower_service::Service;
 
 use crate::block::{ErrorCheck, is_grpc};

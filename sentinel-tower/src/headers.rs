@@ -7,7 +7,7 @@ use std::thread::LocalKey;
 
 use http::HeaderMap;
 use http::header::{HeaderName, HeaderValue};
-use sentinel_core::flow::FlowQuota;
+use sentinel_flow_core::flow::FlowQuota;
 
 static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
 static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");

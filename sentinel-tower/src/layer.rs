@@ -8,7 +8,7 @@ use std::sync::Arc;
 use http::header::HeaderName;
 use http::request::Parts;
 use http::{Extensions, HeaderMap, Response, StatusCode};
-use sentinel_core::{BlockError, EntryType, Sentinel};
+use sentinel_flow_core::{BlockError, EntryType, Sentinel};
 use tower_layer::Layer;
 
 use crate::block::ErrorCheck;
@@ -26,7 +26,7 @@ use crate::service::SentinelService;
 ///
 /// Defaults:
 ///
-/// - the [`global`](sentinel_core::global) instance;
+/// - the [`global`](sentinel_flow_core::global) instance;
 /// - resource name `METHOD:` + the axum route template
 ///   ([`MatchedPath`](axum::extract::MatchedPath), with the `axum` feature,
 ///   when the layer runs inside an axum `Router`), else `METHOD:` + the path
@@ -69,10 +69,10 @@ use crate::service::SentinelService;
 /// [`require_origin`](Self::require_origin) is on. Each distinct origin
 /// costs a node of statistics per resource it enters, within the
 /// instance's origin cap
-/// ([`max_origins`](sentinel_core::SentinelBuilder::max_origins)).
+/// ([`max_origins`](sentinel_flow_core::SentinelBuilder::max_origins)).
 ///
 /// ```
-/// use sentinel_tower::SentinelLayer;
+/// use sentinel_flow_tower::SentinelLayer;
 ///
 /// let layer = SentinelLayer::new()
 ///     .origin_header("x-caller")
@@ -91,7 +91,7 @@ pub struct SentinelLayer<K = WrappedBody> {
 impl SentinelLayer {
     /// A layer on the global instance with the default settings.
     pub fn new() -> Self {
-        SentinelLayer::with_sentinel(sentinel_core::global())
+        SentinelLayer::with_sentinel(sentinel_flow_core::global())
     }
 
     /// A layer on `sentinel`. The instance must live as long as the
@@ -195,7 +195,7 @@ impl<K> SentinelLayer<K> {
     /// read: a client cannot choose its origin by sending one.
     ///
     /// ```
-    /// use sentinel_tower::SentinelLayer;
+    /// use sentinel_flow_tower::SentinelLayer;
     ///
     /// /// Put in the extensions by the authentication layer.
     /// #[derive(Clone)]
@@ -283,7 +283,7 @@ impl<K> SentinelLayer<K> {
     /// default: reading the quota costs a rule-set read and a window sum
     /// per request). The figures are those of the resource's first QPS
     /// flow rule that limits all callers on the resource's own
-    /// statistics (see [`FlowQuota`](sentinel_core::flow::FlowQuota)):
+    /// statistics (see [`FlowQuota`](sentinel_flow_core::flow::FlowQuota)):
     ///
     /// - limit `q`: the rule's count times its window in seconds, rounded
     ///   down; window `w`: the rule's window (`stat_interval_ms`, one
@@ -307,7 +307,7 @@ impl<K> SentinelLayer<K> {
     /// Streamed bodies are still wrapped (and boxed).
     ///
     /// ```
-    /// use sentinel_tower::SentinelLayer;
+    /// use sentinel_flow_tower::SentinelLayer;
     ///
     /// let app: axum::Router = axum::Router::new()
     ///     .route("/orders/{id}", axum::routing::get(|| async { "order" }))

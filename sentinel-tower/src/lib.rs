@@ -4,11 +4,11 @@
 //!
 //! ```no_run
 //! use axum::{Router, routing::get};
-//! use sentinel_core::flow::FlowRule;
-//! use sentinel_tower::SentinelLayer;
+//! use sentinel_flow_core::flow::FlowRule;
+//! use sentinel_flow_tower::SentinelLayer;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! sentinel_core::global()
+//! sentinel_flow_core::global()
 //!     .flow_rules()
 //!     .load(vec![FlowRule::new("GET:/orders/{id}", 100.0)])?;
 //! let app = Router::new()

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use http::request::Parts;
-use sentinel_core::Resource;
+use sentinel_flow_core::Resource;
 
 use crate::buffer::with_buffer;
 use crate::cache::NameCache;
@@ -15,7 +15,7 @@ use crate::segment::{first_id, next_id};
 /// more (hashes, object ids). Borrows when nothing changes.
 ///
 /// ```
-/// use sentinel_tower::clean_path;
+/// use sentinel_flow_tower::clean_path;
 ///
 /// assert_eq!(clean_path("/orders/123/items/9"), "/orders/{id}/items/{id}");
 /// assert_eq!(
@@ -212,8 +212,8 @@ mod tests {
 
     /// A name cache of room 100 on an instance of its own.
     fn names() -> NameCache {
-        let sentinel: &'static sentinel_core::Sentinel =
-            Box::leak(Box::new(sentinel_core::Sentinel::builder().build()));
+        let sentinel: &'static sentinel_flow_core::Sentinel =
+            Box::leak(Box::new(sentinel_flow_core::Sentinel::builder().build()));
         NameCache::new(sentinel, 100)
     }
 

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 #[cfg(feature = "axum")]
 use axum::extract::MatchedPath;
 use http::Method;
-use sentinel_core::Resource;
+use sentinel_flow_core::Resource;
 
 #[cfg(feature = "axum")]
 use crate::cache::OVERFLOW_RESOURCE;

@@ -10,8 +10,8 @@ use std::task::{Context, Poll};
 use http::request::Parts;
 use http::{Request, Response};
 use http_body::Body;
-use sentinel_core::flow::{FlowGrade, FlowQuota, FlowRule};
-use sentinel_core::{BlockError, BlockKind, Entering, Resource};
+use sentinel_flow_core::flow::{FlowGrade, FlowQuota, FlowRule};
+use sentinel_flow_core::{BlockError, BlockKind, Entering, Resource};
 use tower_service::Service;
 
 use crate::block::{

@@ -11,10 +11,10 @@ use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
 use common::{eventually, get as fetch, run, sentinel, serve};
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::{ControlBehavior, FlowRule};
-use sentinel_tower::{OVERFLOW_RESOURCE, SentinelLayer};
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::{ControlBehavior, FlowRule};
+use sentinel_flow_tower::{OVERFLOW_RESOURCE, SentinelLayer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A handler that counts its calls.

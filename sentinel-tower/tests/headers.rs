@@ -13,11 +13,11 @@ use common::{run, sentinel};
 use http::{HeaderMap, Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::{BodyExt, Empty, Full};
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::{ControlBehavior, FlowGrade, FlowRule};
-use sentinel_core::system::SystemRule;
-use sentinel_tower::SentinelLayer;
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::{ControlBehavior, FlowGrade, FlowRule};
+use sentinel_flow_core::system::SystemRule;
+use sentinel_flow_tower::SentinelLayer;
 use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
 
 /// The instance's clock starts at 1 000 000 ms: a 500 ms bucket edge.

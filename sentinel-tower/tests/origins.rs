@@ -14,10 +14,10 @@ use bytes::Bytes;
 use common::sentinel;
 use http::{HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Empty};
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::flow::FlowRule;
-use sentinel_core::{BlockKind, Sentinel};
-use sentinel_tower::SentinelLayer;
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::{BlockKind, Sentinel};
+use sentinel_flow_tower::SentinelLayer;
 use tower::{ServiceBuilder, ServiceExt, service_fn};
 
 /// The caller an authentication layer verified, in the extensions.

@@ -6,9 +6,9 @@ use std::convert::Infallible;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::Empty;
-use sentinel_core::flow::FlowRule;
-use sentinel_core::{ManualClock, Sentinel};
-use sentinel_tower::{OVERFLOW_RESOURCE, SentinelLayer};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::{ManualClock, Sentinel};
+use sentinel_flow_tower::{OVERFLOW_RESOURCE, SentinelLayer};
 use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
 
 fn request(path: &str) -> Request<Empty<Bytes>> {

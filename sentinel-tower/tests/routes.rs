@@ -14,7 +14,7 @@ use common::{run, sentinel};
 use http::{Method, Request, StatusCode};
 use http_body::Frame;
 use http_body_util::BodyExt;
-use sentinel_tower::SentinelLayer;
+use sentinel_flow_tower::SentinelLayer;
 use tower::ServiceExt;
 
 fn routes() -> Router {
@@ -75,7 +75,10 @@ fn an_axum_body_layer_hands_on_buffered_bodies_and_holds_streams_to_their_end() 
         let (sentinel, _clock) = sentinel();
         sentinel
             .flow_rules()
-            .load(vec![sentinel_core::flow::FlowRule::new("GET:/zero", 0.0)])
+            .load(vec![sentinel_flow_core::flow::FlowRule::new(
+                "GET:/zero",
+                0.0,
+            )])
             .unwrap();
         let app = Router::new()
             .route("/b", get(|| async { "b" }))

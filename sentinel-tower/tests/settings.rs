@@ -11,9 +11,9 @@ use bytes::Bytes;
 use common::{run, sentinel};
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Empty};
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::flow::FlowRule;
-use sentinel_tower::SentinelLayer;
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_tower::SentinelLayer;
 use tower::{ServiceBuilder, ServiceExt, service_fn};
 
 fn request(path: &str) -> Request<Empty<Bytes>> {
@@ -144,7 +144,7 @@ fn a_rate_limiter_queue_waits_without_blocking_the_executor() {
         .block_on(async {
             let (sentinel, _clock) = sentinel();
             let mut rule = FlowRule::new("GET:/paced", 10.0);
-            rule.control_behavior = sentinel_core::flow::ControlBehavior::RateLimiter;
+            rule.control_behavior = sentinel_flow_core::flow::ControlBehavior::RateLimiter;
             rule.max_queueing_time_ms = 1_000;
             sentinel.flow_rules().load(vec![rule]).unwrap();
             let service = ServiceBuilder::new()

@@ -9,10 +9,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use common::{run, sentinel};
-use sentinel_core::Sentinel;
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::FlowRule;
-use sentinel_tower::SentinelLayer;
+use sentinel_flow_core::Sentinel;
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_tower::SentinelLayer;
 use tonic::Code;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Channel, Server};

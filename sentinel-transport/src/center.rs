@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use sentinel_core::Sentinel;
-use sentinel_core::log::{MetricLogConfig, MetricSearcher};
+use sentinel_flow_core::Sentinel;
+use sentinel_flow_core::log::{MetricLogConfig, MetricSearcher};
 
 use crate::commands::{self, Ctx};
 use crate::handle::{CommandCenterHandle, StartError};
@@ -86,7 +86,7 @@ impl std::fmt::Debug for CommandCenter {
 }
 
 impl CommandCenter {
-    /// A server for `sentinel` (`sentinel_core::global()` or an
+    /// A server for `sentinel` (`sentinel_flow_core::global()` or an
     /// `Arc<Sentinel>`), with the defaults: port 8719, 127.0.0.1, no
     /// dashboard, writes off.
     pub fn new<S>(sentinel: S) -> Self
@@ -272,7 +272,7 @@ impl CommandCenter {
     /// watcher and a restart agree. Without it, changes live in memory
     /// only, as in Sentinel. A change that conflicts with an edit of the
     /// file on disk is refused with 409.
-    pub fn rule_file(mut self, store: sentinel_rules::RuleFileStore) -> Self {
+    pub fn rule_file(mut self, store: sentinel_flow_rules::RuleFileStore) -> Self {
         self.rules = RuleSink::File(store);
         self
     }
@@ -297,7 +297,7 @@ impl CommandCenter {
     pub fn start_with_own_runtime(self) -> Result<CommandCenterHandle, StartError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
-            .thread_name("sentinel-transport")
+            .thread_name("sentinel-flow-transport")
             .enable_io()
             .enable_time()
             .build()

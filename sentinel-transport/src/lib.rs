@@ -1,15 +1,15 @@
 //! Sentinel's command API (what the Sentinel dashboard calls), the
-//! dashboard heartbeat, and a live page of our own, for a `sentinel-core`
+//! dashboard heartbeat, and a live page of our own, for a `sentinel-flow-core`
 //! instance.
 //!
 //! ```
 //! use std::sync::Arc;
-//! use sentinel_core::Sentinel;
-//! use sentinel_transport::CommandCenter;
+//! use sentinel_flow_core::Sentinel;
+//! use sentinel_flow_transport::CommandCenter;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let sentinel = Arc::new(Sentinel::builder().build()); // or sentinel_core::global()
+//! let sentinel = Arc::new(Sentinel::builder().build()); // or sentinel_flow_core::global()
 //! let server = CommandCenter::new(Arc::clone(&sentinel))
 //!     .port(0)                 // default 8719, or the next free one
 //!     // .dashboard("10.0.0.5:8080")   heartbeats every 10 s

@@ -15,7 +15,7 @@ use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use sentinel_core::Sentinel;
+use sentinel_flow_core::Sentinel;
 
 use crate::shared::SentinelRef;
 use data::LiveData;
@@ -27,10 +27,10 @@ use query::DataQuery;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use sentinel_core::Sentinel;
+/// use sentinel_flow_core::Sentinel;
 ///
 /// let sentinel = Arc::new(Sentinel::builder().build());
-/// let app: axum::Router = sentinel_transport::live_page(sentinel);
+/// let app: axum::Router = sentinel_flow_transport::live_page(sentinel);
 /// # let _ = app;
 /// ```
 pub fn live_page<S>(sentinel: S) -> Router

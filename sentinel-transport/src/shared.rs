@@ -3,7 +3,7 @@
 use std::ops::Deref;
 use std::sync::Arc;
 
-use sentinel_core::Sentinel;
+use sentinel_flow_core::Sentinel;
 
 /// The instance a server serves: the global one (`&'static Sentinel`) or an
 /// `Arc<Sentinel>`, behind one pointer so handlers are not generic.

@@ -3,13 +3,13 @@
 //! instance.
 
 use axum::http::StatusCode;
-use sentinel_core::Sentinel;
-use sentinel_core::authority::AuthorityRule;
-use sentinel_core::degrade::DegradeRule;
-use sentinel_core::flow::FlowRule;
-use sentinel_core::hotspot::ParamFlowRule;
-use sentinel_core::system::SystemRule;
-use sentinel_rules::{RuleChange, RuleFileStore, StoreError};
+use sentinel_flow_core::Sentinel;
+use sentinel_flow_core::authority::AuthorityRule;
+use sentinel_flow_core::degrade::DegradeRule;
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::hotspot::ParamFlowRule;
+use sentinel_flow_core::system::SystemRule;
+use sentinel_flow_rules::{RuleChange, RuleFileStore, StoreError};
 
 use crate::shared::SentinelRef;
 
@@ -101,7 +101,7 @@ fn file_change(change: Change) -> RuleChange {
     }
 }
 
-fn load(sentinel: &Sentinel, change: Change) -> Result<(), sentinel_core::RuleErrors> {
+fn load(sentinel: &Sentinel, change: Change) -> Result<(), sentinel_flow_core::RuleErrors> {
     match change {
         Change::Flow(rules) => sentinel.flow_rules().load(rules),
         Change::Degrade(rules) => sentinel.degrade_rules().load(rules),

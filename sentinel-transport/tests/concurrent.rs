@@ -7,9 +7,9 @@ mod common;
 use std::sync::Arc;
 
 use common::{get, instance, post_form};
-use sentinel_core::flow::FlowRule;
-use sentinel_rules::{LoadOptions, RuleFileStore, load_file};
-use sentinel_transport::CommandCenter;
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_rules::{LoadOptions, RuleFileStore, load_file};
+use sentinel_flow_transport::CommandCenter;
 
 const PUSHES: usize = 12;
 

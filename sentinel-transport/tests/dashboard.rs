@@ -16,9 +16,9 @@ use axum::extract::State;
 use axum::routing::any;
 use common::{T0, get, send};
 use hyper::Method;
-use sentinel_core::log::MetricLogConfig;
-use sentinel_core::{BlockKind, EntryType, ManualClock, ParamValue, Sentinel};
-use sentinel_transport::CommandCenter;
+use sentinel_flow_core::log::MetricLogConfig;
+use sentinel_flow_core::{BlockKind, EntryType, ManualClock, ParamValue, Sentinel};
+use sentinel_flow_transport::CommandCenter;
 use tokio::sync::mpsc;
 
 type Heartbeats = mpsc::UnboundedSender<HashMap<String, String>>;

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use common::{T0, center, get, runtime};
 use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-use sentinel_core::log::MetricLogConfig;
-use sentinel_core::{ManualClock, Sentinel};
+use sentinel_flow_core::log::MetricLogConfig;
+use sentinel_flow_core::{ManualClock, Sentinel};
 
 /// The soft descriptor limit of this process during the test.
 const SOFT_LIMIT: u64 = 256;

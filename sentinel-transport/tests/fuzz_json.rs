@@ -14,8 +14,8 @@ mod common;
 use common::{instance, post_form, raw_status, runtime, writable_server};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use sentinel_core::{Entering, EntryType, ManualClock, ParamValue, Sentinel};
-use sentinel_transport::DEFAULT_MAX_BODY_BYTES;
+use sentinel_flow_core::{Entering, EntryType, ManualClock, ParamValue, Sentinel};
+use sentinel_flow_transport::DEFAULT_MAX_BODY_BYTES;
 
 const EXTREMES: &[&str] = &[
     "0",

@@ -7,14 +7,15 @@ mod common;
 use std::sync::Arc;
 
 use common::{T0, assert_golden, get, instance, post_form, writable_server};
-use sentinel_core::Sentinel;
-use sentinel_core::system::ManualStatus;
-use sentinel_transport::CommandCenter;
+use sentinel_flow_core::Sentinel;
+use sentinel_flow_core::system::ManualStatus;
+use sentinel_flow_transport::CommandCenter;
 
 fn load_golden_rules(sentinel: &Sentinel) {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/rules.yaml");
-    let file = sentinel_rules::load_file(path, &sentinel_rules::LoadOptions::default()).unwrap();
-    sentinel_rules::apply(sentinel, file).unwrap();
+    let file =
+        sentinel_flow_rules::load_file(path, &sentinel_flow_rules::LoadOptions::default()).unwrap();
+    sentinel_flow_rules::apply(sentinel, file).unwrap();
 }
 
 const KINDS: [&str; 4] = ["flow", "degrade", "system", "authority"];
@@ -93,7 +94,7 @@ async fn nodes_and_tree_carry_the_dashboards_field_names() {
     }
     let _inbound = sentinel
         .entry_builder("GET:/health")
-        .entry_type(sentinel_core::EntryType::Inbound)
+        .entry_type(sentinel_flow_core::EntryType::Inbound)
         .enter()
         .unwrap();
     let server = CommandCenter::new(Arc::clone(&sentinel))
@@ -163,7 +164,7 @@ async fn info_commands() {
     let addr = server.local_addr();
     assert_eq!(
         get(addr, "/version").await.body,
-        sentinel_transport::SENTINEL_VERSION
+        sentinel_flow_transport::SENTINEL_VERSION
     );
     assert_golden("api.json", &get(addr, "/api").await.json());
     assert_golden(
@@ -197,7 +198,7 @@ async fn metric_adds_machine_lines_without_identity() {
     let status = ManualStatus::new();
     status.set_cpu_usage(Some(0.25));
     status.set_load_average(Some(1.5));
-    let clock = sentinel_core::ManualClock::new(T0 + 1_500);
+    let clock = sentinel_flow_core::ManualClock::new(T0 + 1_500);
     let sentinel = Arc::new(
         Sentinel::builder()
             .clock(clock)
@@ -236,7 +237,7 @@ async fn metric_adds_machine_lines_without_identity() {
 async fn metric_reads_the_log_by_end_time_or_by_whole_seconds_up_to_max_lines() {
     let dir = tempfile::tempdir().unwrap();
     let (sentinel, clock) = instance();
-    let log = sentinel_core::log::MetricLogConfig::new("lines").dir(dir.path());
+    let log = sentinel_flow_core::log::MetricLogConfig::new("lines").dir(dir.path());
     let mut writer = sentinel.metric_writer(log.clone());
     // Three seconds, two resources each: six lines.
     for _ in 0..3 {

@@ -17,12 +17,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::FlowRule;
-use sentinel_core::hotspot::{ParamFlowItem, ParamFlowRule};
-use sentinel_core::system::SystemRule;
-use sentinel_core::{RuleBook, Sentinel};
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::hotspot::{ParamFlowItem, ParamFlowRule};
+use sentinel_flow_core::system::SystemRule;
+use sentinel_flow_core::{RuleBook, Sentinel};
 use serde_json::Value;
 
 /// How long the page may take to show the traffic.
@@ -159,7 +159,7 @@ async fn the_page_shows_live_traffic_and_draws_its_chart_without_errors() {
     let stop = Arc::new(AtomicBool::new(false));
     let load = traffic(Arc::clone(&sentinel), Arc::clone(&stop));
 
-    let server = sentinel_transport::CommandCenter::new(Arc::clone(&sentinel))
+    let server = sentinel_flow_transport::CommandCenter::new(Arc::clone(&sentinel))
         .port(0)
         .token(TOKEN)
         .protect_reads(true)

@@ -8,12 +8,12 @@ use std::time::Instant;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::FlowRule;
-use sentinel_core::hotspot::{ParamFlowItem, ParamFlowRule};
-use sentinel_core::system::SystemRule;
-use sentinel_core::{ManualClock, RuleBook, Sentinel};
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::hotspot::{ParamFlowItem, ParamFlowRule};
+use sentinel_flow_core::system::SystemRule;
+use sentinel_flow_core::{ManualClock, RuleBook, Sentinel};
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -29,7 +29,7 @@ fn instance() -> (Arc<Sentinel>, ManualClock) {
 }
 
 async fn get(sentinel: &Arc<Sentinel>, uri: &str) -> (StatusCode, String) {
-    let app = sentinel_transport::live_page(Arc::clone(sentinel));
+    let app = sentinel_flow_transport::live_page(Arc::clone(sentinel));
     let response = app
         .oneshot(Request::get(uri).body(Body::empty()).unwrap())
         .await
@@ -290,7 +290,7 @@ async fn a_bad_query_is_refused_with_every_problem() {
 #[tokio::test]
 async fn the_page_and_its_assets() {
     let (sentinel, _clock) = instance();
-    let app = sentinel_transport::live_page(Arc::clone(&sentinel));
+    let app = sentinel_flow_transport::live_page(Arc::clone(&sentinel));
     let response = app
         .clone()
         .oneshot(Request::get("/?token=t%2B1").body(Body::empty()).unwrap())
@@ -326,7 +326,7 @@ async fn the_page_and_its_assets() {
 }
 
 /// Not a check: how long one answer takes with 6 000 busy resources
-/// (`cargo test --release -p sentinel-transport --test live_page_data -- --ignored --nocapture`).
+/// (`cargo test --release -p sentinel-flow-transport --test live_page_data -- --ignored --nocapture`).
 #[tokio::test]
 #[ignore]
 async fn cost_with_6000_resources() {

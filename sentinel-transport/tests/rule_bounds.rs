@@ -6,7 +6,7 @@
 mod common;
 
 use common::{instance, post_form, writable_server};
-use sentinel_core::flow::FlowRule;
+use sentinel_flow_core::flow::FlowRule;
 
 #[tokio::test]
 async fn pushes_of_bomb_rules_are_refused_and_the_last_good_rules_stay() {

@@ -6,9 +6,9 @@ mod common;
 use std::sync::Arc;
 
 use common::{instance, post_form};
-use sentinel_core::flow::FlowRule;
-use sentinel_rules::{LoadOptions, RuleFileStore, load_file};
-use sentinel_transport::CommandCenter;
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_rules::{LoadOptions, RuleFileStore, load_file};
+use sentinel_flow_transport::CommandCenter;
 
 const FILE: &str = "\
 # kept: a comment outside the flow section

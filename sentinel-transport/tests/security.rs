@@ -7,8 +7,8 @@ use common::{
     center, get, get_with, instance, post_form, post_with, raw_status, send, writable_server,
 };
 use hyper::Method;
-use sentinel_core::flow::FlowRule;
-use sentinel_transport::CommandCenter;
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_transport::CommandCenter;
 
 const ONE_RULE: &str = r#"[{"resource":"GET:/a","count":0,"grade":1}]"#;
 
@@ -316,9 +316,9 @@ async fn a_duplicated_parameter_or_header_is_refused_and_changes_nothing() {
     let (sentinel, _) = instance();
     sentinel
         .degrade_rules()
-        .load(vec![sentinel_core::degrade::DegradeRule::new(
+        .load(vec![sentinel_flow_core::degrade::DegradeRule::new(
             "kept",
-            sentinel_core::degrade::DegradeGrade::ErrorCount,
+            sentinel_flow_core::degrade::DegradeGrade::ErrorCount,
             5.0,
         )])
         .unwrap();

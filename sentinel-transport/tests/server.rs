@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{get, instance};
-use sentinel_transport::{CommandCenter, StartError};
+use sentinel_flow_transport::{CommandCenter, StartError};
 
 /// Waits (bounded) until `port` can be bound again.
 async fn port_frees(port: u16) -> bool {

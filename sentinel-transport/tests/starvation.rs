@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use common::{center, get, instance, post_form, raw_status, writable_server};
-use sentinel_core::flow::FlowRule;
+use sentinel_flow_core::flow::FlowRule;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

@@ -1,5 +1,5 @@
 //! Loom models of the refill handshake (`RUSTFLAGS="--cfg sentinel_loom"
-//! cargo test -p sentinel-cluster --lib --release loom`). The worker's
+//! cargo test -p sentinel-flow-cluster --lib --release loom`). The worker's
 //! `Notify` is a count of pending wakes: `notify_one` with no waiter keeps
 //! one permit, which the worker's next wait takes.
 

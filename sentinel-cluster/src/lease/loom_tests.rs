@@ -2,7 +2,7 @@
 //! loom` tokio, which redis needs, compiles its network types out):
 //!
 //! ```sh
-//! RUSTFLAGS="--cfg sentinel_loom" CARGO_TARGET_DIR=target/loom-cluster cargo test -p sentinel-cluster --lib --release loom
+//! RUSTFLAGS="--cfg sentinel_loom" CARGO_TARGET_DIR=target/loom-cluster cargo test -p sentinel-flow-cluster --lib --release loom
 //! ```
 //!
 //! The property every model states: a permit Redis granted is spent by

@@ -172,7 +172,7 @@ pub fn unix_ms() -> u64 {
 /// `duration`, evenly spaced (a late entry does not push the later ones),
 /// each held for no time.
 pub fn offer(
-    sentinel: &sentinel_core::Sentinel,
+    sentinel: &sentinel_flow_core::Sentinel,
     resource: &str,
     qps: u32,
     duration: Duration,

@@ -16,8 +16,8 @@ impl Resource<'_> {
     /// an entry without an origin would pass every list, as in Sentinel.
     ///
     /// ```
-    /// use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-    /// use sentinel_core::{ManualClock, Sentinel};
+    /// use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+    /// use sentinel_flow_core::{ManualClock, Sentinel};
     ///
     /// let sentinel = Sentinel::builder().clock(ManualClock::new(0)).build();
     /// let admin = sentinel.resource("GET:/admin");
@@ -30,7 +30,7 @@ impl Resource<'_> {
     /// let rule = admin.authority_rule().unwrap();
     /// assert_eq!(rule.limit_app, ["crawler"]);
     /// assert!(sentinel.resource("GET:/orders").authority_rule().is_none());
-    /// # Ok::<(), sentinel_core::RuleErrors>(())
+    /// # Ok::<(), sentinel_flow_core::RuleErrors>(())
     /// ```
     pub fn authority_rule(&self) -> Option<Arc<AuthorityRule>> {
         let node = self.node()?;

@@ -8,8 +8,8 @@
 //! Sentinel. Every authority rule of a resource must pass.
 //!
 //! ```
-//! use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-//! use sentinel_core::{BlockKind, ManualClock, Sentinel};
+//! use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+//! use sentinel_flow_core::{BlockKind, ManualClock, Sentinel};
 //!
 //! let sentinel = Sentinel::builder().clock(ManualClock::new(0)).build();
 //! sentinel.authority_rules().load(vec![AuthorityRule::new(
@@ -22,7 +22,7 @@
 //! let shop = sentinel.entry_builder("GET:/admin").origin("shop").enter();
 //! assert!(ops.is_ok());
 //! assert_eq!(shop.unwrap_err().kind(), BlockKind::Authority);
-//! # Ok::<(), sentinel_core::RuleErrors>(())
+//! # Ok::<(), sentinel_flow_core::RuleErrors>(())
 //! ```
 //!
 //! The module is the kind alone: `rule.rs` the rule as loaded, here its

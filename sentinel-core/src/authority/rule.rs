@@ -28,7 +28,7 @@ pub enum AuthorityStrategy {
 /// An origin white or black list on one resource.
 ///
 /// ```
-/// use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
+/// use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 ///
 /// let rule = AuthorityRule::new("GET:/admin", AuthorityStrategy::Black, ["crawler"]);
 /// assert_eq!(rule.limit_app, vec!["crawler".to_owned()]);

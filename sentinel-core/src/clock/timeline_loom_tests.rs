@@ -1,5 +1,5 @@
 //! Loom model of the engine's timeline over a clock set back while
-//! threads read it (`RUSTFLAGS="--cfg loom" cargo test -p sentinel-core
+//! threads read it (`RUSTFLAGS="--cfg loom" cargo test -p sentinel-flow-core
 //! --lib --release loom_timeline`).
 //!
 //! The clock is one atomic, as `ManualClock` is. A setter sets it back and

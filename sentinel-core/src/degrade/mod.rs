@@ -27,8 +27,8 @@
 //! reloaded unchanged keeps its breaker, state and window included.
 
 //! ```
-//! use sentinel_core::degrade::{BreakerState, DegradeGrade, DegradeRule};
-//! use sentinel_core::{BlockKind, ManualClock, Sentinel};
+//! use sentinel_flow_core::degrade::{BreakerState, DegradeGrade, DegradeRule};
+//! use sentinel_flow_core::{BlockKind, ManualClock, Sentinel};
 //!
 //! let clock = ManualClock::new(1_700_000_000_000);
 //! let sentinel = Sentinel::builder().clock(clock.clone()).build();
@@ -49,7 +49,7 @@
 //! clock.advance_ms(5_000);
 //! drop(sentinel.entry("GET:/stock").unwrap()); // the probe succeeds
 //! assert_eq!(sentinel.degrade_rules().breakers()[0].1.state, BreakerState::Closed);
-//! # Ok::<(), sentinel_core::RuleErrors>(())
+//! # Ok::<(), sentinel_flow_core::RuleErrors>(())
 //! ```
 //!
 //! The module is the kind alone: `rule.rs` the rule as loaded,

@@ -51,7 +51,7 @@ pub enum DegradeGrade {
 /// calls through to see whether it recovered.
 ///
 /// ```
-/// use sentinel_core::degrade::{DegradeGrade, DegradeRule};
+/// use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 ///
 /// // Open for 30 s when over half the calls in a second take more than 200 ms.
 /// let rule = DegradeRule {

@@ -38,7 +38,7 @@ impl<'a> Request<'a, '_> {
 /// parent.
 ///
 /// ```
-/// use sentinel_core::{EntryBuilder, EntryType, ManualClock, Sentinel};
+/// use sentinel_flow_core::{EntryBuilder, EntryType, ManualClock, Sentinel};
 ///
 /// let sentinel = Sentinel::builder().clock(ManualClock::new(0)).build();
 /// let outer = sentinel
@@ -52,7 +52,7 @@ impl<'a> Request<'a, '_> {
 /// drop(inner);
 /// drop(outer);
 /// assert_eq!(sentinel.inbound_node().total_pass(sentinel.now_ms()), 1);
-/// # Ok::<(), sentinel_core::BlockError>(())
+/// # Ok::<(), sentinel_flow_core::BlockError>(())
 /// ```
 #[must_use = "an entry builder does nothing until `enter` is called"]
 pub struct EntryBuilder<'a, 's> {

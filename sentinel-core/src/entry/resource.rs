@@ -11,11 +11,11 @@ use crate::{BlockError, Entry, EntryBuilder, Sentinel};
 ///
 /// ```
 /// use once_cell::sync::Lazy;
-/// use sentinel_core::Resource;
+/// use sentinel_flow_core::Resource;
 ///
 /// static ORDERS: Lazy<Resource<'static>> = Lazy::new(|| Resource::new("GET:/orders"));
 ///
-/// fn list_orders() -> Result<Vec<u64>, sentinel_core::BlockError> {
+/// fn list_orders() -> Result<Vec<u64>, sentinel_flow_core::BlockError> {
 ///     let _entry = ORDERS.entry()?;
 ///     Ok(vec![1, 2, 3])
 /// }

@@ -1,7 +1,7 @@
 //! Cluster flow control: a flow rule with `cluster_mode` on asks a
 //! [`ClusterTokens`] service (given to the instance with
 //! [`Sentinel::set_cluster_tokens`]) for its permits instead of counting
-//! locally. The core knows no transport: `sentinel-cluster` implements the
+//! locally. The core knows no transport: `sentinel-flow-cluster` implements the
 //! service on Redis.
 //!
 //! A resource without cluster rules pays nothing for this; a cluster rule

@@ -14,8 +14,8 @@
 //! refuses blocks the entry with [`BlockKind::Flow`](crate::BlockKind::Flow).
 //!
 //! ```
-//! use sentinel_core::flow::FlowRule;
-//! use sentinel_core::{BlockKind, ManualClock, Sentinel};
+//! use sentinel_flow_core::flow::FlowRule;
+//! use sentinel_flow_core::{BlockKind, ManualClock, Sentinel};
 //!
 //! let clock = ManualClock::new(1_700_000_000_000);
 //! let sentinel = Sentinel::builder().clock(clock.clone()).build();

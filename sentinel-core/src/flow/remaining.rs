@@ -50,8 +50,8 @@ impl Resource<'_> {
     /// needs it, not on every entry.
     ///
     /// ```
-    /// use sentinel_core::flow::FlowRule;
-    /// use sentinel_core::{ManualClock, Sentinel};
+    /// use sentinel_flow_core::flow::FlowRule;
+    /// use sentinel_flow_core::{ManualClock, Sentinel};
     ///
     /// let sentinel = Sentinel::builder().clock(ManualClock::new(10_200)).build();
     /// sentinel.flow_rules().load(vec![FlowRule::new("r", 5.0)])?;
@@ -60,7 +60,7 @@ impl Resource<'_> {
     /// let quota = resource.flow_quota(None).unwrap();
     /// assert_eq!((quota.limit, quota.remaining, quota.window_ms), (5, 4, 1_000));
     /// assert_eq!(quota.reset_ms, 300); // the 500 ms bucket of 10 000 leaves at 10 500
-    /// # Ok::<(), sentinel_core::RuleErrors>(())
+    /// # Ok::<(), sentinel_flow_core::RuleErrors>(())
     /// ```
     pub fn flow_quota(&self, rule: Option<&FlowRule>) -> Option<FlowQuota> {
         self.sentinel().flow_quota(self.node()?, rule)
@@ -77,8 +77,8 @@ impl Resource<'_> {
     /// another resource.
     ///
     /// ```
-    /// use sentinel_core::flow::FlowRule;
-    /// use sentinel_core::{BlockKind, ManualClock, Sentinel};
+    /// use sentinel_flow_core::flow::FlowRule;
+    /// use sentinel_flow_core::{BlockKind, ManualClock, Sentinel};
     ///
     /// let sentinel = Sentinel::builder().clock(ManualClock::new(10_200)).build();
     /// sentinel.flow_rules().load(vec![FlowRule::new("r", 1.0)])?;
@@ -89,7 +89,7 @@ impl Resource<'_> {
     /// let rule = block.rule_as::<FlowRule>().unwrap();
     /// let quota = resource.flow_quota_refused(rule).unwrap();
     /// assert_eq!((quota.limit, quota.remaining, quota.reset_ms), (1, 0, 300));
-    /// # Ok::<(), sentinel_core::RuleErrors>(())
+    /// # Ok::<(), sentinel_flow_core::RuleErrors>(())
     /// ```
     pub fn flow_quota_refused(&self, rule: &FlowRule) -> Option<FlowQuota> {
         let node = self.node()?;

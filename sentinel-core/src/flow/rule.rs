@@ -74,7 +74,7 @@ pub enum ControlBehavior {
 /// A flow rule: limit a resource's QPS or concurrency.
 ///
 /// ```
-/// use sentinel_core::flow::{ControlBehavior, FlowRule};
+/// use sentinel_flow_core::flow::{ControlBehavior, FlowRule};
 ///
 /// let rule = FlowRule {
 ///     control_behavior: ControlBehavior::WarmUp,

@@ -876,7 +876,7 @@ mod tests {
 
 /// Models of the install protocol: the chunk published once, the install
 /// flag, the victim claim and the checked concurrency counts
-/// (`RUSTFLAGS="--cfg loom" cargo test -p sentinel-core --lib --release
+/// (`RUSTFLAGS="--cfg loom" cargo test -p sentinel-flow-core --lib --release
 /// loom_value_table`).
 #[cfg(all(test, loom))]
 mod loom_models {

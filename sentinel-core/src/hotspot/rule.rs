@@ -87,7 +87,7 @@ impl ParamFlowItem {
 /// Thresholds are whole numbers, as in Sentinel (`count` 2.9 admits 2).
 ///
 /// ```
-/// use sentinel_core::hotspot::{ParamFlowItem, ParamFlowRule};
+/// use sentinel_flow_core::hotspot::{ParamFlowItem, ParamFlowRule};
 ///
 /// // At most 5 calls per second per user (argument 0), 100 for "admin".
 /// let rule = ParamFlowRule {

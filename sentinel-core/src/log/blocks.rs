@@ -248,8 +248,8 @@ impl Sentinel {
     /// and this call gathers them.
     ///
     /// ```
-    /// use sentinel_core::flow::FlowRule;
-    /// use sentinel_core::{BlockKind, ManualClock, Sentinel};
+    /// use sentinel_flow_core::flow::FlowRule;
+    /// use sentinel_flow_core::{BlockKind, ManualClock, Sentinel};
     ///
     /// let sentinel = Sentinel::builder().clock(ManualClock::new(0)).build();
     /// sentinel.flow_rules().load(vec![FlowRule::new("api", 0.0)])?;
@@ -257,7 +257,7 @@ impl Sentinel {
     ///
     /// let counts = sentinel.block_counts();
     /// assert_eq!((counts[0].resource.as_str(), counts[0].kind, counts[0].count), ("api", BlockKind::Flow, 1));
-    /// # Ok::<(), sentinel_core::RuleErrors>(())
+    /// # Ok::<(), sentinel_flow_core::RuleErrors>(())
     /// ```
     pub fn block_counts(&self) -> Vec<BlockCount> {
         let ledger = self.blocks.harvest(self.uid(), self.now_ms());

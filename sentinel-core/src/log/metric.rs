@@ -31,7 +31,7 @@ pub const DEFAULT_MAX_FILES: usize = 6;
 /// Where and how the metric log is written.
 ///
 /// ```
-/// use sentinel_core::log::MetricLogConfig;
+/// use sentinel_flow_core::log::MetricLogConfig;
 ///
 /// let config = MetricLogConfig::new("orders")
 ///     .dir("/var/log/sentinel")

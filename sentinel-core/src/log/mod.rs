@@ -5,8 +5,8 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use sentinel_core::Sentinel;
-//! use sentinel_core::log::{MetricLogConfig, MetricSearcher};
+//! use sentinel_flow_core::Sentinel;
+//! use sentinel_flow_core::log::{MetricLogConfig, MetricSearcher};
 //!
 //! let sentinel = Arc::new(Sentinel::builder().build());
 //! let config = MetricLogConfig::new("orders").dir("/var/log/sentinel");

@@ -20,7 +20,7 @@ use super::index::{Indexes, Span};
 /// them and the lines appended since.
 ///
 /// ```
-/// use sentinel_core::log::MetricSearcher;
+/// use sentinel_flow_core::log::MetricSearcher;
 ///
 /// let dir = std::env::temp_dir().join("no-such-sentinel-dir");
 /// let lines = MetricSearcher::new(&dir, "orders").find(0, u64::MAX, None)?;

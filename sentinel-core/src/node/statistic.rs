@@ -26,8 +26,8 @@ use crate::stat::{Adder, LANES, LiveWindows, MetricEvent, SUCCESS_RT_WORD, StatC
 /// The statistics of one node.
 ///
 /// ```
-/// use sentinel_core::node::StatisticNode;
-/// use sentinel_core::stat::StatConfig;
+/// use sentinel_flow_core::node::StatisticNode;
+/// use sentinel_flow_core::stat::StatConfig;
 ///
 /// let node = StatisticNode::new(&StatConfig::default());
 /// let now = 1_700_000_000_000;
@@ -515,8 +515,8 @@ impl StatisticNode {
     /// whenever it happened.
     ///
     /// ```
-    /// use sentinel_core::node::StatisticNode;
-    /// use sentinel_core::stat::StatConfig;
+    /// use sentinel_flow_core::node::StatisticNode;
+    /// use sentinel_flow_core::stat::StatConfig;
     ///
     /// let node = StatisticNode::new(&StatConfig::default());
     /// let t0 = 1_700_000_000_000;

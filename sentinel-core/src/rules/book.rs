@@ -15,9 +15,9 @@ use crate::system::SystemRule;
 /// [`Sentinel::load_rule_book`], all kinds switch together.
 ///
 /// ```
-/// use sentinel_core::flow::FlowRule;
-/// use sentinel_core::system::SystemRule;
-/// use sentinel_core::{ManualClock, RuleBook, Sentinel};
+/// use sentinel_flow_core::flow::FlowRule;
+/// use sentinel_flow_core::system::SystemRule;
+/// use sentinel_flow_core::{ManualClock, RuleBook, Sentinel};
 ///
 /// let sentinel = Sentinel::builder().clock(ManualClock::new(0)).build();
 /// sentinel.load_rule_book(RuleBook {
@@ -26,7 +26,7 @@ use crate::system::SystemRule;
 ///     ..RuleBook::default()
 /// })?;
 /// assert_eq!(sentinel.rule_book().flow.len(), 1);
-/// # Ok::<(), sentinel_core::RuleErrors>(())
+/// # Ok::<(), sentinel_flow_core::RuleErrors>(())
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RuleBook {

@@ -16,8 +16,8 @@ use crate::rule::{RuleError, RuleErrors};
 /// One kind of an instance's rules: load, read, listen.
 ///
 /// ```
-/// use sentinel_core::flow::FlowRule;
-/// use sentinel_core::{ManualClock, Sentinel};
+/// use sentinel_flow_core::flow::FlowRule;
+/// use sentinel_flow_core::{ManualClock, Sentinel};
 ///
 /// let sentinel = Sentinel::builder().clock(ManualClock::new(0)).build();
 /// let rules = sentinel.flow_rules();
@@ -27,7 +27,7 @@ use crate::rule::{RuleError, RuleErrors};
 /// // One bad rule refuses the whole list; the rules in force stay.
 /// assert!(rules.load(vec![FlowRule::new("GET:/orders", -1.0)]).is_err());
 /// assert_eq!(rules.rules()[0].count, 100.0);
-/// # Ok::<(), sentinel_core::RuleErrors>(())
+/// # Ok::<(), sentinel_flow_core::RuleErrors>(())
 /// ```
 pub struct RuleManager<'s, R: 'static> {
     pub(crate) sentinel: &'s Sentinel,

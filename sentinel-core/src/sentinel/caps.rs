@@ -82,7 +82,7 @@ impl Sentinel {
     /// Whether a loaded rule mentions the resource `name` (its resource, a
     /// relate rule's `ref_resource`), so that its node exists whatever the
     /// cap. A lookup without a lock or an allocation: a cache of names
-    /// (such as `sentinel-tower`'s) asks it before refusing a name.
+    /// (such as `sentinel-flow-tower`'s) asks it before refusing a name.
     pub fn is_reserved(&self, name: &str) -> bool {
         self.names.load().resource(name)
     }
@@ -90,8 +90,8 @@ impl Sentinel {
     /// Every cap, how full, and how many entries each refused.
     ///
     /// ```
-    /// use sentinel_core::flow::FlowRule;
-    /// use sentinel_core::{ManualClock, Sentinel};
+    /// use sentinel_flow_core::flow::FlowRule;
+    /// use sentinel_flow_core::{ManualClock, Sentinel};
     ///
     /// let sentinel = Sentinel::builder().clock(ManualClock::new(0)).max_resources(1).build();
     /// drop(sentinel.entry("a"));
@@ -100,7 +100,7 @@ impl Sentinel {
     /// assert!(sentinel.entry("c").is_err(), "a rule's resource is never past the cap");
     /// let caps = sentinel.caps().resources;
     /// assert_eq!((caps.max, caps.used, caps.reserved, caps.refused), (1, 1, 1, 1));
-    /// # Ok::<(), sentinel_core::RuleErrors>(())
+    /// # Ok::<(), sentinel_flow_core::RuleErrors>(())
     /// ```
     pub fn caps(&self) -> Caps {
         let origins = self

@@ -58,7 +58,7 @@ use rules::InstanceRules;
 /// own, which share nothing:
 ///
 /// ```
-/// use sentinel_core::{ManualClock, Sentinel};
+/// use sentinel_flow_core::{ManualClock, Sentinel};
 ///
 /// let clock = ManualClock::new(1_000_000);
 /// let sentinel = Sentinel::builder().clock(clock.clone()).max_resources(100).build();
@@ -71,7 +71,7 @@ use rules::InstanceRules;
 /// let now = sentinel.now_ms();
 /// assert_eq!(node.stats().total_success(now), 1);
 /// assert_eq!(node.stats().avg_rt(now), 7.0);
-/// # Ok::<(), sentinel_core::BlockError>(())
+/// # Ok::<(), sentinel_flow_core::BlockError>(())
 /// ```
 pub struct Sentinel {
     pub(crate) clock: InstanceClock,

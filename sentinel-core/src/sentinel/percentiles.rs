@@ -25,7 +25,7 @@ impl Sentinel {
     /// minute of handed-over counts.
     ///
     /// ```
-    /// use sentinel_core::{ManualClock, Sentinel};
+    /// use sentinel_flow_core::{ManualClock, Sentinel};
     ///
     /// let clock = ManualClock::new(1_700_000_000_000);
     /// let sentinel = Sentinel::builder().clock(clock.clone()).build();
@@ -37,7 +37,7 @@ impl Sentinel {
     /// }
     /// let rt = sentinel.resources()[0].percentiles.unwrap();
     /// assert_eq!((rt.p50, rt.p90, rt.p99, rt.max, rt.count), (25, 45, 50, 50, 50));
-    /// # Ok::<(), sentinel_core::BlockError>(())
+    /// # Ok::<(), sentinel_flow_core::BlockError>(())
     /// ```
     pub fn track_percentiles(&self, name: &str, on: bool) -> bool {
         let node = match on {
@@ -61,7 +61,7 @@ impl Sentinel {
     /// Sets the resources a rule file tracks percentiles of (see
     /// [`track_percentiles`](Self::track_percentiles)): turns them on for
     /// each of `names`, and off for those an earlier call listed that
-    /// `names` leaves out, unless code turned them on too. `sentinel-rules`
+    /// `names` leaves out, unless code turned them on too. `sentinel-flow-rules`
     /// calls it with the file's `track_percentiles` list on every load.
     ///
     /// Returns the names that are not tracked because they are past the

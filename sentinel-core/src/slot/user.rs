@@ -13,8 +13,8 @@ use crate::BlockError;
 /// [`SentinelBuilder::slot`](crate::SentinelBuilder::slot).
 ///
 /// ```
-/// use sentinel_core::slot::{EntryContext, Slot};
-/// use sentinel_core::{BlockError, BlockKind, ManualClock, Sentinel};
+/// use sentinel_flow_core::slot::{EntryContext, Slot};
+/// use sentinel_flow_core::{BlockError, BlockKind, ManualClock, Sentinel};
 ///
 /// /// Refuses callers without an origin.
 /// #[derive(Debug)]
@@ -22,7 +22,7 @@ use crate::BlockError;
 ///
 /// impl Slot for RequireOrigin {
 ///     fn order(&self) -> i32 {
-///         sentinel_core::slot::order::AUTHORITY + 1
+///         sentinel_flow_core::slot::order::AUTHORITY + 1
 ///     }
 ///     fn entry(&self, ctx: &EntryContext<'_>) -> Result<(), BlockError> {
 ///         if ctx.origin().is_empty() {

@@ -294,7 +294,7 @@ pub(crate) fn packed_add(word: u64, low: u64, high: u64) -> Option<u64> {
 /// adds up the cells; it is exact once writers have stopped.
 ///
 /// ```
-/// use sentinel_core::stat::Adder;
+/// use sentinel_flow_core::stat::Adder;
 ///
 /// let adder = Adder::new();
 /// std::thread::scope(|s| {

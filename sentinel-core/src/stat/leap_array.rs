@@ -49,7 +49,7 @@ const LAST_TIME: u64 = u64::MAX - 1;
 /// A sliding window over time, split into `sample_count` buckets of type `B`.
 ///
 /// ```
-/// use sentinel_core::stat::{LeapArray, MetricBucket, MetricEvent};
+/// use sentinel_flow_core::stat::{LeapArray, MetricBucket, MetricEvent};
 ///
 /// let window = LeapArray::<MetricBucket>::new(1_000, 2)?;
 /// window.current(10_100).add(MetricEvent::Pass, 3);
@@ -57,7 +57,7 @@ const LAST_TIME: u64 = u64::MAX - 1;
 /// assert_eq!(window.sum(10_900, MetricEvent::Pass), 7);
 /// // At 11 000 the bucket starting at 10 000 has left the window.
 /// assert_eq!(window.sum(11_000, MetricEvent::Pass), 4);
-/// # Ok::<(), sentinel_core::stat::WindowError>(())
+/// # Ok::<(), sentinel_flow_core::stat::WindowError>(())
 /// ```
 pub struct LeapArray<B> {
     interval_ms: u64,

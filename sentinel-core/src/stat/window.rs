@@ -11,14 +11,14 @@ use super::shape::WindowShape;
 /// How every node of an instance keeps its statistics.
 ///
 /// ```
-/// use sentinel_core::stat::{StatConfig, WindowShape};
+/// use sentinel_flow_core::stat::{StatConfig, WindowShape};
 /// use std::num::NonZeroU64;
 ///
 /// let config = StatConfig::default()
 ///     .second_window(WindowShape::new(1_000, 10)?)
 ///     .max_rt_ms(NonZeroU64::new(10_000).unwrap());
 /// assert_eq!(config.second().bucket_ms(), 100);
-/// # Ok::<(), sentinel_core::stat::WindowError>(())
+/// # Ok::<(), sentinel_flow_core::stat::WindowError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StatConfig {

@@ -15,8 +15,8 @@
 //! 1000`); a service that keeps up is not throttled for a load others make.
 //!
 //! ```
-//! use sentinel_core::system::{ManualStatus, SystemRule};
-//! use sentinel_core::{BlockKind, EntryType, ManualClock, Sentinel};
+//! use sentinel_flow_core::system::{ManualStatus, SystemRule};
+//! use sentinel_flow_core::{BlockKind, EntryType, ManualClock, Sentinel};
 //!
 //! let status = ManualStatus::new();
 //! let sentinel = Sentinel::builder()
@@ -35,7 +35,7 @@
 //! // Outbound entries are not checked.
 //! assert!(sentinel.entry("db:orders").is_ok());
 //! # drop((first, second));
-//! # Ok::<(), sentinel_core::RuleErrors>(())
+//! # Ok::<(), sentinel_flow_core::RuleErrors>(())
 //! ```
 //!
 //! The module is the kind alone: `rule.rs` the rule as loaded, `status.rs`

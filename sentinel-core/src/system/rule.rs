@@ -21,7 +21,7 @@ pub const MAX_SYSTEM_THREADS: u64 = 1_000_000_000;
 /// strictest value of each field applies.
 ///
 /// ```
-/// use sentinel_core::system::SystemRule;
+/// use sentinel_flow_core::system::SystemRule;
 ///
 /// let rule = SystemRule { qps: Some(5_000.0), max_thread: Some(200), ..SystemRule::default() };
 /// assert!(rule.validate(0).is_ok());

@@ -37,7 +37,7 @@ fn load(cell: &AtomicU64) -> Option<f64> {
 /// A status set by hand, for tests; clones share their values.
 ///
 /// ```
-/// use sentinel_core::system::{ManualStatus, SystemStatus};
+/// use sentinel_flow_core::system::{ManualStatus, SystemStatus};
 ///
 /// let status = ManualStatus::new();
 /// assert_eq!(status.load_average(), None);

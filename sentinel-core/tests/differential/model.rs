@@ -34,15 +34,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::sync::{Barrier, Mutex};
 
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::{ControlBehavior, FlowGrade, FlowRule};
-use sentinel_core::hotspot::{ParamFlowGrade, ParamFlowRule};
-use sentinel_core::log::{MetricLine, MetricLogConfig, MetricSearcher, MetricWriter};
-use sentinel_core::node::{NodeSnapshot, StatisticNode, Totals};
-use sentinel_core::stat::DEFAULT_MAX_RT_MS;
-use sentinel_core::system::{ManualStatus, SystemRule};
-use sentinel_core::{
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::{ControlBehavior, FlowGrade, FlowRule};
+use sentinel_flow_core::hotspot::{ParamFlowGrade, ParamFlowRule};
+use sentinel_flow_core::log::{MetricLine, MetricLogConfig, MetricSearcher, MetricWriter};
+use sentinel_flow_core::node::{NodeSnapshot, StatisticNode, Totals};
+use sentinel_flow_core::stat::DEFAULT_MAX_RT_MS;
+use sentinel_flow_core::system::{ManualStatus, SystemRule};
+use sentinel_flow_core::{
     BlockKind, DEFAULT_CONTEXT, Entry, EntryType, ManualClock, ParamValue, Sentinel,
 };
 
@@ -1985,12 +1985,12 @@ struct NamedByRules {
 }
 
 impl NamedByRules {
-    fn of(book: &sentinel_core::RuleBook) -> Self {
+    fn of(book: &sentinel_flow_core::RuleBook) -> Self {
         let mut resources: Vec<String> = Vec::new();
         let mut origins = Vec::new();
         for rule in &book.flow {
             resources.push(rule.resource.clone());
-            if rule.strategy == sentinel_core::flow::FlowStrategy::Relate {
+            if rule.strategy == sentinel_flow_core::flow::FlowStrategy::Relate {
                 resources.extend(rule.ref_resource.clone());
             }
             if rule.limit_app != "default" && rule.limit_app != "other" {

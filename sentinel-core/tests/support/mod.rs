@@ -1,4 +1,4 @@
-//! What the integration tests of `sentinel-core` share, so that each test
+//! What the integration tests of `sentinel-flow-core` share, so that each test
 //! reads as the scenario it checks: an instance of its own on a
 //! [`ManualClock`], rules loaded in one line, `n` entries tried at one
 //! instant, calls that take a response time or end with an error, the rule
@@ -16,13 +16,13 @@ pub(crate) mod prometheus;
 pub(crate) mod queue;
 pub(crate) mod warnings;
 
-use sentinel_core::authority::AuthorityRule;
-use sentinel_core::degrade::DegradeRule;
-use sentinel_core::flow::FlowRule;
-use sentinel_core::hotspot::ParamFlowRule;
-use sentinel_core::node::StatisticNode;
-use sentinel_core::system::SystemRule;
-use sentinel_core::{
+use sentinel_flow_core::authority::AuthorityRule;
+use sentinel_flow_core::degrade::DegradeRule;
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::hotspot::ParamFlowRule;
+use sentinel_flow_core::node::StatisticNode;
+use sentinel_flow_core::system::SystemRule;
+use sentinel_flow_core::{
     BlockError, Entry, ManualClock, Rule, RuleErrors, RuleManager, Sentinel, SentinelBuilder,
 };
 

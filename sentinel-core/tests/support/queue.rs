@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
 
-use sentinel_core::{BlockError, Entry};
+use sentinel_flow_core::{BlockError, Entry};
 
 /// An entry on its way through `enter_async`.
 pub(crate) type Entering<'s> = Pin<Box<dyn Future<Output = Result<Entry<'s>, BlockError>> + 's>>;

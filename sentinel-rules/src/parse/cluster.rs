@@ -2,8 +2,10 @@
 //! each field at its position, and the check across the rules of a file
 //! that rules sharing a flow id share one threshold.
 
-use sentinel_core::RuleError;
-use sentinel_core::flow::{ClusterFlowConfig, ClusterThresholdType, FlowRule, cluster_problems};
+use sentinel_flow_core::RuleError;
+use sentinel_flow_core::flow::{
+    ClusterFlowConfig, ClusterThresholdType, FlowRule, cluster_problems,
+};
 
 use super::fields::RuleFields;
 use super::scalar::{Scalar, resolve};

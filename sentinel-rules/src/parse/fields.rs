@@ -1,7 +1,7 @@
 //! `RuleFields`: one rule's mapping, read field by field with a problem per
 //! missing, mistyped or unknown field, each at its value's position.
 
-use sentinel_core::RuleError;
+use sentinel_flow_core::RuleError;
 
 use super::Map;
 use super::scalar::{Scalar, resolve};

@@ -1,12 +1,14 @@
 //! One function per rule kind: a rule's mapping to the core rule type, with
 //! the core's own checks reported at the fields' positions.
 
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
-use sentinel_core::hotspot::{ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule};
-use sentinel_core::system::SystemRule;
-use sentinel_core::{ParamValue, RuleError};
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
+use sentinel_flow_core::hotspot::{
+    ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule,
+};
+use sentinel_flow_core::system::SystemRule;
+use sentinel_flow_core::{ParamValue, RuleError};
 
 use super::fields::RuleFields;
 use super::scalar::{Scalar, resolve};
@@ -317,7 +319,7 @@ pub(crate) fn param_flow(
             .and_then(|c| usize::try_from(c).ok()),
     };
     // The core names an item by its index in its message: "item 2 (...): count ...".
-    let locate = |error: &sentinel_core::RuleError| {
+    let locate = |error: &sentinel_flow_core::RuleError| {
         let rest = error.message.strip_prefix("item ")?;
         let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
         let (value, count) = positions.get(digits.parse::<usize>().ok()?)?;

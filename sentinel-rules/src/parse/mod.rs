@@ -10,7 +10,7 @@ mod percentiles;
 pub(crate) mod scalar;
 pub(crate) mod tree;
 
-use sentinel_core::RuleBook;
+use sentinel_flow_core::RuleBook;
 
 use crate::error::{FileError, Position, Problem};
 use crate::options::LoadOptions;
@@ -37,7 +37,7 @@ pub struct RuleFile {
     pub book: RuleBook,
     /// The resources whose response-time percentiles the file turns on
     /// (its `track_percentiles` list; see
-    /// [`Sentinel::track_percentiles_from_rules`](sentinel_core::Sentinel::track_percentiles_from_rules)).
+    /// [`Sentinel::track_percentiles_from_rules`](sentinel_flow_core::Sentinel::track_percentiles_from_rules)).
     pub track_percentiles: Vec<String>,
 }
 

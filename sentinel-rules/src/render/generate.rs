@@ -2,14 +2,16 @@
 //! YAML writer, for the round-trip property.
 
 use proptest::prelude::*;
-use sentinel_core::ParamValue;
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::{
+use sentinel_flow_core::ParamValue;
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::{
     ClusterFlowConfig, ClusterThresholdType, ControlBehavior, FlowGrade, FlowRule, FlowStrategy,
 };
-use sentinel_core::hotspot::{ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule};
-use sentinel_core::system::SystemRule;
+use sentinel_flow_core::hotspot::{
+    ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule,
+};
+use sentinel_flow_core::system::SystemRule;
 
 /// Strings a YAML writer gets wrong: indicators, quotes, comments, things
 /// that read as numbers, booleans or null, spaces at the ends, unicode.

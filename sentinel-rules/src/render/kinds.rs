@@ -2,14 +2,14 @@
 //! README documents them; a field at its default is left out where the
 //! parser gives that default back.
 
-use sentinel_core::ParamValue;
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::{
+use sentinel_flow_core::ParamValue;
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::{
     ClusterFlowConfig, ClusterThresholdType, ControlBehavior, FlowGrade, FlowRule, FlowStrategy,
 };
-use sentinel_core::hotspot::{ParamControlBehavior, ParamFlowGrade, ParamFlowRule};
-use sentinel_core::system::SystemRule;
+use sentinel_flow_core::hotspot::{ParamControlBehavior, ParamFlowGrade, ParamFlowRule};
+use sentinel_flow_core::system::SystemRule;
 
 use super::scalar::{float, string};
 

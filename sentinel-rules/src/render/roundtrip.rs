@@ -2,10 +2,10 @@
 //! generated valid rules, and names chosen to trip a YAML writer.
 
 use proptest::prelude::*;
-use sentinel_core::ParamValue;
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::{FlowRule, FlowStrategy};
-use sentinel_core::hotspot::{ParamFlowItem, ParamFlowRule};
+use sentinel_flow_core::ParamValue;
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::{FlowRule, FlowStrategy};
+use sentinel_flow_core::hotspot::{ParamFlowItem, ParamFlowRule};
 
 use super::generate::{EDGES, authority, degrade, flow, param_flow, system};
 use super::section;
@@ -14,7 +14,7 @@ use crate::parse::parse;
 use crate::store::RuleChange;
 
 /// The rules of `change`'s kind, read back from its rendered section.
-fn read_back(change: &RuleChange) -> sentinel_core::RuleBook {
+fn read_back(change: &RuleChange) -> sentinel_flow_core::RuleBook {
     let text = section(change).expect("a valid rule renders");
     match parse(&text, "rules.yaml", &LoadOptions::default()) {
         Ok(file) => file.book,
@@ -122,9 +122,9 @@ fn defaults_are_left_out_and_words_are_the_readmes() {
 fn cluster_fields_are_written_as_one_flow_mapping() {
     let rule = FlowRule {
         cluster_mode: true,
-        cluster_config: sentinel_core::flow::ClusterFlowConfig {
+        cluster_config: sentinel_flow_core::flow::ClusterFlowConfig {
             flow_id: Some(7),
-            threshold_type: sentinel_core::flow::ClusterThresholdType::AvgLocal,
+            threshold_type: sentinel_flow_core::flow::ClusterThresholdType::AvgLocal,
             ..Default::default()
         },
         ..FlowRule::new("pay", 500.0)

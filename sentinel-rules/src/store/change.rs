@@ -1,11 +1,11 @@
 //! `RuleChange`: one kind's whole new rule list.
 
-use sentinel_core::RuleBook;
-use sentinel_core::authority::AuthorityRule;
-use sentinel_core::degrade::DegradeRule;
-use sentinel_core::flow::FlowRule;
-use sentinel_core::hotspot::ParamFlowRule;
-use sentinel_core::system::SystemRule;
+use sentinel_flow_core::RuleBook;
+use sentinel_flow_core::authority::AuthorityRule;
+use sentinel_flow_core::degrade::DegradeRule;
+use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::hotspot::ParamFlowRule;
+use sentinel_flow_core::system::SystemRule;
 
 /// The new rules of one kind, replacing all of that kind's rules (as
 /// Sentinel's `setRules` does); the other kinds stay as they are.

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use sentinel_core::Sentinel;
+use sentinel_flow_core::Sentinel;
 
 use crate::error::{FileError, Problem};
 use crate::load::{apply, parse_bytes, read_regular};
@@ -46,9 +46,9 @@ static REPLACING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// [`WatchHandle::store`](crate::WatchHandle::store) so the two agree.
 ///
 /// ```
-/// use sentinel_core::flow::FlowRule;
-/// use sentinel_core::{ManualClock, Sentinel};
-/// use sentinel_rules::{RuleChange, RuleFileStore};
+/// use sentinel_flow_core::flow::FlowRule;
+/// use sentinel_flow_core::{ManualClock, Sentinel};
+/// use sentinel_flow_rules::{RuleChange, RuleFileStore};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let path = dir.path().join("rules.yaml");
@@ -188,7 +188,7 @@ impl RuleFileStore {
             file = %self.path.display(),
             kind = change.kind(),
             rules = change.len(),
-            "sentinel-rules: rules written to the file and loaded"
+            "sentinel-flow-rules: rules written to the file and loaded"
         );
         Ok(())
     }
@@ -223,7 +223,7 @@ impl RuleFileStore {
                 let text = render::document(&whole).map_err(StoreError::Invalid)?;
                 tracing::warn!(
                     file = %self.path.display(),
-                    "sentinel-rules: the rule file is not a block mapping with one key per line; \
+                    "sentinel-flow-rules: the rule file is not a block mapping with one key per line; \
                      rewritten whole, comments dropped"
                 );
                 Spliced::new("", None, &text)
@@ -239,7 +239,7 @@ impl RuleFileStore {
                 && old.track_percentiles == new.track_percentiles
         });
         if !change.is_in(&new.book) || !kept {
-            tracing::error!(text = %spliced.text, "sentinel-rules: a rewrite read back wrong");
+            tracing::error!(text = %spliced.text, "sentinel-flow-rules: a rewrite read back wrong");
             return Err(StoreError::Invalid(vec![format!(
                 "{name}: the rewritten file would not read back as the rules given \
                  (a bug: please report it); nothing was written"

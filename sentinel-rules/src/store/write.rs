@@ -45,7 +45,7 @@ pub(crate) fn replace_file(
     // means the rename may not survive a crash. Reporting it as a failure
     // would leave the file changed and the rules not, so it is logged.
     if let Err(error) = sync_dir(dir) {
-        tracing::warn!(%error, "sentinel-rules: rule file written, directory not synced");
+        tracing::warn!(%error, "sentinel-flow-rules: rule file written, directory not synced");
     }
     Ok(())
 }

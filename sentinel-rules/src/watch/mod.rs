@@ -13,7 +13,7 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use sentinel_core::Sentinel;
+use sentinel_flow_core::Sentinel;
 
 use crate::error::FileError;
 use crate::load::Reloaded;
@@ -60,14 +60,14 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
 /// ```no_run
 /// use std::time::Duration;
 ///
-/// let sentinel: &'static sentinel_core::Sentinel = sentinel_core::global();
-/// let _watch = sentinel_rules::RuleWatcher::new("/etc/myapp/rules.yaml")
+/// let sentinel: &'static sentinel_flow_core::Sentinel = sentinel_flow_core::global();
+/// let _watch = sentinel_flow_rules::RuleWatcher::new("/etc/myapp/rules.yaml")
 ///     .interval(Duration::from_millis(500))
 ///     .on_success(|loaded| println!("rules v{:?}: {:?}", loaded.version, loaded.counts))
 ///     .on_failure(|error| eprintln!("{error}"))
 ///     .start(sentinel)?;
 /// // ... serve; the watcher stops when `_watch` is dropped.
-/// # Ok::<(), sentinel_rules::FileError>(())
+/// # Ok::<(), sentinel_flow_rules::FileError>(())
 /// ```
 pub struct RuleWatcher {
     poller: Poller,

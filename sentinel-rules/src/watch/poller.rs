@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use sentinel_core::Sentinel;
+use sentinel_flow_core::Sentinel;
 
 use super::fingerprint::Fingerprint;
 use crate::error::FileError;
@@ -97,7 +97,7 @@ impl Poller {
             self.missing = false;
             // A later deletion is told again.
             self.last_failure = None;
-            tracing::info!(file = %self.name, "sentinel-rules: the rule file is back");
+            tracing::info!(file = %self.name, "sentinel-flow-rules: the rule file is back");
         }
         let fingerprint = Fingerprint::of(&meta);
         // Another file in place (renamed over the path, or a symlink
@@ -204,11 +204,11 @@ impl Poller {
             file = %self.name,
             version = reloaded.version.as_deref().unwrap_or(""),
             counts = ?reloaded.counts,
-            "sentinel-rules: rules loaded"
+            "sentinel-flow-rules: rules loaded"
         );
         for listener in &self.on_success {
             if catch_unwind(AssertUnwindSafe(|| listener(&reloaded))).is_err() {
-                tracing::error!("sentinel-rules: a success listener panicked");
+                tracing::error!("sentinel-flow-rules: a success listener panicked");
             }
         }
     }
@@ -220,11 +220,11 @@ impl Poller {
         tracing::warn!(
             file = %self.name,
             %error,
-            "sentinel-rules: rule file refused; the rules in force are kept"
+            "sentinel-flow-rules: rule file refused; the rules in force are kept"
         );
         for listener in &self.on_failure {
             if catch_unwind(AssertUnwindSafe(|| listener(&error))).is_err() {
-                tracing::error!("sentinel-rules: a failure listener panicked");
+                tracing::error!("sentinel-flow-rules: a failure listener panicked");
             }
         }
         self.last_failure = Some(error);

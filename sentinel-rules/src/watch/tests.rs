@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use sentinel_core::{ManualClock, Sentinel};
+use sentinel_flow_core::{ManualClock, Sentinel};
 
 use super::poller::Poller;
 use crate::error::FileError;

@@ -4,8 +4,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use sentinel_core::{ManualClock, RuleBook, Sentinel};
-use sentinel_rules::LoadOptions;
+use sentinel_flow_core::{ManualClock, RuleBook, Sentinel};
+use sentinel_flow_rules::LoadOptions;
 
 /// An instance of its own, on a `ManualClock`.
 pub(crate) fn sentinel() -> Sentinel {
@@ -24,7 +24,7 @@ pub(crate) fn temp_file(text: &str) -> (tempfile::TempDir, PathBuf) {
 
 /// The rules the file at `path` holds now.
 pub(crate) fn book(path: &Path) -> RuleBook {
-    sentinel_rules::load_file(path, &LoadOptions::default())
+    sentinel_flow_rules::load_file(path, &LoadOptions::default())
         .unwrap()
         .book
 }

@@ -3,7 +3,7 @@
 (the core's inbound entry and exit in a handler), by part. Needs valgrind and
 binutils (objdump, addr2line). Run from the workspace root:
 
-    cargo bench -p sentinel-tower --bench instructions --no-run
+    cargo bench -p sentinel-flow-tower --bench instructions --no-run
     python3 sentinel-tower/benches/tools/core_parts.py
 
 Instructions per request: (run at 20 000 - run at 10 000) / 10 000, per address;
@@ -65,8 +65,8 @@ def function_of():
 PARTS = [
     ('counting at exit (RT, success, min RT; resource and inbound total)', lambda chain, fn: 'StatisticSlot::exit' in chain),
     ('counting at entry (the pass on both)', lambda chain, fn: 'count_pass' in chain),
-    ("the flow rule's check (a quota lease)", lambda chain, fn: fn.startswith('sentinel_core::flow::check')),
-    ("the rule checks' dispatch (StatisticSlot::check)", lambda chain, fn: fn.startswith('sentinel_core::slot::statistic::StatisticSlot::check')),
+    ("the flow rule's check (a quota lease)", lambda chain, fn: fn.startswith('sentinel_flow_core::flow::check')),
+    ("the rule checks' dispatch (StatisticSlot::check)", lambda chain, fn: fn.startswith('sentinel_flow_core::slot::statistic::StatisticSlot::check')),
     ("the rule set's load", lambda chain, fn: 'with_rules' in chain),
     ('the clock, at entry and at exit', lambda chain, fn: 'now_ms' in chain or 'now_ms' in fn),
 ]

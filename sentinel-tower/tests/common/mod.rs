@@ -13,7 +13,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use sentinel_core::{ManualClock, Sentinel};
+use sentinel_flow_core::{ManualClock, Sentinel};
 
 /// Every test finishes within this, or fails.
 pub const TEST_DEADLINE: Duration = Duration::from_secs(20);

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use sentinel_core::log::MetricLine;
+use sentinel_flow_core::log::MetricLine;
 
 use super::{Params, State as Ctx, bad_request, failure, text};
 
@@ -129,7 +129,7 @@ fn thin(out: &mut String, l: &MetricLine) {
 
 /// The CPU usage and load average now, as Sentinel adds them: the value
 /// times 10 000 in the pass column, when known and above zero.
-fn machine_lines(sentinel: &sentinel_core::Sentinel, out: &mut String) {
+fn machine_lines(sentinel: &sentinel_flow_core::Sentinel, out: &mut String) {
     let second = sentinel.now_ms() / 1_000 * 1_000;
     let status = sentinel.system_status();
     for (name, value) in [

@@ -14,7 +14,7 @@ use axum::Router;
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, any};
-use sentinel_core::log::MetricSearcher;
+use sentinel_flow_core::log::MetricSearcher;
 
 use crate::info::Machine;
 use crate::shared::SentinelRef;

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use axum::extract::State;
 use axum::response::Response;
-use sentinel_core::node::NodeSnapshot;
+use sentinel_flow_core::node::NodeSnapshot;
 use serde_json::{Value, json};
 
 use super::{Params, State as Ctx, bad_request, json, text};
@@ -167,8 +167,8 @@ struct Walk<'a> {
     children: Vec<Walk<'a>>,
 }
 
-fn walk_tree(tree: &[sentinel_core::snapshot::TreeSnapshot]) -> Walk<'_> {
-    fn node(n: &sentinel_core::snapshot::TreeNodeSnapshot) -> Walk<'_> {
+fn walk_tree(tree: &[sentinel_flow_core::snapshot::TreeSnapshot]) -> Walk<'_> {
+    fn node(n: &sentinel_flow_core::snapshot::TreeNodeSnapshot) -> Walk<'_> {
         Walk {
             name: &n.resource,
             stats: n.stats,

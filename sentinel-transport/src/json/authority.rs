@@ -1,8 +1,8 @@
 //! `AuthorityRule` as Sentinel's JSON: `limitApp` is the origins joined
 //! by commas, `strategy` 0 white list, 1 black list.
 
-use sentinel_core::RuleError;
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::RuleError;
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use serde_json::{Value, json};
 
 use super::JsonRule;

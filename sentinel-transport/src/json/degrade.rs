@@ -1,7 +1,7 @@
 //! `DegradeRule` as Sentinel's JSON.
 
-use sentinel_core::RuleError;
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::RuleError;
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use serde_json::{Value, json};
 
 use super::JsonRule;

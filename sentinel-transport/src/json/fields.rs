@@ -28,7 +28,7 @@ impl Problems {
     }
 
     /// A problem the core found, under the field's JSON name.
-    pub(crate) fn core(&mut self, error: &sentinel_core::RuleError) {
+    pub(crate) fn core(&mut self, error: &sentinel_flow_core::RuleError) {
         let field = json_name(error.field);
         self.add(
             error.kind,

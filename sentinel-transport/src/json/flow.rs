@@ -1,7 +1,7 @@
 //! `FlowRule` as Sentinel's JSON.
 
-use sentinel_core::RuleError;
-use sentinel_core::flow::{
+use sentinel_flow_core::RuleError;
+use sentinel_flow_core::flow::{
     ClusterFlowConfig, ClusterThresholdType, ControlBehavior, FlowGrade, FlowRule, FlowStrategy,
 };
 use serde_json::{Value, json};

@@ -27,7 +27,7 @@ pub(crate) trait JsonRule: Sized {
     /// left at its default.
     fn from_json(object: &fields::Object<'_>, problems: &mut Problems) -> Self;
     /// The core's own checks of the rule (ranges, combinations).
-    fn core_problems(&self, index: usize) -> Vec<sentinel_core::RuleError>;
+    fn core_problems(&self, index: usize) -> Vec<sentinel_flow_core::RuleError>;
 }
 
 /// The rules as a JSON array.

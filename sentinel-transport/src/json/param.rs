@@ -1,8 +1,10 @@
 //! `ParamFlowRule` as Sentinel's JSON, with its `paramFlowItemList` of
 //! `{object, count, classType}` exceptions.
 
-use sentinel_core::hotspot::{ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule};
-use sentinel_core::{ParamValue, RuleError};
+use sentinel_flow_core::hotspot::{
+    ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule,
+};
+use sentinel_flow_core::{ParamValue, RuleError};
 use serde_json::{Value, json};
 
 use super::JsonRule;

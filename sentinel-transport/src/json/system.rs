@@ -1,7 +1,7 @@
 //! `SystemRule` as Sentinel's JSON: each threshold, or -1 when off.
 
-use sentinel_core::RuleError;
-use sentinel_core::system::SystemRule;
+use sentinel_flow_core::RuleError;
+use sentinel_flow_core::system::SystemRule;
 use serde_json::{Value, json};
 
 use super::JsonRule;

@@ -1,12 +1,14 @@
 //! Rules to JSON and back: every field, and every problem of a bad list.
 
-use sentinel_core::authority::{AuthorityRule, AuthorityStrategy};
-use sentinel_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_core::flow::{
+use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow_core::flow::{
     ClusterFlowConfig, ClusterThresholdType, ControlBehavior, FlowGrade, FlowRule, FlowStrategy,
 };
-use sentinel_core::hotspot::{ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule};
-use sentinel_core::system::SystemRule;
+use sentinel_flow_core::hotspot::{
+    ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule,
+};
+use sentinel_flow_core::system::SystemRule;
 
 use super::{JsonRule, from_json, to_json};
 

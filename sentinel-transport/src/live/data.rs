@@ -9,9 +9,9 @@
 
 use std::collections::HashMap;
 
-use sentinel_core::Sentinel;
-use sentinel_core::degrade::{BreakerSnapshot, BreakerState, DegradeRule};
-use sentinel_core::node::{MetricSnapshot, ResourceNode};
+use sentinel_flow_core::Sentinel;
+use sentinel_flow_core::degrade::{BreakerSnapshot, BreakerState, DegradeRule};
+use sentinel_flow_core::node::{MetricSnapshot, ResourceNode};
 use serde::Serialize;
 
 use super::query::DataQuery;

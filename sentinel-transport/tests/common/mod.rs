@@ -13,8 +13,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use sentinel_core::{ManualClock, Sentinel};
-use sentinel_transport::{CommandCenter, CommandCenterHandle};
+use sentinel_flow_core::{ManualClock, Sentinel};
+use sentinel_flow_transport::{CommandCenter, CommandCenterHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -28,7 +28,7 @@ pub fn instance() -> (Arc<Sentinel>, ManualClock) {
     let clock = ManualClock::new(T0);
     let sentinel = Sentinel::builder()
         .clock(clock.clone())
-        .system_status(sentinel_core::system::ManualStatus::new())
+        .system_status(sentinel_flow_core::system::ManualStatus::new())
         .build();
     (Arc::new(sentinel), clock)
 }

@@ -1,6 +1,6 @@
 //! Loom models of the second window's parts, the folds into the minute
 //! window and lifetime totals, the readers' sequence check, and the token
-//! slots (`RUSTFLAGS="--cfg loom" cargo test -p sentinel-core --lib --release loom`).
+//! slots (`RUSTFLAGS="--cfg loom" cargo test -p sentinel-flow-core --lib --release loom`).
 //!
 //! A reader's value must be *explained*: the sum of one prefix of each
 //! writer's adds (an add seen twice or lost gives a sum no prefixes make),

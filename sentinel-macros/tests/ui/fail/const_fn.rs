@@ -1,5 +1,5 @@
-use sentinel_core::BlockError;
-use sentinel_macros::sentinel_resource;
+use sentinel_flow_core::BlockError;
+use sentinel_flow_macros::sentinel_resource;
 
 #[sentinel_resource]
 const fn limit() -> Result<u32, BlockError> {

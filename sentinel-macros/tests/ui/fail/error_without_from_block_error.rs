@@ -1,4 +1,4 @@
-use sentinel_macros::sentinel_resource;
+use sentinel_flow_macros::sentinel_resource;
 
 #[derive(Debug)]
 struct MyError;

@@ -1,8 +1,8 @@
 //! Every argument form, on free functions.
 #![deny(warnings)]
 
-use sentinel_core::{BlockError, Sentinel};
-use sentinel_macros::sentinel_resource;
+use sentinel_flow_core::{BlockError, Sentinel};
+use sentinel_flow_macros::sentinel_resource;
 
 #[derive(Debug)]
 pub enum Error {
@@ -18,7 +18,7 @@ impl From<BlockError> for Error {
 }
 
 fn instance() -> &'static Sentinel {
-    sentinel_core::global()
+    sentinel_flow_core::global()
 }
 
 #[sentinel_resource]

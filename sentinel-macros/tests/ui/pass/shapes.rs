@@ -3,8 +3,8 @@
 
 use std::fmt::Display;
 
-use sentinel_core::BlockError;
-use sentinel_macros::sentinel_resource;
+use sentinel_flow_core::BlockError;
+use sentinel_flow_macros::sentinel_resource;
 
 pub struct Store {
     items: Vec<String>,
