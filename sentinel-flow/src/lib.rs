@@ -69,8 +69,9 @@ pub use sentinel_flow_cluster as cluster;
 
 /// The Rust blocks of the README, the guide under `docs/` and the crate
 /// READMEs, each file compiled and run as this crate's doctests, so that no
-/// snippet a user copies can rot.
-#[cfg(doctest)]
+/// snippet a user copies can rot. They use every feature, so they run with
+/// `--all-features` (or `--features full`).
+#[cfg(all(doctest, feature = "full"))]
 mod readme_doctests {
     #[doc = include_str!("../../README.md")]
     struct Readme;
