@@ -66,3 +66,45 @@ pub use sentinel_flow_transport as transport;
 /// Cluster-wide flow limits on Redis (the crate `sentinel-flow-cluster`).
 #[cfg(feature = "cluster")]
 pub use sentinel_flow_cluster as cluster;
+
+/// The Rust blocks of the README, the guide under `docs/` and the crate
+/// READMEs, each file compiled and run as this crate's doctests, so that no
+/// snippet a user copies can rot. They use every feature, so they run with
+/// `--all-features` (or `--features full`).
+#[cfg(all(doctest, feature = "full"))]
+mod readme_doctests {
+    #[doc = include_str!("../../README.md")]
+    struct Readme;
+    #[doc = include_str!("../../docs/README.md")]
+    struct Guide;
+    #[doc = include_str!("../../docs/rules.md")]
+    struct GuideRules;
+    #[doc = include_str!("../../docs/embedding.md")]
+    struct GuideEmbedding;
+    #[doc = include_str!("../../docs/dashboard.md")]
+    struct GuideDashboard;
+    #[doc = include_str!("../../docs/cluster.md")]
+    struct GuideCluster;
+    #[doc = include_str!("../../docs/observability.md")]
+    struct GuideObservability;
+    #[doc = include_str!("../../docs/testing.md")]
+    struct GuideTesting;
+    #[doc = include_str!("../../docs/limits.md")]
+    struct GuideLimits;
+    #[doc = include_str!("../../docs/exactness.md")]
+    struct GuideExactness;
+    #[doc = include_str!("../README.md")]
+    struct UmbrellaReadme;
+    #[doc = include_str!("../../sentinel-core/README.md")]
+    struct CoreReadme;
+    #[doc = include_str!("../../sentinel-macros/README.md")]
+    struct MacrosReadme;
+    #[doc = include_str!("../../sentinel-rules/README.md")]
+    struct RulesReadme;
+    #[doc = include_str!("../../sentinel-tower/README.md")]
+    struct TowerReadme;
+    #[doc = include_str!("../../sentinel-transport/README.md")]
+    struct TransportReadme;
+    #[doc = include_str!("../../sentinel-cluster/README.md")]
+    struct ClusterReadme;
+}
