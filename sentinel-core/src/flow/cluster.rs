@@ -186,7 +186,7 @@ pub enum ClusterStatus {
     /// fallback (their count on this instance alone, or a pass).
     /// A misconfiguration, warned of when such rules are loaded or the
     /// service is taken away, and shown by
-    /// [`ResourceSnapshot::cluster_rules_unattached`](crate::ResourceSnapshot::cluster_rules_unattached).
+    /// [`ResourceSnapshot::cluster_rules_unattached`](crate::snapshot::ResourceSnapshot::cluster_rules_unattached).
     NotAttached,
     /// A service is attached but cannot answer now
     /// ([`ClusterTokens::is_available`] is false): rules in cluster mode

@@ -134,7 +134,7 @@ pub struct FlowRule {
     /// time such rules are loaded with no service attached and when the
     /// service is taken away while they are in force, the resource's
     /// snapshot shows them in
-    /// [`cluster_rules_unattached`](crate::ResourceSnapshot::cluster_rules_unattached),
+    /// [`cluster_rules_unattached`](crate::snapshot::ResourceSnapshot::cluster_rules_unattached),
     /// and the Prometheus text in the gauge
     /// `sentinel_cluster_rules_unattached`. With a service attached that
     /// cannot answer (Redis down, past the wait budget), the fallback

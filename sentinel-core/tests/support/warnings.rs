@@ -19,8 +19,7 @@ pub(crate) fn count_warnings(f: impl FnOnce()) -> usize {
 pub(crate) fn warnings(f: impl FnOnce()) -> Vec<String> {
     let heard = Arc::default();
     tracing::subscriber::with_default(Warnings(Arc::clone(&heard)), f);
-    let heard = heard.lock().clone();
-    heard
+    heard.lock().clone()
 }
 
 /// Keeps warnings' messages.
