@@ -11,6 +11,11 @@
 //! `fallback_to_local_when_fail` decides (its count applied locally, the
 //! default, or a pass).
 //!
+//! An attached client is the instance's cluster service: the instance
+//! reports it available ([`Sentinel::cluster_status`](sentinel_flow_core::Sentinel::cluster_status),
+//! and client mode to the dashboard's `getClusterMode`) while Redis
+//! answers, and unavailable while in fallback.
+//!
 //! ```no_run
 //! use sentinel_flow_cluster::{ClusterConfig, RedisCluster};
 //! use sentinel_flow_core::Sentinel;

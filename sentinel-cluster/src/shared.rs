@@ -210,6 +210,11 @@ impl ClusterTokens for Tokens {
     fn render_prometheus(&self, out: &mut String) {
         out.push_str(&crate::ClusterSnapshot::of(&self.0).to_prometheus());
     }
+
+    /// Redis answered lately: not in fallback.
+    fn is_available(&self) -> bool {
+        self.0.is_up()
+    }
 }
 
 /// The service bound to one rule: its flow found once, not per entry.

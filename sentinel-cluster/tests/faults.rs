@@ -2,7 +2,8 @@
 //! within the budget (plus a scheduling margin, below), the fallback
 //! applies the rule's count locally, the switch each way is counted once
 //! and shown in the snapshot and Prometheus text, and cluster limiting
-//! resumes after a restart.
+//! resumes after a restart. The instance counts the client as an
+//! available cluster service only while Redis answers.
 
 mod support;
 
@@ -10,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use sentinel_flow_cluster::{ClusterConfig, RedisCluster};
 use sentinel_flow_core::Sentinel;
-use sentinel_flow_core::flow::{ClusterFlowConfig, FlowRule};
+use sentinel_flow_core::flow::{ClusterFlowConfig, ClusterStatus, FlowRule};
+use sentinel_flow_core::prometheus::render_prometheus;
 use support::{RedisServer, offer, per_second, unix_ms};
 
 const RESOURCE: &str = "POST:/pay";
@@ -277,4 +279,37 @@ fn a_reloaded_count_reaches_redis() {
         std::thread::sleep(Duration::from_millis(20));
         threshold() == 40
     });
+}
+
+#[test]
+fn an_attached_cluster_counts_as_available_only_while_redis_answers() {
+    let mut server = RedisServer::start();
+    let (sentinel, cluster) = instance(&server.url(), rule(50.0, true));
+    wait_until("connected", Duration::from_secs(5), || {
+        !cluster.is_fallback()
+    });
+    assert_eq!(sentinel.cluster_status(), ClusterStatus::Available);
+    drop(sentinel.entry(RESOURCE));
+    // Attached: not the misconfiguration of rules with no cluster at all.
+    assert_eq!(sentinel.resources()[0].cluster_rules_unattached, 0);
+    let text = render_prometheus(&sentinel);
+    assert!(
+        text.contains("sentinel_cluster_rules_unattached{resource=\"POST:/pay\"} 0\n"),
+        "{text}"
+    );
+
+    server.kill();
+    wait_until("fallback after the kill", Duration::from_secs(2), || {
+        cluster.is_fallback()
+    });
+    assert_eq!(sentinel.cluster_status(), ClusterStatus::Unavailable);
+    server.restart();
+    wait_until("connected again", Duration::from_secs(3), || {
+        !cluster.is_fallback()
+    });
+    assert_eq!(sentinel.cluster_status(), ClusterStatus::Available);
+
+    // A dropped client stays attached, and cannot answer.
+    drop(cluster);
+    assert_eq!(sentinel.cluster_status(), ClusterStatus::Unavailable);
 }

@@ -29,6 +29,15 @@
 //!   gauge `sentinel_rt_max_ms`, the largest response time over the last
 //!   minute. Both are left out when no resource is tracked.
 //!
+//! - gauge `sentinel_cluster_rules_unattached`, for each resource with flow
+//!   rules in cluster mode in force (entered yet or not): how many of them
+//!   fall back (their count on this instance alone, or a pass) because the
+//!   instance has no cluster service attached
+//!   ([`Sentinel::set_cluster_tokens`]), a misconfiguration; 0 while one
+//!   is attached. An attached service that cannot answer shows in its own
+//!   families instead (`sentinel-flow-cluster`'s
+//!   `sentinel_cluster_fallback`).
+//!
 //! Per instance, the caps ([`Sentinel::caps`]), so that an operator sees a
 //! cap being hit:
 //!
@@ -179,6 +188,7 @@ pub fn render_prometheus(sentinel: &Sentinel) -> String {
             .map(|(resource, rule, state)| ([("resource", *resource), ("rule", rule)], state)),
     );
 
+    cluster_unattached(&mut out, sentinel);
     caps(&mut out, sentinel);
 
     let tracked: Vec<(&str, RtPercentiles)> = nodes
@@ -191,6 +201,22 @@ pub fn render_prometheus(sentinel: &Sentinel) -> String {
     // The cluster service's families (`sentinel_cluster_fallback`, ...).
     sentinel.cluster.render_prometheus(&mut out);
     out
+}
+
+/// Per resource, the rules in cluster mode that fall back for want of a
+/// cluster service.
+fn cluster_unattached(out: &mut String, sentinel: &Sentinel) {
+    let set = sentinel.rule_set();
+    let attached = sentinel.has_cluster_tokens();
+    family(
+        out,
+        "sentinel_cluster_rules_unattached",
+        "Flow rules in cluster mode falling back because no cluster service is attached.",
+        "gauge",
+        crate::flow::cluster_rules_by_resource(set.flow_rules())
+            .into_iter()
+            .map(|(resource, count)| ([("resource", resource)], if attached { 0 } else { count })),
+    );
 }
 
 /// The refusals and fill of the instance's caps.

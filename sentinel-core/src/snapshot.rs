@@ -5,6 +5,12 @@
 //! Both are read from the node statistics and the rule set in force, off
 //! the entry path: taking one adds nothing to entries.
 //!
+//! A resource's snapshot also flags a misconfiguration: flow rules in
+//! cluster mode on an instance with no cluster service attached
+//! ([`ResourceSnapshot::cluster_rules_unattached`]), which fall back to
+//! their count on this instance alone (or a pass). Whether an attached
+//! service answers is [`Sentinel::cluster_status`].
+//!
 //! ```
 //! use sentinel_flow_core::{ManualClock, Sentinel};
 //!
@@ -56,6 +62,15 @@ pub struct ResourceSnapshot {
     /// `max_origins` (or over the name length limit). The instance's other
     /// caps are read with [`Sentinel::caps`].
     pub refused_origins: u64,
+    /// Its flow rules in cluster mode that fall back (their count on this
+    /// instance alone, or a pass) because the instance has no cluster
+    /// service attached
+    /// ([`ClusterStatus::NotAttached`](crate::flow::ClusterStatus::NotAttached)):
+    /// a misconfiguration, 0 while a service is attached. A service that
+    /// is attached but cannot answer is another case, shown by
+    /// [`Sentinel::cluster_status`] and by the service's own state (e.g.
+    /// `sentinel-flow-cluster`'s `fallback`).
+    pub cluster_rules_unattached: usize,
 }
 
 /// How many rules of each kind guard one resource. System rules guard
@@ -71,6 +86,8 @@ pub struct RuleCounts {
     pub param: usize,
     /// Authority rules.
     pub authority: usize,
+    /// Of the flow rules, those in cluster mode.
+    pub cluster_flow: usize,
 }
 
 /// One circuit breaker: its rule and where it stands.
@@ -116,11 +133,14 @@ impl Sentinel {
     pub fn resources(&self) -> Vec<ResourceSnapshot> {
         let now = self.now_ms();
         let set = self.rule_set();
+        let attached = self.has_cluster_tokens();
         // One histogram for every tracked resource, made on the first.
         let mut tally = None;
         self.resource_nodes()
             .map(|node| {
                 let rules = set.for_resource(node);
+                let cluster_flow =
+                    rules.map_or(0, |r| r.flow.iter().filter(|c| c.in_cluster_mode()).count());
                 ResourceSnapshot {
                     name: Arc::clone(node.name_arc()),
                     stats: Sums::of(node.stats(), now).snapshot(),
@@ -129,6 +149,7 @@ impl Sentinel {
                         degrade: r.degrade.len(),
                         param: r.param.len(),
                         authority: r.authority.len(),
+                        cluster_flow,
                     }),
                     breakers: rules.map_or_else(Vec::new, |r| {
                         r.degrade
@@ -142,6 +163,7 @@ impl Sentinel {
                     percentiles: node.rt_percentiles_in(now, &mut tally),
                     named_by_rules: node.is_named_by_rules(),
                     refused_origins: node.refused_origins(),
+                    cluster_rules_unattached: if attached { 0 } else { cluster_flow },
                 }
             })
             .collect()

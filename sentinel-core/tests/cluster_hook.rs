@@ -1,14 +1,16 @@
 //! The flow slot's cluster hook: a cluster rule asks the instance's
 //! `ClusterTokens` service; granted passes, refused blocks with the rule,
 //! unavailable falls back to the local count (or passes); the cluster
-//! fields are validated, alone and across rules.
+//! fields are validated, alone and across rules; rules in cluster mode
+//! with no service attached are flagged in the snapshot and the Prometheus
+//! text, apart from a service attached that cannot answer.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use sentinel_flow_core::flow::{
-    ClusterFlow, ClusterFlowConfig, ClusterThresholdType, ClusterTokens, FlowGrade, FlowRule,
-    TokenAnswer,
+    ClusterFlow, ClusterFlowConfig, ClusterStatus, ClusterThresholdType, ClusterTokens, FlowGrade,
+    FlowRule, TokenAnswer,
 };
 use sentinel_flow_core::{BlockKind, RuleBook, Sentinel};
 
@@ -300,4 +302,124 @@ fn a_bound_rule_asks_its_binding_until_the_service_changes() {
     assert!(sentinel.entry("pay").is_err());
     assert_eq!(other.calls.load(Ordering::SeqCst), 1);
     assert_eq!(bound.calls.load(Ordering::SeqCst), 5);
+}
+
+/// A service that grants, and answers or not as told.
+#[derive(Debug, Default)]
+struct Switchable {
+    down: std::sync::atomic::AtomicBool,
+}
+
+impl ClusterTokens for Switchable {
+    fn acquire(&self, _: &ClusterFlow, _: u32, _: u64) -> TokenAnswer {
+        TokenAnswer::Granted
+    }
+
+    fn is_available(&self) -> bool {
+        !self.down.load(Ordering::SeqCst)
+    }
+}
+
+/// Each resource's `cluster_rules_unattached` and `rules.cluster_flow`.
+fn unattached(sentinel: &Sentinel) -> Vec<(String, usize, usize)> {
+    let mut found: Vec<_> = sentinel
+        .resources()
+        .iter()
+        .map(|r| {
+            (
+                r.name.to_string(),
+                r.cluster_rules_unattached,
+                r.rules.cluster_flow,
+            )
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn cluster_rules_without_a_cluster_are_flagged_in_the_snapshot() {
+    let (_clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [
+            cluster_rule("pay", 2.0, 7, true),
+            cluster_rule("pay", 2.0, 7, false),
+            FlowRule::new("pay", 100.0),
+            FlowRule::new("local", 1.0),
+        ],
+    );
+    drop(sentinel.entry("pay"));
+    drop(sentinel.entry("local"));
+    assert_eq!(
+        unattached(&sentinel),
+        [("local".into(), 0, 0), ("pay".into(), 2, 2)]
+    );
+
+    // Attached, answering or not: not this case (the service's own state
+    // tells an unanswering cluster).
+    let tokens = Arc::new(Switchable::default());
+    sentinel.set_cluster_tokens(Some(tokens.clone()));
+    assert_eq!(
+        unattached(&sentinel),
+        [("local".into(), 0, 0), ("pay".into(), 0, 2)]
+    );
+    tokens.down.store(true, Ordering::SeqCst);
+    assert_eq!(unattached(&sentinel)[1], ("pay".into(), 0, 2));
+
+    sentinel.set_cluster_tokens(None);
+    assert_eq!(unattached(&sentinel)[1], ("pay".into(), 2, 2));
+}
+
+#[test]
+fn cluster_status_tells_no_service_from_a_service_that_cannot_answer() {
+    let (clock, sentinel) = instance();
+    assert_eq!(sentinel.cluster_status(), ClusterStatus::NotAttached);
+    assert_eq!(sentinel.cluster_changed_ms(), None);
+
+    clock.advance_ms(1_500);
+    let tokens = Arc::new(Switchable::default());
+    sentinel.set_cluster_tokens(Some(tokens.clone()));
+    assert_eq!(sentinel.cluster_status(), ClusterStatus::Available);
+    assert_eq!(sentinel.cluster_changed_ms(), Some(T0 + 1_500));
+
+    tokens.down.store(true, Ordering::SeqCst);
+    assert_eq!(sentinel.cluster_status(), ClusterStatus::Unavailable);
+    tokens.down.store(false, Ordering::SeqCst);
+    assert_eq!(sentinel.cluster_status(), ClusterStatus::Available);
+
+    clock.advance_ms(500);
+    sentinel.set_cluster_tokens(None);
+    assert_eq!(sentinel.cluster_status(), ClusterStatus::NotAttached);
+    assert_eq!(sentinel.cluster_changed_ms(), Some(T0 + 2_000));
+}
+
+#[cfg(feature = "prometheus")]
+#[test]
+fn cluster_rules_without_a_cluster_show_in_prometheus() {
+    use sentinel_flow_core::prometheus::render_prometheus;
+    use support::prometheus::{key, parse};
+
+    let (_clock, sentinel) = instance();
+    load(
+        &sentinel,
+        [
+            cluster_rule("pay", 2.0, 7, true),
+            cluster_rule("refund", 2.0, 8, true),
+            cluster_rule("refund", 2.0, 8, true),
+            FlowRule::new("local", 1.0),
+        ],
+    );
+    // Rules in force are shown before any entry of their resource.
+    let gauge = "sentinel_cluster_rules_unattached";
+    let (samples, types) = parse(&render_prometheus(&sentinel));
+    assert_eq!(types[gauge], "gauge");
+    assert_eq!(samples[&key(gauge, &[("resource", "pay")])], 1.0);
+    assert_eq!(samples[&key(gauge, &[("resource", "refund")])], 2.0);
+    assert!(!samples.contains_key(&key(gauge, &[("resource", "local")])));
+
+    sentinel.set_cluster_tokens(Some(Arc::new(Switchable::default())));
+    let (samples, _) = parse(&render_prometheus(&sentinel));
+    assert_eq!(samples[&key(gauge, &[("resource", "pay")])], 0.0);
+    assert_eq!(samples[&key(gauge, &[("resource", "refund")])], 0.0);
 }

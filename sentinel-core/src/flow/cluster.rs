@@ -6,10 +6,19 @@
 //!
 //! A resource without cluster rules pays nothing for this; a cluster rule
 //! loads the service once per entry (an `arc_swap` load) and calls it.
+//!
+//! Two ways a cluster rule ends up decided by its fallback are kept apart: no
+//! service attached at all ([`ClusterStatus::NotAttached`], a
+//! misconfiguration, warned of and shown per resource; see `unattached.rs`),
+//! and a service attached that cannot answer
+//! ([`ClusterStatus::Unavailable`], shown by the service's own state, e.g.
+//! `sentinel_cluster_fallback`).
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::unattached;
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
@@ -157,15 +166,58 @@ pub trait ClusterTokens: Send + Sync + fmt::Debug + 'static {
     fn render_prometheus(&self, out: &mut String) {
         let _ = out;
     }
+
+    /// Whether the service can answer now (connected to what holds the
+    /// cluster windows). `false` while it cannot: its rules are then
+    /// decided by their fallback, and the command API's `getClusterMode`
+    /// reports the instance as not started. Read off the entry path, by
+    /// [`Sentinel::cluster_status`]. The default: always (an in-process
+    /// service).
+    fn is_available(&self) -> bool {
+        true
+    }
+}
+
+/// Where an instance's cluster service stands ([`Sentinel::cluster_status`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClusterStatus {
+    /// No service attached: rules in cluster mode are decided by their
+    /// fallback (their count on this instance alone, or a pass).
+    /// A misconfiguration, warned of when such rules are loaded or the
+    /// service is taken away, and shown by
+    /// [`ResourceSnapshot::cluster_rules_unattached`](crate::snapshot::ResourceSnapshot::cluster_rules_unattached).
+    NotAttached,
+    /// A service is attached but cannot answer now
+    /// ([`ClusterTokens::is_available`] is false): rules in cluster mode
+    /// are decided by their fallback until it can.
+    Unavailable,
+    /// A service is attached and answers.
+    Available,
 }
 
 /// The instance's service, if any (in an `Arc` of its own: `arc_swap`
 /// holds sized types), and how many times it was set: a rule's binding of
 /// another generation is not used.
-#[derive(Default)]
 pub(crate) struct ClusterHook {
     tokens: ArcSwapOption<Arc<dyn ClusterTokens>>,
     generation: AtomicU64,
+    /// When a service was last given or taken away (the instance's clock,
+    /// ms; `NEVER` before the first time).
+    changed_ms: AtomicU64,
+}
+
+/// `changed_ms` before any service was given.
+const NEVER: u64 = u64::MAX;
+
+impl Default for ClusterHook {
+    fn default() -> Self {
+        ClusterHook {
+            tokens: ArcSwapOption::empty(),
+            generation: AtomicU64::new(0),
+            changed_ms: AtomicU64::new(NEVER),
+        }
+    }
 }
 
 impl fmt::Debug for ClusterHook {
@@ -229,23 +281,65 @@ impl ClusterHook {
         }
     }
 
-    fn set(&self, tokens: Option<Arc<dyn ClusterTokens>>) {
-        self.tokens.store(tokens.map(Arc::new));
+    /// Puts `tokens` in place at `now_ms`; whether a service was in place
+    /// before.
+    fn set(&self, tokens: Option<Arc<dyn ClusterTokens>>, now_ms: u64) -> bool {
+        let before = self.tokens.swap(tokens.map(Arc::new));
         self.generation.fetch_add(1, Ordering::AcqRel);
+        self.changed_ms.store(now_ms, Ordering::Relaxed);
+        before.is_some()
+    }
+
+    fn status(&self) -> ClusterStatus {
+        match &*self.tokens.load() {
+            None => ClusterStatus::NotAttached,
+            Some(tokens) if tokens.is_available() => ClusterStatus::Available,
+            Some(_) => ClusterStatus::Unavailable,
+        }
     }
 }
 
 impl Sentinel {
     /// Gives the instance the service that cluster rules ask for permits
     /// (`None` takes it away: every cluster rule then falls back). Rules
-    /// in cluster mode without a service are decided by their fallback.
+    /// in cluster mode without a service are decided by their fallback:
+    /// taking the service away while such rules are in force logs a
+    /// warning naming their resources.
     pub fn set_cluster_tokens(&self, tokens: Option<Arc<dyn ClusterTokens>>) {
-        self.cluster.set(tokens);
+        let detaching = tokens.is_none();
+        let was_attached = self.cluster.set(tokens, self.now_ms());
+        if detaching && was_attached {
+            unattached::warn(
+                self.rule_set().flow_rules(),
+                "the cluster service was taken away",
+            );
+        }
     }
 
     /// Whether the instance has a cluster service.
     pub fn has_cluster_tokens(&self) -> bool {
         self.cluster.tokens.load().is_some()
+    }
+
+    /// Whether a cluster service is attached, and whether it answers now.
+    /// Read off the entry path (it asks the service); entries never call it.
+    pub fn cluster_status(&self) -> ClusterStatus {
+        self.cluster.status()
+    }
+
+    /// When a cluster service was last given or taken away
+    /// ([`set_cluster_tokens`](Self::set_cluster_tokens)), in the
+    /// instance's clock's ms; `None` if never.
+    pub fn cluster_changed_ms(&self) -> Option<u64> {
+        Some(self.cluster.changed_ms.load(Ordering::Relaxed)).filter(|&ms| ms != NEVER)
+    }
+
+    /// Warns when `rules` (the flow rules just put in force) have rules in
+    /// cluster mode while no cluster service is attached.
+    pub(crate) fn warn_unattached_cluster_rules(&self, rules: &[FlowRule]) {
+        if !self.has_cluster_tokens() {
+            unattached::warn(rules, "no cluster service is attached");
+        }
     }
 }
 

@@ -40,6 +40,7 @@ mod cluster;
 mod controller;
 mod quota;
 mod remaining;
+mod unattached;
 
 use quota::Acquired;
 mod rule;
@@ -49,8 +50,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 pub(crate) use cluster::ClusterHook;
 pub use cluster::{
-    ClusterFlow, ClusterFlowConfig, ClusterThresholdType, ClusterTokens, TokenAnswer,
-    cluster_problems,
+    ClusterFlow, ClusterFlowConfig, ClusterStatus, ClusterThresholdType, ClusterTokens,
+    TokenAnswer, cluster_problems,
 };
 pub use remaining::FlowQuota;
 pub(crate) use rule::KIND_NAME;
@@ -59,6 +60,8 @@ pub use rule::{
     MAX_QUEUEING_TIME_MS, MAX_STAT_INTERVAL_MS, MAX_STAT_SAMPLE_COUNT, MAX_WARM_UP_COLD_FACTOR,
     MAX_WARM_UP_PERIOD_SEC,
 };
+#[cfg(feature = "prometheus")]
+pub(crate) use unattached::by_resource as cluster_rules_by_resource;
 
 use crate::entry::spare;
 use crate::node::StatisticNode;
@@ -127,6 +130,11 @@ impl CompiledFlow {
     /// Whether the rule keeps a window of its own.
     pub(crate) fn has_window(&self) -> bool {
         self.window.is_some()
+    }
+
+    /// Whether the rule asks a cluster service for its permits.
+    pub(crate) fn in_cluster_mode(&self) -> bool {
+        self.cluster.is_some()
     }
 }
 

@@ -126,6 +126,23 @@ pub struct FlowRule {
     /// instance's [`ClusterTokens`](super::ClusterTokens) service (default
     /// false). Needs grade qps and a `cluster_config.flow_id`; the control
     /// behaviour applies only when the rule falls back to local counting.
+    ///
+    /// The rule falls back in two cases, told apart. With no service
+    /// attached ([`Sentinel::set_cluster_tokens`](crate::Sentinel::set_cluster_tokens),
+    /// `RedisCluster::attach`) it is decided by its fallback as well (its
+    /// count on this instance alone, or a pass): a misconfiguration, so a warning naming the resources is logged each
+    /// time such rules are loaded with no service attached and when the
+    /// service is taken away while they are in force, the resource's
+    /// snapshot shows them in
+    /// [`cluster_rules_unattached`](crate::snapshot::ResourceSnapshot::cluster_rules_unattached),
+    /// and the Prometheus text in the gauge
+    /// `sentinel_cluster_rules_unattached`. With a service attached that
+    /// cannot answer (Redis down, past the wait budget), the fallback
+    /// (`cluster_config.fallback_to_local_when_fail`) decides too, and the
+    /// service shows it in its own state (for
+    /// `sentinel-flow-cluster`, `fallback` in its snapshot and
+    /// `sentinel_cluster_fallback`). [`Sentinel::cluster_status`](crate::Sentinel::cluster_status)
+    /// tells the two apart.
     pub cluster_mode: bool,
     /// The cluster settings, read when `cluster_mode` is on.
     pub cluster_config: super::ClusterFlowConfig,

@@ -175,7 +175,7 @@ impl Sentinel {
         &self,
         change: impl FnOnce(&RuleSet, &mut Tally, &mut RuleSetParts) -> Result<u64, RuleError>,
     ) -> Result<Arc<RuleSet>, RuleErrors> {
-        let _guard = self.rules.lock.lock();
+        let guard = self.rules.lock.lock();
         let current = self.rules.set.load_full();
         let version = current.version.wrapping_add(1).max(1);
         let mut parts = current.parts.clone();
@@ -192,6 +192,11 @@ impl Sentinel {
         // While `current` keeps the rules it replaces alive: their block
         // log lines show them (the tally holds rules weakly).
         self.blocks.gather(self.uid(), self.now_ms());
+        drop(guard);
+        // Once per load of flow rules, not per entry.
+        if !Arc::ptr_eq(&current.parts.flow, &next.parts.flow) {
+            self.warn_unattached_cluster_rules(next.flow_rules());
+        }
         Ok(next)
     }
 }

@@ -3,6 +3,7 @@
 
 use axum::extract::State;
 use axum::response::Response;
+use sentinel_flow_core::flow::ClusterStatus;
 use serde_json::{Value, json};
 
 use super::{COMMANDS, Params, State as Ctx, bad_request, json, text};
@@ -62,13 +63,29 @@ pub(super) async fn set_switch(State(ctx): Ctx, params: Params) -> Response {
     text(format!("Sentinel set switch value: {on}"))
 }
 
-/// Not started: the dashboard then shows cluster flow control as not
-/// available on this machine.
-pub(super) async fn get_cluster_mode() -> Response {
+/// Sentinel's `ClusterStateManager` modes.
+const MODE_CLIENT: i8 = 0;
+const MODE_NOT_STARTED: i8 = -1;
+
+/// The cluster mode, as Sentinel's `FetchClusterModeCommandHandler`
+/// answers it: client mode (`mode` 0, `clientAvailable`) while a cluster
+/// service is attached to the instance and answers (a `RedisCluster`
+/// connected to Redis); otherwise not started (`mode` -1, nothing
+/// available), which the dashboard shows as cluster flow control not
+/// available on this machine. This machine never serves tokens to others
+/// (`serverAvailable` is false). `lastModified`: when a service was last
+/// attached or taken away (the instance's clock, ms), -1 if never.
+pub(super) async fn get_cluster_mode(State(ctx): Ctx) -> Response {
+    let client = ctx.sentinel.cluster_status() == ClusterStatus::Available;
+    let last_modified = ctx
+        .sentinel
+        .cluster_changed_ms()
+        .and_then(|ms| i64::try_from(ms).ok())
+        .unwrap_or(-1);
     json(&json!({
-        "mode": -1,
-        "lastModified": -1,
-        "clientAvailable": false,
+        "mode": if client { MODE_CLIENT } else { MODE_NOT_STARTED },
+        "lastModified": last_modified,
+        "clientAvailable": client,
         "serverAvailable": false,
     }))
 }
