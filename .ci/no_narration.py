@@ -137,6 +137,7 @@ def rust_comments(source):
             i = j
         elif c == "r" and re.match(r'r#*"', source[i:i + 300]) and not (
             i and (source[i - 1].isalnum() or source[i - 1] == "_")
+            and not (source[i - 1] == "b" and (i < 2 or not source[i - 2].isalnum()))
         ):
             hashes = re.match(r"r(#*)\"", source[i:]).group(1)
             close = '"' + hashes
@@ -251,10 +252,11 @@ def self_test():
         "let c = '\"'; // plain comment\n"
         "fn f<'a>(x: &'a str) {} // issue 21 here\n"
         'let r = r#"// issue 22 in a raw string"#;\n'
+        'let b = br"\\"; // issue 24 after a raw byte string\n'
         "/* a block\n   issue 23 */\n"
     )
     got = [(line, findings(t)[0][1]) for line, t in rust_comments(src) if findings(t)]
-    want = [(3, "issue 21"), (6, "issue 23")]
+    want = [(3, "issue 21"), (5, "issue 24"), (7, "issue 23")]
     if got != want:
         print(f"rust comments: got {got}, want {want}")
         bad += 1
