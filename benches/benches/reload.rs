@@ -95,7 +95,16 @@ fn reload(c: &mut Criterion) {
     for (name, text) in &shapes {
         group.bench_function(*name, |b| {
             b.iter_batched(
-                || Sentinel::builder().clock(ManualClock::new(0)).build(),
+                // The caps on names and memory raised, as in the load_time
+                // tests: the largest file (over 100 000 distinct names) is
+                // applied in full, not refused.
+                || {
+                    Sentinel::builder()
+                        .clock(ManualClock::new(0))
+                        .max_rule_names(10_000_000)
+                        .rule_memory_budget(usize::MAX)
+                        .build()
+                },
                 |sentinel| {
                     if let Ok(file) = parse_str(text, "rules.yaml") {
                         black_box(apply(&sentinel, file).unwrap());

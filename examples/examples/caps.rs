@@ -1,4 +1,4 @@
-//! Caps under hostile names (issue 21): enters 1 000 000 distinct resource
+//! Caps under hostile names: enters 1 000 000 distinct resource
 //! names of up to the length limit (and a few over it) on an instance with
 //! the default caps, as a service naming resources after request data
 //! might, and prints the growth of resident memory; then as many distinct

@@ -1,4 +1,4 @@
-//! Issue 21: caps never switch a rule off. Every cap is filled with names
+//! Caps never switch a rule off. Every cap is filled with names
 //! that no rule mentions, from several threads; then rules of every kind
 //! are loaded on new names, and each one applies.
 

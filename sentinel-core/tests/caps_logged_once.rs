@@ -1,4 +1,4 @@
-//! Issue 21: each cap is logged once, however often it refuses.
+//! Each cap is logged once, however often it refuses.
 //!
 //! Alone in its own test binary: `tracing` caches each call site's
 //! interest process-wide, and the caps tests of `caps.rs` hit the same

@@ -669,7 +669,7 @@ fn resources_past_the_cap_pass_uncounted() {
 fn contexts_past_the_cap_run_in_the_default_context() {
     let (_clock, sentinel) = instance_with(|builder| builder.max_contexts(1));
     drop(sentinel.entry_builder("A").context("web").enter().unwrap());
-    // Issue 21: past the cap the entry still counts (and is checked) on its
+    // Past the cap the entry still counts (and is checked) on its
     // resource, in the default context, so a full context cap never
     // switches a resource's rules off.
     let refused = sentinel.entry_builder("A").context("api").enter().unwrap();
@@ -729,7 +729,7 @@ fn origins_past_the_cap_count_on_the_resource_and_a_shared_node() {
     assert_eq!(res(&sentinel, "A").total_pass, 4);
     assert_eq!(res(&sentinel, "A").total_success, 4);
     assert_eq!(origin(&sentinel, "B", "second").total_pass, 1);
-    // Issue 21: the origins past the cap share one node.
+    // The origins past the cap share one node.
     let shared = a.origins_past_cap().expect("an origin came past the cap");
     assert_eq!(shared.stats().total_pass(sentinel.now_ms()), 2);
     assert!(

@@ -349,8 +349,8 @@ fn paused_at_an_edge(
     (clock, pause, sentinel)
 }
 
-/// Issue 16, defect 2: a rule of 10^11 refused an entry that read the clock
-/// just before another thread began the rule's next bucket.
+/// A rule of 10^11 must not refuse an entry that read the clock just
+/// before another thread began the rule's next bucket.
 #[test]
 fn an_entry_late_for_the_rules_bucket_passes_and_counts_in_it() {
     let (clock, pause, sentinel) = paused_at_an_edge(slot::order::HOT_PARAM + 1, "late", 1e11);

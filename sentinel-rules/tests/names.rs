@@ -1,4 +1,4 @@
-//! Issue 21: names longer than the limit are refused at their line and
+//! Names longer than the limit are refused at their line and
 //! column, wherever a rule file names something; a file's rules reserve
 //! their nodes past every cap.
 

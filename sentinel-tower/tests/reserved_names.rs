@@ -1,4 +1,4 @@
-//! Issue 21: a route that a rule names is always named, whatever random
+//! A route that a rule names is always named, whatever random
 //! paths filled the layer's name cache (and the instance's resource cap).
 
 use std::convert::Infallible;

@@ -19,8 +19,8 @@
 //!   well it closes, with an empty window. A probe whose call panics (its
 //!   entry dropped as the thread unwinds) failed, whatever the grade. A
 //!   probe that never runs (a later check blocks it or panics, or it is
-//!   dropped) opens it again too, so it cannot wait forever (Sentinel
-//!   issue 1638).
+//!   dropped) opens it again too, so it cannot wait forever
+//!   (Sentinel issue 1638).
 //!
 //! Every change of state is one compare-and-swap, is logged with `tracing`
 //! at info level, and is reported to listeners as a [`StateChange`]. A rule

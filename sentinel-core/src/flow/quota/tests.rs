@@ -89,9 +89,9 @@ fn tags_wrap_without_taking_a_later_bucket_for_an_earlier_one() {
     assert_eq!(fill(&quota, &node, last + 1_000, 100), 4);
 }
 
-/// Issue 16, defect 2: a rule of 10^11 refused one entry in tens of
-/// millions, an entry that read the clock just before another thread
-/// began the rule's next bucket.
+/// A rule of 10^11 must not refuse an entry that read the clock just
+/// before another thread began the rule's next bucket (one entry in tens
+/// of millions was refused).
 #[test]
 fn an_entry_late_for_its_bucket_is_counted_in_the_rules_bucket() {
     let (quota, node) = (Quota::new(1e11), node());
