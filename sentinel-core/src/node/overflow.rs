@@ -62,8 +62,8 @@ impl Overflow {
                 name = shortened(name),
                 name_len = name.len(),
                 "sentinel: more than {cap} {what} (or a name over {max_name_len} bytes); \
-                 entries for new {what} that no rule names are not counted per {what} \
-                 (see the refused counts); names that rules mention always are"
+                 an entry under a new name that no rule mentions gets no node of its own \
+                 (see the refused counts); names that rules mention always get one"
             );
         }
     }

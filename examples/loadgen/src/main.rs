@@ -1,3 +1,5 @@
+//! `cargo run --release -p loadgen [-- SECONDS [QPS]]` (default 10 s, 200 QPS)
+//!
 //! A load generator for `SentinelLayer` on loopback: it starts an axum
 //! service in-process on an ephemeral port with a flow rule of QPS on
 //! `GET:/orders/{id}`, sends 3 x QPS requests a second for SECONDS, and
@@ -7,8 +9,7 @@
 //! Bounded: at most 3 x QPS x SECONDS requests, each with a 2 s timeout,
 //! at most 1024 in flight, 127.0.0.1 only.
 //!
-//! Run: `cargo run --release -p examples --example loadgen [-- SECONDS [QPS]]`
-//! (default 10 s, 200 QPS).
+//! A tracing subscriber prints the library's log on stderr.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,9 +24,9 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use sentinel_flow_core::Sentinel;
-use sentinel_flow_core::flow::FlowRule;
-use sentinel_flow_tower::SentinelLayer;
+use sentinel_flow::Sentinel;
+use sentinel_flow::flow::FlowRule;
+use sentinel_flow::tower::SentinelLayer;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 
@@ -62,6 +63,10 @@ async fn order(Path(id): Path<u64>) -> String {
 }
 
 fn main() {
+    tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+        .with_writer(std::io::stderr)
+        .init();
     let mut args = std::env::args().skip(1).map(|arg| {
         arg.parse::<u64>()
             .unwrap_or_else(|_| panic!("not a number: {arg}"))
