@@ -16,8 +16,9 @@
 //! seconds, and the dashboard reads the metric log this example writes
 //! (to a temporary directory) through the command API.
 //!
-//! A tracing subscriber prints the library's log on stderr: among others,
-//! a warning when the dashboard cannot be reached.
+//! A tracing subscriber prints the library's warnings on stderr, such as
+//! the heartbeat's when the dashboard cannot be reached (WARN and above:
+//! at INFO the block log adds a line per blocked resource every second).
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
@@ -111,7 +112,7 @@ fn traffic(sentinel: &'static Sentinel, worker: u64, stop: &AtomicBool) {
 #[tokio::main]
 async fn main() {
     tracing_subscriber::fmt()
-        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+        .with_max_level(tracing_subscriber::filter::LevelFilter::WARN)
         .with_writer(std::io::stderr)
         .init();
     let args = args();
