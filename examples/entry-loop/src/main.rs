@@ -22,8 +22,8 @@
 //! ```
 //!
 //! (`target` is `$CARGO_TARGET_DIR` when that is set.) A tracing subscriber
-//! prints the library's warnings on stderr; none is expected, and the
-//! entries log nothing, so it adds no instructions per entry.
+//! prints the library's log on stderr; it adds no instructions per entry
+//! (the counts are the same without it).
 
 use sentinel_flow::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow::degrade::{DegradeGrade, DegradeRule};
