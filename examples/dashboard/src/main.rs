@@ -173,6 +173,7 @@ async fn main() {
     }
 
     let stop = Arc::new(AtomicBool::new(false));
+    let first_second = sentinel.now_ms() / 1_000;
     let workers: Vec<_> = (0..4)
         .map(|w| {
             let stop = Arc::clone(&stop);
@@ -190,9 +191,16 @@ async fn main() {
     let now = sentinel.now_ms();
     if let Some(orders) = sentinel.resource_node("GET:/orders") {
         println!(
-            "done: GET:/orders passed {} and blocked {} in the last minute",
+            "done: GET:/orders passed {} and blocked {} in the last minute \
+             (the traffic touched {} seconds of the clock{})",
             orders.stats().total_pass(now),
-            orders.stats().total_block(now)
+            orders.stats().total_block(now),
+            (now / 1_000 - first_second + 1).min(60),
+            if args.rules.is_none() {
+                "; the rule in code admits 50 in each"
+            } else {
+                ""
+            }
         );
     }
     server.shutdown().await;
