@@ -13,8 +13,8 @@
 //! reading must equal the model. Racing mode: the clock moves while workers
 //! run; totals stay exact and window readings must lie within what the
 //! logged intervals allow. Fixed seeds; time comes from the `ManualClock`
-//! only. `cargo run --release -p examples --example stress -- SECONDS
-//! THREADS` runs the same for longer.
+//! only. `cargo run --release -p stress -- SECONDS THREADS` runs the same
+//! for longer.
 
 #[path = "differential/model.rs"]
 mod model;

@@ -15,7 +15,7 @@ use proptest::prelude::*;
 use sentinel_flow_core::{Entering, EntryType, ManualClock, ParamValue, Sentinel};
 use sentinel_flow_rules::{LoadOptions, RuleFile, parse_bytes};
 
-const EXAMPLE: &str = include_str!("../../examples/rules.yaml");
+const EXAMPLE: &str = include_str!("../../examples/hot-reload/rules.yaml");
 
 /// Every kind with every field, the less common settings among them.
 const EVERY_FIELD: &str = "\

@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 use sentinel_flow_rules::{LoadOptions, parse_bytes, parse_str};
 
-const EXAMPLE: &str = include_str!("../../examples/rules.yaml");
+const EXAMPLE: &str = include_str!("../../examples/hot-reload/rules.yaml");
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2_000))]

@@ -7,7 +7,7 @@ use sentinel_flow_core::degrade::DegradeGrade;
 use sentinel_flow_core::flow::{ControlBehavior, FlowGrade, FlowStrategy};
 use sentinel_flow_rules::{LoadOptions, parse_bytes, parse_str, parse_str_with};
 
-const EXAMPLE: &str = include_str!("../../examples/rules.yaml");
+const EXAMPLE: &str = include_str!("../../examples/hot-reload/rules.yaml");
 
 /// The error lines of `text`, which must be refused.
 fn errors(text: &str) -> Vec<String> {

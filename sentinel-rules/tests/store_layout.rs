@@ -63,7 +63,7 @@ fn a_file_that_does_not_parse_is_reported_and_kept() {
 
 #[test]
 fn each_kind_of_the_annotated_example_file_is_rewritten_alone() {
-    let example = include_str!("../../examples/rules.yaml");
+    let example = include_str!("../../examples/hot-reload/rules.yaml");
     let original = sentinel_flow_rules::parse_str(example, "rules.yaml")
         .unwrap()
         .book;

@@ -42,7 +42,8 @@ impl InvocationTree {
         let contexts = Registry::new(
             max_contexts.saturating_add(1),
             max_name_len.max(DEFAULT_CONTEXT.len()),
-            Overflow::new("contexts"),
+            // The cap counts the default context: the log says so.
+            Overflow::new("contexts (the default one included)"),
         );
         let default = contexts.get_or_create(
             DEFAULT_CONTEXT,

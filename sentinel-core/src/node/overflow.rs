@@ -55,17 +55,25 @@ impl Overflow {
             total.fetch_add(1, Ordering::Relaxed);
         }
         if !self.warned.swap(true, Ordering::Relaxed) {
-            let what = self.what;
             tracing::warn!(
                 cap,
                 max_name_len,
                 name = shortened(name),
                 name_len = name.len(),
-                "sentinel: more than {cap} {what} (or a name over {max_name_len} bytes); \
-                 entries for new {what} that no rule names are not counted per {what} \
-                 (see the refused counts); names that rules mention always are"
+                "{}",
+                self.cap_message(cap, max_name_len)
             );
         }
+    }
+
+    /// The warning logged once when the cap is first reached.
+    fn cap_message(&self, cap: usize, max_name_len: usize) -> String {
+        format!(
+            "sentinel: more than {cap} {} (or a name over {max_name_len} bytes); \
+             an entry under a new name that no rule mentions gets no node of its own \
+             (see the refused counts); names that rules mention always get one",
+            self.what
+        )
     }
 
     /// Counts a refusal that something else warns of (a shared budget).
@@ -228,6 +236,17 @@ mod tests {
         let cut = shortened(&long);
         assert!(cut.len() <= LOGGED_NAME_BYTES && cut.len() >= LOGGED_NAME_BYTES - 1);
         assert!(long.starts_with(cut));
+    }
+
+    #[test]
+    fn cap_warning_ends_in_a_whole_sentence() {
+        let message = Overflow::new("resources").cap_message(6000, 1024);
+        assert_eq!(
+            message,
+            "sentinel: more than 6000 resources (or a name over 1024 bytes); an entry under \
+             a new name that no rule mentions gets no node of its own (see the refused \
+             counts); names that rules mention always get one"
+        );
     }
 
     #[test]

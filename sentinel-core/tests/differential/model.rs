@@ -1,6 +1,6 @@
 //! The differential stress test's workload and reference model, shared by
 //! `sentinel-core/tests/differential.rs` (short, fixed seeds) and
-//! `examples/examples/stress.rs` (as long as asked).
+//! `examples/stress` (as long as asked).
 //!
 //! Worker threads make random entries on an isolated instance driven by a
 //! `ManualClock`, and log every call: the clock read just before and just

@@ -1,3 +1,8 @@
+//! `cargo run --release -p dashboard [-- [--port N] [--bind IP] [--rules FILE]
+//! [--dashboard HOST:PORT] [--token T] [--seconds N]]`
+//! (default: port 8719 on 127.0.0.1, rules in code, no dashboard, until
+//! killed)
+//!
 //! The command API and the live page of an instance with simulated
 //! traffic: what the Sentinel dashboard (or a browser) sees of a service.
 //!
@@ -7,10 +12,13 @@
 //! now and then, behind a circuit breaker) and `POST:/checkout` (two
 //! origins, one failing call in ten). Writes are on, so a dashboard can
 //! push rules; with `--rules FILE` they are written back to that file.
+//! With `--dashboard`, it sends the dashboard a heartbeat every few
+//! seconds, and the dashboard reads the metric log this example writes
+//! (to a temporary directory) through the command API.
 //!
-//! Run: `cargo run --release -p examples --example transport -- [--port N]
-//! [--rules FILE] [--dashboard HOST:PORT] [--token T] [--seconds N]`
-//! (default: port 8719, rules in code, no dashboard, until killed).
+//! A tracing subscriber prints the library's warnings on stderr, such as
+//! the heartbeat's when the dashboard cannot be reached (WARN and above:
+//! at INFO the block log adds a line per blocked resource every second).
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
@@ -18,12 +26,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_flow_core::flow::FlowRule;
-use sentinel_flow_core::log::MetricLogConfig;
-use sentinel_flow_core::{EntryType, Sentinel};
-use sentinel_flow_rules::RuleWatcher;
-use sentinel_flow_transport::CommandCenter;
+use sentinel_flow::degrade::{DegradeGrade, DegradeRule};
+use sentinel_flow::flow::FlowRule;
+use sentinel_flow::log::MetricLogConfig;
+use sentinel_flow::rules::RuleWatcher;
+use sentinel_flow::transport::CommandCenter;
+use sentinel_flow::{EntryType, Sentinel};
 
 struct Args {
     port: u16,
@@ -36,7 +44,7 @@ struct Args {
 
 fn args() -> Args {
     let mut args = Args {
-        port: sentinel_flow_transport::DEFAULT_PORT,
+        port: sentinel_flow::transport::DEFAULT_PORT,
         rules: None,
         dashboard: None,
         token: None,
@@ -60,7 +68,7 @@ fn args() -> Args {
             "--bind" => args.bind = value().parse().expect("--bind: an IP address"),
             other => {
                 eprintln!(
-                    "unknown argument {other}; see the top of examples/examples/transport.rs"
+                    "unknown argument {other}; see the top of examples/dashboard/src/main.rs"
                 );
                 std::process::exit(2);
             }
@@ -103,8 +111,12 @@ fn traffic(sentinel: &'static Sentinel, worker: u64, stop: &AtomicBool) {
 
 #[tokio::main]
 async fn main() {
+    tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::WARN)
+        .with_writer(std::io::stderr)
+        .init();
     let args = args();
-    let sentinel = sentinel_flow_core::global();
+    let sentinel = sentinel_flow::global();
     let logs = tempfile::tempdir().expect("a temp dir for the metric log");
     let log = MetricLogConfig::new("transport-example").dir(logs.path());
     let _writer = sentinel
@@ -161,6 +173,7 @@ async fn main() {
     }
 
     let stop = Arc::new(AtomicBool::new(false));
+    let first_second = sentinel.now_ms() / 1_000;
     let workers: Vec<_> = (0..4)
         .map(|w| {
             let stop = Arc::clone(&stop);
@@ -178,9 +191,16 @@ async fn main() {
     let now = sentinel.now_ms();
     if let Some(orders) = sentinel.resource_node("GET:/orders") {
         println!(
-            "done: GET:/orders passed {} and blocked {} in the last minute",
+            "done: GET:/orders passed {} and blocked {} in the last minute \
+             (the traffic touched {} seconds of the clock{})",
             orders.stats().total_pass(now),
-            orders.stats().total_block(now)
+            orders.stats().total_block(now),
+            (now / 1_000 - first_second + 1).min(60),
+            if args.rules.is_none() {
+                "; the rule in code admits 50 in each"
+            } else {
+                ""
+            }
         );
     }
     server.shutdown().await;

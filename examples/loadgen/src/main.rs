@@ -1,14 +1,22 @@
+//! `cargo run --release -p loadgen [-- SECONDS [QPS]]` (default 10 s, 200 QPS)
+//!
 //! A load generator for `SentinelLayer` on loopback: it starts an axum
 //! service in-process on an ephemeral port with a flow rule of QPS on
 //! `GET:/orders/{id}`, sends 3 x QPS requests a second for SECONDS, and
 //! prints per second: sent, 200s, 429s, and p50/p99 latency of the admitted
 //! requests; then an unloaded run (QPS / 2 a second) for comparison.
+//! Each run starts on a whole second of the clock, so that each row's
+//! second is one of the rule's windows (two 500 ms buckets) and admits at
+//! most QPS; a second counted from an arbitrary instant overlaps three
+//! buckets and may admit more, although the rule holds.
+//!
+//! Pacing lags by up to a 5 ms tick, so a row may show a few requests
+//! sent more or fewer than its share.
 //!
 //! Bounded: at most 3 x QPS x SECONDS requests, each with a 2 s timeout,
 //! at most 1024 in flight, 127.0.0.1 only.
 //!
-//! Run: `cargo run --release -p examples --example loadgen [-- SECONDS [QPS]]`
-//! (default 10 s, 200 QPS).
+//! A tracing subscriber prints the library's log on stderr.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,9 +31,9 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use sentinel_flow_core::Sentinel;
-use sentinel_flow_core::flow::FlowRule;
-use sentinel_flow_tower::SentinelLayer;
+use sentinel_flow::Sentinel;
+use sentinel_flow::flow::FlowRule;
+use sentinel_flow::tower::SentinelLayer;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 
@@ -62,6 +70,10 @@ async fn order(Path(id): Path<u64>) -> String {
 }
 
 fn main() {
+    tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+        .with_writer(std::io::stderr)
+        .init();
     let mut args = std::env::args().skip(1).map(|arg| {
         arg.parse::<u64>()
             .unwrap_or_else(|_| panic!("not a number: {arg}"))
@@ -97,14 +109,16 @@ async fn run(seconds: u64, qps: u64) {
         "loaded run: {} req/s for {seconds} s at {addr}, flow rule {RESOURCE} count {qps}",
         3 * qps
     );
-    let loaded = drive(&client, addr, 3 * qps, seconds).await;
+    whole_second(sentinel).await;
+    let loaded = drive(sentinel, &client, addr, 3 * qps, seconds).await;
     print_seconds(&loaded);
 
     // Let the rule's window (1 s) forget the loaded run.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     let calm_seconds = seconds.min(5);
     println!("\nunloaded run: {} req/s for {calm_seconds} s", qps / 2);
-    let unloaded = drive(&client, addr, (qps / 2).max(1), calm_seconds).await;
+    whole_second(sentinel).await;
+    let unloaded = drive(sentinel, &client, addr, (qps / 2).max(1), calm_seconds).await;
     print_seconds(&unloaded);
 
     // The first second ramps up: judge the steady seconds.
@@ -129,21 +143,41 @@ async fn run(seconds: u64, qps: u64) {
     println!("admitted latency, unloaded: p50 {u50} us, p99 {u99} us");
 }
 
-/// Sends `rate` requests a second for `seconds`, paced on a 5 ms tick.
-async fn drive(client: &HttpClient, addr: SocketAddr, rate: u64, seconds: u64) -> Vec<Second> {
+/// Waits for the next whole second of the instance's clock.
+async fn whole_second(sentinel: &Sentinel) {
+    let now = sentinel.now_ms();
+    tokio::time::sleep(Duration::from_millis(1_000 - now % 1_000)).await;
+}
+
+/// Sends `rate` requests a second for `seconds`, paced on a 5 ms tick,
+/// from a whole second of the clock on; a row is a second of the clock.
+async fn drive(
+    sentinel: &Sentinel,
+    client: &HttpClient,
+    addr: SocketAddr,
+    rate: u64,
+    seconds: u64,
+) -> Vec<Second> {
     let total = rate * seconds;
     let (tx, mut rx) = mpsc::unbounded_channel::<(usize, u16, u64)>();
     let permits = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let mut per_second: Vec<Second> = (0..seconds).map(|_| Second::new()).collect();
     let start = Instant::now();
+    // Each request is counted in the second of the clock it was sent in.
+    let first_second = sentinel.now_ms() / 1_000;
     let mut tick = tokio::time::interval(Duration::from_millis(5));
     let mut sent = 0u64;
-    while sent < total {
+    'sending: while sent < total {
         tick.tick().await;
         let due = (start.elapsed().as_secs_f64() * rate as f64) as u64;
         while sent < due.min(total) {
-            let second = usize::try_from(sent / rate).expect("small");
-            per_second[second].sent += 1;
+            let second = usize::try_from(sentinel.now_ms() / 1_000 - first_second).expect("small");
+            // A request due before the end but sent after it is not sent:
+            // it would count against a second of the rule that no row shows.
+            let Some(row) = per_second.get_mut(second) else {
+                break 'sending;
+            };
+            row.sent += 1;
             let permit = Arc::clone(&permits).acquire_owned().await.expect("open");
             let (client, tx) = (client.clone(), tx.clone());
             let uri = format!("http://{addr}/orders/{}", sent % 1000);

@@ -1,3 +1,6 @@
+//! `cargo run --release -p caps [-- NAMES]` (default 1 000 000; Linux: reads
+//! /proc/self/statm)
+//!
 //! Caps under hostile names: enters 1 000 000 distinct resource
 //! names of up to the length limit (and a few over it) on an instance with
 //! the default caps, as a service naming resources after request data
@@ -6,13 +9,13 @@
 //! 0 on a name never seen, and shows that it applies: a cap filled by other
 //! names never switches a rule off.
 //!
-//! Run: `cargo run --release -p examples --example caps [names]`
-//! (Linux: reads /proc/self/statm.)
+//! A tracing subscriber prints the library's log on stderr: the warning
+//! each cap logs once when it is first reached.
 
 use std::fmt::Write as _;
 
-use sentinel_flow_core::flow::FlowRule;
-use sentinel_flow_core::{DEFAULT_MAX_NAME_LEN, ManualClock, Sentinel};
+use sentinel_flow::flow::FlowRule;
+use sentinel_flow::{DEFAULT_MAX_NAME_LEN, ManualClock, Sentinel};
 
 /// Resident memory in bytes, from /proc/self/statm.
 fn resident_bytes() -> Option<u64> {
@@ -38,6 +41,10 @@ fn name(i: usize, buf: &mut String) {
 }
 
 fn main() {
+    tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+        .with_writer(std::io::stderr)
+        .init();
     let names: usize = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())

@@ -1,3 +1,6 @@
+//! `cargo run --release -p stress [-- SECONDS [THREADS [SEED]]]`
+//! (default 10 seconds, 4 threads, seed 1)
+//!
 //! Differential stress test, for as long as asked: worker threads make
 //! random entries on an isolated instance driven by a `ManualClock`, log
 //! every call, and a reference model computed from the logs alone is
@@ -13,13 +16,16 @@
 //! Racing runs depend on the scheduler: a seed fixes the workload, not the
 //! interleaving.
 //!
-//! Run: `cargo run --release -p examples --example stress -- SECONDS THREADS [SEED]`
-//! (default 10 seconds, 4 threads, seed 1). Prints, per rule kind, the
-//! events and readings compared, the reject rule's wrongful refusals, the
-//! most entries held against the concurrency rules' counts, and every
-//! mismatch with its seed; exits with status 1 on a mismatch.
+//! Prints, per rule kind, the events and readings compared, the reject
+//! rule's wrongful refusals, the most entries held against the concurrency
+//! rules' counts, and every mismatch with its seed; exits with status 1 on
+//! a mismatch.
+//!
+//! A tracing subscriber prints the library's warnings on stderr (WARN and
+//! above: every seed loads rules into fresh instances, and their INFO
+//! lines would bury the report).
 
-#[path = "../../sentinel-core/tests/differential/model.rs"]
+#[path = "../../../sentinel-core/tests/differential/model.rs"]
 mod model;
 
 use std::time::{Duration, Instant};
@@ -27,6 +33,10 @@ use std::time::{Duration, Instant};
 use model::{Config, Mode, Report};
 
 fn main() {
+    tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::WARN)
+        .with_writer(std::io::stderr)
+        .init();
     let mut args = std::env::args().skip(1);
     let mut number = |default: u64| {
         args.next()

@@ -1,11 +1,16 @@
+//! `cargo run --release -p memory [-- RESOURCES]` (default 10 000; Linux:
+//! reads /proc/self/statm)
+//!
 //! What resources cost in memory: enters 10 000 resources from one thread
 //! for 61 seconds of (manual) time, so every bucket of every window has been
 //! used, and prints the growth of the process's resident memory per resource.
 //!
-//! Run: `cargo run --release -p examples --example memory [resources]`
-//! (Linux: reads /proc/self/statm.)
+//! A tracing subscriber prints the library's log on stderr.
 
-use sentinel_flow_core::{ManualClock, Sentinel};
+use sentinel_flow::{ManualClock, Sentinel};
+
+/// The manual clock's start, unix ms.
+const START_MS: u64 = 1_700_000_000_000;
 
 /// Resident memory in bytes, from /proc/self/statm.
 fn resident_bytes() -> Option<u64> {
@@ -16,12 +21,16 @@ fn resident_bytes() -> Option<u64> {
 }
 
 fn main() {
+    tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+        .with_writer(std::io::stderr)
+        .init();
     let resources: usize = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(10_000);
     let names: Vec<String> = (0..resources).map(|i| format!("GET:/memory/{i}")).collect();
-    let clock = ManualClock::new(1_700_000_000_000);
+    let clock = ManualClock::new(START_MS);
     let sentinel = Sentinel::builder()
         .clock(clock.clone())
         .max_resources(resources)
@@ -44,10 +53,11 @@ fn main() {
     let now = sentinel.now_ms();
     let total: u64 = sentinel
         .resource_nodes()
-        .map(|node| node.stats().total_pass(now))
+        .map(|node| node.stats().lifetime().pass)
         .sum();
     println!(
-        "{resources} resources, {total} passes in the last minute: resident memory +{} KiB, {:.0} bytes per resource",
+        "{resources} resources, {total} passes in {} s of manual time: resident memory +{} KiB, {:.0} bytes per resource",
+        now.saturating_sub(START_MS) / 1_000,
         (after - before) / 1024,
         (after - before) as f64 / resources as f64
     );

@@ -1,18 +1,26 @@
-//! `#[sentinel_resource]` on a sync and an async function, under flow rules.
+//! `cargo run --release -p resource-macro`
+//!
+//! `#[sentinel_resource]` on a sync and an async function, under flow rules,
+//! through the umbrella crate (`sentinel-flow` with the `macros` feature):
+//! the expansion names the crate this package depends on.
 //!
 //! `create_order` returns `Result`: a blocked call becomes
 //! `Err(OrderError::Blocked)`, an `Err` from the body is recorded as an
 //! exception of the resource unless `exceptions_to_ignore` matches it.
-//! `check_stock` is an `async fn` whose blocked calls are answered by a
-//! block handler (a cached figure). Each is called ten times in a burst
-//! under a QPS rule that admits fewer; the program prints what each call
-//! returned and what each resource's node counted.
+//! `check_stock` is an `async fn` that reads a (simulated) stock level and
+//! remembers it per SKU; its blocked calls are answered by a block handler
+//! from that memory, the last figure read. Each is called ten times in a
+//! burst under a QPS rule that admits fewer; the program prints what each
+//! call returned and what each resource's node counted.
 //!
-//! Run: `cargo run -p examples --example macro`
+//! A tracing subscriber prints the library's log on stderr.
 
-use sentinel_flow_core::flow::{self, FlowRule};
-use sentinel_flow_core::{BlockError, global};
-use sentinel_flow_macros::sentinel_resource;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{LazyLock, Mutex};
+
+use sentinel_flow::flow::{self, FlowRule};
+use sentinel_flow::{BlockError, global, sentinel_resource};
 
 #[derive(Debug)]
 enum OrderError {
@@ -42,20 +50,41 @@ fn create_order(sku: &str, quantity: u32) -> Result<u64, OrderError> {
     }
 }
 
+/// The stock level in the (simulated) database: one unit is sold between
+/// two reads.
+static STOCK: AtomicU32 = AtomicU32::new(120);
+
+/// The last level read per SKU: what a blocked call answers.
+static LAST_READ: LazyLock<Mutex<HashMap<String, u32>>> = LazyLock::new(Default::default);
+
 #[sentinel_resource("inventory:check", entry_type = inbound, block_handler = cached_stock)]
 async fn check_stock(sku: &str) -> u32 {
     // A real service would await a database here; the entry is held across it.
     tokio::task::yield_now().await;
-    sku.len() as u32 * 10
+    let level = STOCK.fetch_sub(1, Ordering::Relaxed);
+    LAST_READ
+        .lock()
+        .expect("not poisoned")
+        .insert(sku.to_owned(), level);
+    println!("  stock {level} (read from the database)");
+    level
 }
 
-/// What a blocked `check_stock` answers: the last known figure.
-async fn cached_stock(_sku: &str, block: BlockError) -> u32 {
-    println!(
-        "  check_stock blocked by {}: answering from cache",
-        block.kind()
-    );
-    0
+/// What a blocked `check_stock` answers: the last figure read for the SKU,
+/// 0 if it was never read.
+async fn cached_stock(sku: &str, block: BlockError) -> u32 {
+    let cached = LAST_READ.lock().expect("not poisoned").get(sku).copied();
+    match cached {
+        Some(level) => println!(
+            "  stock {level} (blocked by {}: the last figure read, from the cache)",
+            block.kind()
+        ),
+        None => println!(
+            "  stock 0 (blocked by {}: nothing cached yet)",
+            block.kind()
+        ),
+    }
+    cached.unwrap_or(0)
 }
 
 fn print_node(name: &str) {
@@ -73,6 +102,10 @@ fn print_node(name: &str) {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
+    tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+        .with_writer(std::io::stderr)
+        .init();
     flow::load_rules(vec![
         FlowRule::new("orders:create", 6.0),
         FlowRule::new("inventory:check", 3.0),
@@ -92,7 +125,7 @@ async fn main() {
 
     println!("check_stock, 10 calls under a 3 QPS rule:");
     for _ in 0..10 {
-        println!("  stock {}", check_stock("sku-42").await);
+        check_stock("sku-42").await;
     }
 
     println!("\nwhat the nodes counted (errors: quantity 0; out of stock is ignored):");
