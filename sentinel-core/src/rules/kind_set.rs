@@ -124,7 +124,7 @@ impl<C: CompiledRule> KindSet<C> {
         // Keyed by the rules' own names: a resource's name is copied once,
         // into the set's key.
         let mut building: HashMap<&str, (Building<C>, Option<Reusable<'_, C>>), _> =
-            HashMap::with_capacity_and_hasher(rules.len(), old.by_resource.hasher().clone());
+            HashMap::with_capacity_and_hasher(rules.len(), *old.by_resource.hasher());
         for rule in &rules {
             let resource = C::resource(rule);
             let mut fresh = None;
@@ -141,7 +141,7 @@ impl<C: CompiledRule> KindSet<C> {
             }
         }
         let mut by_resource =
-            ByResource::with_capacity_and_hasher(building.len(), building.hasher().clone());
+            ByResource::with_capacity_and_hasher(building.len(), *building.hasher());
         for (resource, (list, _)) in building {
             by_resource.insert(Arc::from(resource), list.finish());
         }
