@@ -166,3 +166,38 @@ impl RuleSet {
         self.resources.get(position? as usize)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::degrade::{DegradeGrade, DegradeRule};
+    use crate::rule::compiled::CompiledRule;
+
+    /// A set is built per load of any kind: a kind's per-resource lists
+    /// are shared with it, not copied resource by resource.
+    #[test]
+    fn resource_lists_are_shared_with_the_kind_sets_not_copied() {
+        let flow = KindSet::compile(
+            vec![FlowRule::new("a", 1.0), FlowRule::new("b", 2.0)],
+            &KindSet::default(),
+        );
+        let degrade = KindSet::compile(
+            vec![DegradeRule::new("c", DegradeGrade::ErrorCount, 1.0)],
+            &KindSet::default(),
+        );
+        let parts = RuleSetParts {
+            flow: Arc::new(flow),
+            degrade: Arc::new(degrade),
+            ..RuleSetParts::default()
+        };
+        let set = RuleSet::build(1, parts);
+        for (resource, list) in &set.parts.flow.by_resource {
+            let rules = &set.resources[set.index[&**resource] as usize];
+            assert!(Arc::ptr_eq(&rules.flow, list));
+            assert_eq!(CompiledFlow::resource(rules.flow[0].rule()), &**resource);
+        }
+        let c = &set.resources[set.index["c"] as usize];
+        assert!(c.flow.is_empty());
+        assert!(Arc::ptr_eq(&c.degrade, &set.parts.degrade.by_resource["c"]));
+    }
+}
