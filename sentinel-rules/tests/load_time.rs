@@ -1,6 +1,6 @@
 //! What a load costs: a file at the size limit in each of the worst shapes
 //! parses and applies in at most 1 s, and 10 000 rules reload in at most
-//! 25 ms (release builds; the thread's CPU time, the least of three runs,
+//! 25 ms (release builds; the thread's CPU time, the least of five runs,
 //! so that other work on the machine does not count).
 //!
 //! Run: `cargo test -p sentinel-flow-rules --release --test load_time`

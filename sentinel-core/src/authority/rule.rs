@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::BlockKind;
 use crate::rule::footprint::{Footprint, string_bytes};
-use crate::rule::names::{RuleName, name_problems};
+use crate::rule::names::{Names, RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError, origin_problem};
 
 /// The kind's name in errors and logs.
@@ -114,7 +114,7 @@ impl AuthorityRule {
     }
 
     /// The names the rule mentions: its resource and every origin it lists.
-    pub(crate) fn names(&self) -> Vec<RuleName<'_>> {
+    pub(crate) fn names(&self) -> Names<'_> {
         let origins = self.limit_app.iter().map(|origin| RuleName::origin(origin));
         std::iter::once(RuleName::resource(&self.resource))
             .chain(origins)

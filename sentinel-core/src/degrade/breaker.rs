@@ -29,10 +29,10 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::rule::{DegradeGrade, DegradeRule, MAX_PROBE_NUM};
 use super::window::Window;
+use crate::sync::atomic::{AtomicU64, Ordering};
 
 /// Where a circuit breaker stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -466,3 +466,8 @@ impl CircuitBreaker {
 #[cfg(test)]
 #[path = "breaker_tests.rs"]
 mod tests;
+
+/// Model checks of the probe protocol (`--cfg loom`; see `crate::sync`).
+#[cfg(all(test, loom))]
+#[path = "breaker_loom.rs"]
+mod loom_tests;

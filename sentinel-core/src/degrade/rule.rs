@@ -6,7 +6,7 @@ use std::fmt;
 
 use crate::BlockKind;
 use crate::rule::footprint::Footprint;
-use crate::rule::names::{RuleName, name_problems};
+use crate::rule::names::{Names, RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError};
 
 /// The kind's name in errors and logs.
@@ -169,8 +169,8 @@ impl DegradeRule {
     }
 
     /// The names the rule mentions: its resource.
-    pub(crate) fn names(&self) -> Vec<RuleName<'_>> {
-        vec![RuleName::resource(&self.resource)]
+    pub(crate) fn names(&self) -> Names<'_> {
+        std::iter::once(RuleName::resource(&self.resource)).collect()
     }
 }
 

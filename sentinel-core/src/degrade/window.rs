@@ -8,7 +8,7 @@
 //! earlier than the window's start (a thread that read the clock late, or a
 //! clock that went back) counts in the current window rather than in none.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The counters of one breaker, on a pair of cache lines of their own so that
 /// completions counted here do not evict the breaker's state word, which
@@ -73,7 +73,7 @@ impl Window {
             }
             self.rotating.store(false, Ordering::Release);
         } else {
-            std::thread::yield_now();
+            crate::sync::yield_now();
         }
     }
 

@@ -480,3 +480,19 @@ pub(crate) fn release_nodes(
         node.release_concurrency();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A load allocates a compiled rule per flow rule: one that asks for
+    /// more than the allocator's usual alignment goes through
+    /// `posix_memalign`, several times a plain allocation, and leaves
+    /// fragments for the next load to sweep up.
+    #[test]
+    fn compiled_flow_rules_need_no_over_aligned_allocation() {
+        assert!(std::mem::align_of::<CompiledFlow>() <= 16);
+        let quota = std::mem::align_of::<quota::Quota>();
+        assert!(quota <= 16, "{quota}");
+    }
+}

@@ -116,10 +116,24 @@ impl Passes for StatisticNode {
     }
 }
 
+/// Bytes set between two groups of a quota's fields that different
+/// threads write, so that no 128-byte block (a pair of cache lines, which
+/// prefetchers fetch together) holds bytes of both: two bytes 128 apart
+/// are never in one block, wherever the quota is placed. Gaps instead of
+/// `#[repr(align(128))]` leave the allocator no alignment to meet: an
+/// allocation aligned to 128 bytes costs several plain ones, and a load
+/// allocates a quota per rule.
+#[derive(Clone, Copy)]
+struct Gap(#[allow(dead_code)] [u8; 128]);
+
+const GAP: Gap = Gap([0; 128]);
+
 /// One thread's lease, on lines of its own (its owner is named in
-/// [`Quota::owners`], which other threads read on every entry).
-#[repr(align(128))]
+/// [`Quota::owners`], which other threads read on every entry); the gap
+/// keeps it off the lines of what comes before it.
+#[repr(C)]
 struct Lease {
+    _gap: Gap,
     /// The start of the bucket the lease is for (owner only).
     start: AtomicU64,
     /// The bucket's tag above the permits left: spent by the owner, taken
@@ -130,6 +144,7 @@ struct Lease {
 impl Lease {
     fn new() -> Self {
         Lease {
+            _gap: GAP,
             start: AtomicU64::new(NO_BUCKET),
             word: AtomicU64::new(0),
         }
@@ -137,9 +152,11 @@ impl Lease {
 }
 
 /// The rule's bucket and what it has granted, with what the next bucket
-/// needs of it. Each word is a tag above a count.
-#[repr(align(128))]
+/// needs of it. Each word is a tag above a count. The gap keeps it off
+/// the lines of what comes before it.
+#[repr(C)]
 struct State {
+    _gap: Gap,
     /// The rule's bucket above `granted`: its base and every permit handed
     /// out in it since, less those handed back.
     word: AtomicU64,
@@ -198,7 +215,11 @@ fn tagged(word: u64, tag: u64) -> Option<u64> {
     (word >> GRANTED_BITS == tag && word & GRANTED != NONE).then_some(word & GRANTED)
 }
 
-/// The quota of one reject QPS rule on its resource's node.
+/// The quota of one reject QPS rule on its resource's node. In the order
+/// written (`repr(C)`): what every entry reads, then the state and each
+/// lease, each after a gap, then a gap that keeps what follows the quota
+/// off the last lease's lines.
+#[repr(C)]
 pub(crate) struct Quota {
     /// The whole part of the count.
     limit: u64,
@@ -210,6 +231,7 @@ pub(crate) struct Quota {
     owners: [AtomicU64; 2],
     state: State,
     leases: [Lease; 2],
+    _gap: Gap,
 }
 
 impl Quota {
@@ -221,6 +243,7 @@ impl Quota {
             bucket_len: AtomicU64::new(0),
             owners: [AtomicU64::new(0), AtomicU64::new(0)],
             state: State {
+                _gap: GAP,
                 word: AtomicU64::new(NO_STATE),
                 base: AtomicU64::new(NONE),
                 pending: AtomicU64::new(0),
@@ -228,6 +251,7 @@ impl Quota {
                 start: AtomicU64::new(NO_BUCKET),
             },
             leases: [Lease::new(), Lease::new()],
+            _gap: GAP,
         }
     }
 

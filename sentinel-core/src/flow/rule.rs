@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::BlockKind;
 use crate::rule::footprint::Footprint;
-use crate::rule::names::{NameOf, RuleName, name_problems};
+use crate::rule::names::{NameOf, Names, RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError, origin_problem};
 
 /// The kind's name in errors and logs.
@@ -272,8 +272,9 @@ impl FlowRule {
 
     /// The names the rule mentions: its resource, the origin it names, and
     /// a related resource's or a chain's context's name.
-    pub(crate) fn names(&self) -> Vec<RuleName<'_>> {
-        let mut names = vec![RuleName::resource(&self.resource)];
+    pub(crate) fn names(&self) -> Names<'_> {
+        let mut names = Names::new();
+        names.push(RuleName::resource(&self.resource));
         if self.names_origin() {
             names.push(RuleName::origin(&self.limit_app));
         }

@@ -7,7 +7,7 @@ use std::collections::hash_map::Entry;
 use std::fmt;
 
 use crate::rule::footprint::Footprint;
-use crate::rule::names::{RuleName, name_problems};
+use crate::rule::names::{Names, RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError};
 use crate::{BlockKind, ParamValue};
 
@@ -270,8 +270,8 @@ impl ParamFlowRule {
     }
 
     /// The names the rule mentions: its resource.
-    pub(crate) fn names(&self) -> Vec<RuleName<'_>> {
-        vec![RuleName::resource(&self.resource)]
+    pub(crate) fn names(&self) -> Names<'_> {
+        std::iter::once(RuleName::resource(&self.resource)).collect()
     }
 }
 

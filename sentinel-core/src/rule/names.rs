@@ -45,7 +45,68 @@ impl<'r> RuleName<'r> {
 }
 
 /// The names of one rule kind's rule, its resource first.
-pub(crate) type NamesOf<R> = for<'r> fn(&'r R) -> Vec<RuleName<'r>>;
+pub(crate) type NamesOf<R> = for<'r> fn(&'r R) -> Names<'r>;
+
+/// How many names [`Names`] keeps without allocating: as many as a flow
+/// rule mentions, the most of any kind but an authority rule's origins.
+const INLINE_NAMES: usize = 3;
+
+/// The names of one rule, in order: up to [`INLINE_NAMES`] kept inline,
+/// more in a vector. A load lists every rule's names several times
+/// (length check, memory budget, reservation), so a list costs no
+/// allocation in the usual case.
+#[derive(Clone, Debug)]
+pub(crate) struct Names<'r> {
+    inline: [RuleName<'r>; INLINE_NAMES],
+    len: usize,
+    /// Every name, once there are more than [`INLINE_NAMES`].
+    more: Vec<RuleName<'r>>,
+}
+
+impl<'r> Names<'r> {
+    /// No name.
+    pub(crate) fn new() -> Self {
+        Names {
+            inline: [RuleName::resource(""); INLINE_NAMES],
+            len: 0,
+            more: Vec::new(),
+        }
+    }
+
+    /// `name` after the others.
+    pub(crate) fn push(&mut self, name: RuleName<'r>) {
+        if self.more.is_empty() && self.len < INLINE_NAMES {
+            self.inline[self.len] = name;
+            self.len += 1;
+            return;
+        }
+        if self.more.is_empty() {
+            self.more.extend_from_slice(&self.inline[..self.len]);
+        }
+        self.more.push(name);
+    }
+}
+
+impl<'r> std::ops::Deref for Names<'r> {
+    type Target = [RuleName<'r>];
+
+    fn deref(&self) -> &[RuleName<'r>] {
+        match self.more.is_empty() {
+            true => &self.inline[..self.len],
+            false => &self.more,
+        }
+    }
+}
+
+impl<'r> FromIterator<RuleName<'r>> for Names<'r> {
+    fn from_iter<I: IntoIterator<Item = RuleName<'r>>>(names: I) -> Self {
+        let mut all = Names::new();
+        for name in names {
+            all.push(name);
+        }
+        all
+    }
+}
 
 /// The most of an over-long resource name an error repeats.
 const QUOTED_BYTES: usize = 64;
@@ -102,3 +163,18 @@ macro_rules! name_problems {
     };
 }
 pub(crate) use name_problems;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_past_the_inline_ones_keep_their_order() {
+        let words = ["r", "a", "b", "c", "d", "e"];
+        for n in 0..=words.len() {
+            let names: Names<'_> = words[..n].iter().map(|w| RuleName::origin(w)).collect();
+            let listed: Vec<&str> = names.iter().map(|name| name.name).collect();
+            assert_eq!(listed, words[..n]);
+        }
+    }
+}

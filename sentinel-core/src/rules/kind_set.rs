@@ -8,15 +8,22 @@ use std::sync::Arc;
 use crate::rule::compiled::CompiledRule;
 
 /// Maps keyed by resource name (foldhash: the names come from rule
-/// files and APIs, and a load hashes each a few times).
-pub(crate) type ByResource<V> = HashMap<String, V, foldhash::quality::RandomState>;
+/// files and APIs, and a load hashes each a few times). A key is shared
+/// with the rule set's index of resources, not copied.
+pub(crate) type ByResource<V> = HashMap<Arc<str>, V, foldhash::quality::RandomState>;
+
+/// The compiled rules of one resource in check order: shared by the kind's
+/// set and every rule set built from it (no copy per set).
+pub(crate) type List<C> = Arc<[Arc<C>]>;
 
 /// The rules of one kind, as loaded and compiled per resource in check
 /// order.
 #[derive(Debug)]
 pub(crate) struct KindSet<C: CompiledRule> {
     pub(crate) rules: Vec<C::Rule>,
-    pub(crate) by_resource: ByResource<Vec<Arc<C>>>,
+    pub(crate) by_resource: ByResource<List<C>>,
+    /// The list of a resource with no rule of the kind.
+    empty: List<C>,
 }
 
 impl<C: CompiledRule> Default for KindSet<C> {
@@ -24,6 +31,7 @@ impl<C: CompiledRule> Default for KindSet<C> {
         KindSet {
             rules: Vec::new(),
             by_resource: ByResource::default(),
+            empty: Arc::new([]),
         }
     }
 }
@@ -32,31 +40,80 @@ impl<C: CompiledRule> Default for KindSet<C> {
 /// reused at most once.
 struct Reusable<'o, C> {
     old: &'o [Arc<C>],
-    /// Which of `old` are reused (allocated at the first reuse).
-    taken: Vec<bool>,
+    /// Which of the first 64 of `old` are reused, a bit each.
+    taken: u64,
+    /// Which of the rest are reused (allocated at the first reuse of one).
+    taken_more: Vec<bool>,
     /// Where the next rule is looked for first: a list loaded again in the
     /// same order finds each rule there, in one comparison.
     next: usize,
 }
 
-impl<C: CompiledRule> Reusable<'_, C> {
+impl<'o, C: CompiledRule> Reusable<'o, C> {
+    fn new(old: &'o [Arc<C>]) -> Self {
+        Reusable {
+            old,
+            taken: 0,
+            taken_more: Vec::new(),
+            next: 0,
+        }
+    }
+
+    fn is_taken(&self, i: usize) -> bool {
+        match i.checked_sub(64) {
+            None => self.taken >> i & 1 == 1,
+            Some(i) => self.taken_more.get(i).copied().unwrap_or(false),
+        }
+    }
+
     /// An unchanged compiled rule of `rule` not reused yet.
     fn take(&mut self, rule: &C::Rule) -> Option<Arc<C>> {
         let len = self.old.len();
-        let at = (0..len).map(|i| (self.next + i) % len).find(|&i| {
-            !self.taken.get(i).copied().unwrap_or(false) && self.old[i].source() == rule
-        })?;
-        if self.taken.is_empty() {
-            self.taken = vec![false; len];
+        let at = (0..len)
+            .map(|i| (self.next + i) % len)
+            .find(|&i| !self.is_taken(i) && self.old[i].source() == rule)?;
+        match at.checked_sub(64) {
+            None => self.taken |= 1 << at,
+            Some(i) => {
+                if self.taken_more.is_empty() {
+                    self.taken_more = vec![false; len - 64];
+                }
+                self.taken_more[i] = true;
+            }
         }
-        self.taken[at] = true;
         self.next = at + 1;
         Some(Arc::clone(&self.old[at]))
     }
 }
 
-/// A resource's compiled rules so far, and its old ones to reuse.
-type Building<'o, C> = (Vec<Arc<C>>, Option<Reusable<'o, C>>);
+/// A resource's compiled rules so far: one (the usual case, kept out of a
+/// vector of its own), or more.
+enum Building<C> {
+    One(Arc<C>),
+    More(Vec<Arc<C>>),
+}
+
+impl<C: CompiledRule> Building<C> {
+    fn push(&mut self, compiled: Arc<C>) {
+        match self {
+            Building::One(first) => {
+                *self = Building::More(vec![Arc::clone(first), compiled]);
+            }
+            Building::More(list) => list.push(compiled),
+        }
+    }
+
+    /// The list in check order.
+    fn finish(self) -> List<C> {
+        match self {
+            Building::One(only) => Arc::new([only]),
+            Building::More(mut list) => {
+                list.sort_by_key(|c| c.rank());
+                list.into()
+            }
+        }
+    }
+}
 
 impl<C: CompiledRule> KindSet<C> {
     /// Compiles `rules`, reusing the compiled rule (and its state) of every
@@ -64,38 +121,40 @@ impl<C: CompiledRule> KindSet<C> {
     /// loaded again in its order (rules of a resource that moved are looked
     /// for among that resource's rules).
     pub(crate) fn compile(rules: Vec<C::Rule>, old: &KindSet<C>) -> Self {
-        let mut building: ByResource<Building<'_, C>> = ByResource::default();
+        // Keyed by the rules' own names: a resource's name is copied once,
+        // into the set's key.
+        let mut building: HashMap<&str, (Building<C>, Option<Reusable<'_, C>>), _> =
+            HashMap::with_capacity_and_hasher(rules.len(), *old.by_resource.hasher());
         for rule in &rules {
             let resource = C::resource(rule);
-            // One hash for a resource's first rule (the usual one rule
-            // per resource); a further rule's key is dropped.
-            let (list, reusable) = building.entry(resource.to_owned()).or_insert_with(|| {
-                let reusable = old.by_resource.get(resource).map(|old| Reusable {
-                    old,
-                    taken: Vec::new(),
-                    next: 0,
-                });
-                (Vec::with_capacity(1), reusable)
+            let mut fresh = None;
+            let (list, reusable) = building.entry(resource).or_insert_with(|| {
+                let mut reusable = old.by_resource.get(resource).map(|old| Reusable::new(old));
+                let first = reusable.as_mut().and_then(|r| r.take(rule));
+                let first = first.unwrap_or_else(|| Arc::new(C::compile(rule)));
+                fresh = Some(());
+                (Building::One(first), reusable)
             });
-            let same = reusable.as_mut().and_then(|r| r.take(rule));
-            list.push(same.unwrap_or_else(|| Arc::new(C::compile(rule))));
+            if fresh.is_none() {
+                let same = reusable.as_mut().and_then(|r| r.take(rule));
+                list.push(same.unwrap_or_else(|| Arc::new(C::compile(rule))));
+            }
         }
-        let by_resource = building
-            .into_iter()
-            .map(|(resource, (mut list, _))| {
-                list.sort_by_key(|c| c.rank());
-                (resource, list)
-            })
-            .collect();
-        KindSet { rules, by_resource }
+        let mut by_resource =
+            ByResource::with_capacity_and_hasher(building.len(), *building.hasher());
+        for (resource, (list, _)) in building {
+            by_resource.insert(Arc::from(resource), list.finish());
+        }
+        KindSet {
+            rules,
+            by_resource,
+            empty: Arc::clone(&old.empty),
+        }
     }
 
     /// The compiled rules of `resource`, in check order.
-    pub(crate) fn of(&self, resource: &str) -> Box<[Arc<C>]> {
-        self.by_resource
-            .get(resource)
-            .map(|list| list.clone().into_boxed_slice())
-            .unwrap_or_default()
+    pub(crate) fn of(&self, resource: &str) -> List<C> {
+        Arc::clone(self.by_resource.get(resource).unwrap_or(&self.empty))
     }
 }
 
@@ -105,7 +164,7 @@ mod tests {
     use crate::flow::{CompiledFlow, FlowRule};
 
     fn compiled(set: &KindSet<CompiledFlow>, resource: &str) -> Vec<Arc<CompiledFlow>> {
-        set.by_resource[resource].clone()
+        set.by_resource[resource].to_vec()
     }
 
     #[test]

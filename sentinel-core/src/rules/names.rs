@@ -3,7 +3,7 @@
 //! names itself (`names()` on the rule); the types are in
 //! `crate::rule::names`.
 
-pub(crate) use crate::rule::names::{NameOf, RuleName};
+pub(crate) use crate::rule::names::{NameOf, Names};
 
 use crate::authority::AuthorityRule;
 use crate::degrade::DegradeRule;
@@ -11,22 +11,22 @@ use crate::flow::FlowRule;
 use crate::hotspot::ParamFlowRule;
 
 /// The names of a flow rule.
-pub(crate) fn flow(rule: &FlowRule) -> Vec<RuleName<'_>> {
+pub(crate) fn flow(rule: &FlowRule) -> Names<'_> {
     rule.names()
 }
 
 /// The names of a degrade rule.
-pub(crate) fn degrade(rule: &DegradeRule) -> Vec<RuleName<'_>> {
+pub(crate) fn degrade(rule: &DegradeRule) -> Names<'_> {
     rule.names()
 }
 
 /// The names of a hot-parameter rule.
-pub(crate) fn param(rule: &ParamFlowRule) -> Vec<RuleName<'_>> {
+pub(crate) fn param(rule: &ParamFlowRule) -> Names<'_> {
     rule.names()
 }
 
 /// The names of an authority rule.
-pub(crate) fn authority(rule: &AuthorityRule) -> Vec<RuleName<'_>> {
+pub(crate) fn authority(rule: &AuthorityRule) -> Names<'_> {
     rule.names()
 }
 

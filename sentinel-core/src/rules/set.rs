@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::kind_set::KindSet;
+use super::kind_set::{KindSet, List};
 use crate::authority::{AuthorityRule, CompiledAuthority};
 use crate::degrade::{CircuitBreaker, DegradeRule};
 use crate::flow::{CompiledFlow, FlowRule};
@@ -35,17 +35,18 @@ pub(crate) struct RuleSet {
     /// with.
     pub(crate) version: u32,
     pub(crate) parts: RuleSetParts,
-    index: HashMap<Box<str>, u32, foldhash::quality::RandomState>,
+    index: HashMap<Arc<str>, u32, foldhash::quality::RandomState>,
     resources: Vec<ResourceRules>,
 }
 
-/// The rules of one resource, every kind.
+/// The rules of one resource, every kind: each kind's list shared with
+/// its [`KindSet`].
 #[derive(Debug)]
 pub(crate) struct ResourceRules {
-    pub(crate) authority: Box<[Arc<CompiledAuthority>]>,
-    pub(crate) param: Box<[Arc<CompiledParam>]>,
-    pub(crate) flow: Box<[Arc<CompiledFlow>]>,
-    pub(crate) degrade: Box<[Arc<CircuitBreaker>]>,
+    pub(crate) authority: List<CompiledAuthority>,
+    pub(crate) param: List<CompiledParam>,
+    pub(crate) flow: List<CompiledFlow>,
+    pub(crate) degrade: List<CircuitBreaker>,
     /// Origins that flow rules of the resource name (for `limit_app: other`).
     named_origins: Box<[Box<str>]>,
     /// A flow rule of the resource keeps a window of its own.
@@ -68,13 +69,10 @@ impl RuleSet {
             + parts.authority.by_resource.len()
             + parts.degrade.by_resource.len()
             + parts.param.by_resource.len();
-        let mut index: HashMap<Box<str>, u32, _> =
+        let mut index: HashMap<Arc<str>, u32, _> =
             HashMap::with_capacity_and_hasher(most, Default::default());
         let mut resources = Vec::with_capacity(most);
-        let of = |resource: &str, flow: Option<&Vec<Arc<CompiledFlow>>>| {
-            let flow: Box<[Arc<CompiledFlow>]> = flow
-                .map(|list| list.clone().into_boxed_slice())
-                .unwrap_or_default();
+        let of = |resource: &str, flow: List<CompiledFlow>| {
             let mut named: Vec<Box<str>> = flow
                 .iter()
                 .filter(|c| c.rule().names_origin())
@@ -92,16 +90,16 @@ impl RuleSet {
             }
         };
         for (resource, flow) in &parts.flow.by_resource {
-            index.insert(resource.as_str().into(), resources.len() as u32);
-            resources.push(of(resource, Some(flow)));
+            index.insert(Arc::clone(resource), resources.len() as u32);
+            resources.push(of(resource, Arc::clone(flow)));
         }
         let others = (parts.authority.by_resource.keys())
             .chain(parts.degrade.by_resource.keys())
             .chain(parts.param.by_resource.keys());
         for resource in others {
-            if !index.contains_key(resource.as_str()) {
-                index.insert(resource.as_str().into(), resources.len() as u32);
-                resources.push(of(resource, None));
+            if !index.contains_key(&**resource) {
+                index.insert(Arc::clone(resource), resources.len() as u32);
+                resources.push(of(resource, parts.flow.of(resource)));
             }
         }
         RuleSet {
@@ -166,5 +164,40 @@ impl RuleSet {
         node.rules_hint
             .store(u64::from(self.version) << 32 | slot, Ordering::Relaxed);
         self.resources.get(position? as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::degrade::{DegradeGrade, DegradeRule};
+    use crate::rule::compiled::CompiledRule;
+
+    /// A set is built per load of any kind: a kind's per-resource lists
+    /// are shared with it, not copied resource by resource.
+    #[test]
+    fn resource_lists_are_shared_with_the_kind_sets_not_copied() {
+        let flow = KindSet::compile(
+            vec![FlowRule::new("a", 1.0), FlowRule::new("b", 2.0)],
+            &KindSet::default(),
+        );
+        let degrade = KindSet::compile(
+            vec![DegradeRule::new("c", DegradeGrade::ErrorCount, 1.0)],
+            &KindSet::default(),
+        );
+        let parts = RuleSetParts {
+            flow: Arc::new(flow),
+            degrade: Arc::new(degrade),
+            ..RuleSetParts::default()
+        };
+        let set = RuleSet::build(1, parts);
+        for (resource, list) in &set.parts.flow.by_resource {
+            let rules = &set.resources[set.index[&**resource] as usize];
+            assert!(Arc::ptr_eq(&rules.flow, list));
+            assert_eq!(CompiledFlow::resource(rules.flow[0].rule()), &**resource);
+        }
+        let c = &set.resources[set.index["c"] as usize];
+        assert!(c.flow.is_empty());
+        assert!(Arc::ptr_eq(&c.degrade, &set.parts.degrade.by_resource["c"]));
     }
 }

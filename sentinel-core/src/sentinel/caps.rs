@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use crate::node::ResourceNode;
 use crate::node::reserved::{ReservedNames, TooManyNames};
 use crate::rule::{RuleError, RuleErrors};
-use crate::rules::names::{self, NameOf, RuleName};
+use crate::rules::names::{self, NameOf, Names};
 use crate::rules::{RuleSetParts, kinds};
 
 use super::Sentinel;
@@ -164,10 +164,10 @@ impl Sentinel {
             + parts.param.by_resource.len()
             + parts.authority.by_resource.len();
         let mut reserved = ReservedNames::with_capacity(resources.min(max));
-        let mut add = |kind: &'static str, rules: &mut dyn Iterator<Item = Vec<RuleName<'_>>>| {
+        let mut add = |kind: &'static str, rules: &mut dyn Iterator<Item = Names<'_>>| {
             for (index, names) in rules.enumerate() {
                 let resource = names.first().map_or("", |n| n.name);
-                for name in &names {
+                for name in names.iter() {
                     let added = match name.of {
                         NameOf::Resource => reserved.add_resource(name.name, max),
                         NameOf::Context => reserved.add_context(name.name, max),

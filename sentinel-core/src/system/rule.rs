@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::BlockKind;
 use crate::rule::footprint::Footprint;
-use crate::rule::names::RuleName;
+use crate::rule::names::Names;
 use crate::rule::{Problems, Rule, RuleError};
 
 /// The kind's name in errors and logs.
@@ -105,8 +105,8 @@ impl SystemRule {
     }
 
     /// The names the rule mentions: none, it is the instance's.
-    pub(crate) fn names(&self) -> Vec<RuleName<'_>> {
-        Vec::new()
+    pub(crate) fn names(&self) -> Names<'_> {
+        Names::new()
     }
 
     /// The rule with only the `field` limit kept, to name in a block.

@@ -19,6 +19,7 @@ const MAX_KEY: usize = 1000;
 /// outside what it reads (or empty).
 pub(crate) fn build(text: &str, max_depth: usize) -> Option<Node<'_>> {
     let mut reader = Reader {
+        source: text,
         text: text.as_bytes(),
         at: 0,
         line: 1,
@@ -35,6 +36,8 @@ pub(crate) fn build(text: &str, max_depth: usize) -> Option<Node<'_>> {
 }
 
 struct Reader<'t> {
+    /// The text read, whose bytes are `text`: a scalar is a slice of it.
+    source: &'t str,
     text: &'t [u8],
     /// The byte read next.
     at: usize,
@@ -388,8 +391,8 @@ impl<'t> Reader<'t> {
             end = self.at;
         }
         self.at = end;
-        // Valid UTF-8: every byte taken is ASCII.
-        let text = std::str::from_utf8(&self.text[start..end]).ok()?;
+        // On character boundaries: every byte taken is ASCII.
+        let text = self.source.get(start..end)?;
         Some(Node {
             pos,
             value: Value::Scalar {

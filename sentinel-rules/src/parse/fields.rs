@@ -4,7 +4,7 @@
 use sentinel_flow_core::RuleError;
 
 use super::Map;
-use super::scalar::{Scalar, resolve};
+use super::scalar::{Scalar, is_null, resolve};
 use super::tree::{Node, Value};
 use crate::error::{Position, Problem, RuleRef};
 
@@ -138,7 +138,7 @@ impl<'n> RuleFields<'n> {
                 self.mark_bad(field);
                 None
             }
-            Value::Scalar { text, plain } if resolve(text, *plain) == Scalar::Null => None,
+            Value::Scalar { text, plain } if is_null(text, *plain) => None,
             _ => Some(node),
         }
     }

@@ -109,7 +109,7 @@ pub(crate) fn too_large(file: &str, options: &LoadOptions) -> FileError {
 type Read<R> = fn(usize, &Node<'_>, usize, &mut Vec<Problem>) -> Option<R>;
 
 fn is_null(node: &Node<'_>) -> bool {
-    matches!(&node.value, Value::Scalar { text, plain: true } if scalar::resolve(text, true) == scalar::Scalar::Null)
+    matches!(&node.value, Value::Scalar { text, plain } if scalar::is_null(text, *plain))
 }
 
 fn document(root: &Node<'_>, max_name_len: usize, problems: &mut Vec<Problem>) -> RuleFile {

@@ -10,12 +10,20 @@ pub(crate) enum Scalar<'a> {
     Str(&'a str),
 }
 
+/// Whether the scalar is null: `resolve(text, plain) == Scalar::Null`,
+/// without resolving what else it could be.
+pub(crate) fn is_null(text: &str, plain: bool) -> bool {
+    plain && matches!(text, "" | "~" | "null" | "Null" | "NULL")
+}
+
 pub(crate) fn resolve(text: &str, plain: bool) -> Scalar<'_> {
     if !plain {
         return Scalar::Str(text);
     }
+    if is_null(text, plain) {
+        return Scalar::Null;
+    }
     match text {
-        "" | "~" | "null" | "Null" | "NULL" => return Scalar::Null,
         "true" | "True" | "TRUE" => return Scalar::Bool(true),
         "false" | "False" | "FALSE" => return Scalar::Bool(false),
         ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {

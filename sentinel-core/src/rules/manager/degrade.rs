@@ -22,7 +22,7 @@ impl RuleManager<'_, DegradeRule> {
             .degrade
             .by_resource
             .values()
-            .flatten()
+            .flat_map(|list| list.iter())
             .map(|breaker| ((**breaker.rule()).clone(), breaker.snapshot(now)))
             .collect()
     }

@@ -12,7 +12,7 @@ impl RuleManager<'_, ParamFlowRule> {
             .param
             .by_resource
             .values()
-            .flatten()
+            .flat_map(|list| list.iter())
             .map(|rule| {
                 let stats = ParamTableStats {
                     values: rule.values(),
