@@ -95,6 +95,9 @@ impl Shared {
         if up {
             *self.last_error.lock() = None;
             tracing::info!(instance = %self.instance, "sentinel-flow-cluster: redis reachable, cluster limits back on");
+        } else if self.stopping.load(Acquire) {
+            // The client was dropped: a shutdown, not a failure.
+            tracing::info!(instance = %self.instance, "sentinel-flow-cluster: cluster client stopped, cluster rules fall back");
         } else {
             tracing::warn!(instance = %self.instance, reason = why, "sentinel-flow-cluster: redis unavailable, cluster rules fall back");
             for flow in self.flows.load().values() {

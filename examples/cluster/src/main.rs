@@ -341,9 +341,7 @@ fn main() -> ExitCode {
             snapshot.connects
         );
     }
-    println!(
-        "(each client, dropped on exit, logs that the rules it served fall back to local limits)"
-    );
+    println!("(each client, dropped on exit, logs at INFO that it stopped)");
     drop(redis);
     ExitCode::SUCCESS
 }
