@@ -423,3 +423,44 @@ fn cluster_rules_without_a_cluster_show_in_prometheus() {
     assert_eq!(samples[&key(gauge, &[("resource", "pay")])], 0.0);
     assert_eq!(samples[&key(gauge, &[("resource", "refund")])], 0.0);
 }
+
+/// Panics on every call.
+#[derive(Debug)]
+struct Panicking;
+
+impl ClusterTokens for Panicking {
+    fn acquire(&self, _: &ClusterFlow, _: u32, _: u64) -> TokenAnswer {
+        panic!("a token service with a bug");
+    }
+}
+
+#[test]
+fn a_panicking_token_service_counts_as_unavailable_and_leaks_nothing() {
+    let (_clock, sentinel) = instance();
+    sentinel.set_cluster_tokens(Some(Arc::new(Panicking)));
+    // A concurrency rule of 1 reserves before the cluster rule asks the
+    // service: the panic must not keep the reservation.
+    load(
+        &sentinel,
+        [
+            FlowRule {
+                grade: FlowGrade::Concurrency,
+                ..FlowRule::new("panicky", 1.0)
+            },
+            cluster_rule("panicky", 5.0, 31, true),
+        ],
+    );
+    for round in 0..3 {
+        let entry = sentinel
+            .entry("panicky")
+            .unwrap_or_else(|e| panic!("round {round}: refused by {:?}", e.kind()));
+        assert!(
+            sentinel.entry("panicky").is_err(),
+            "round {round}: the concurrency rule holds one"
+        );
+        drop(entry);
+    }
+    // Without the local fallback the rule passes what the service did not answer.
+    load(&sentinel, [cluster_rule("panicky", 1.0, 32, false)]);
+    assert_eq!(passes(&sentinel, "panicky", 4), 4);
+}

@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::unattached;
@@ -246,7 +247,7 @@ impl ClusterHook {
         if let Some((bound_in, Some(bound))) = flow.binding.get()
             && *bound_in == generation
         {
-            return bound.acquire(flow, permits, now_ms);
+            return ask(&**bound, flow, permits, now_ms);
         }
         self.acquire_unbound(flow, generation, permits, now_ms)
     }
@@ -270,14 +271,18 @@ impl ClusterHook {
             // until the rule is compiled again (a changed rule on reload).
             Some(_) => None,
             None => {
-                let bound = tokens.bind(flow);
+                let bound = panic::catch_unwind(AssertUnwindSafe(|| tokens.bind(flow)))
+                    .unwrap_or_else(|_| {
+                        service_panicked("bind");
+                        None
+                    });
                 let _ = flow.binding.set((generation, bound.clone()));
                 bound
             }
         };
         match bound {
-            Some(bound) => bound.acquire(flow, permits, now_ms),
-            None => tokens.acquire(flow, permits, now_ms),
+            Some(bound) => ask(&*bound, flow, permits, now_ms),
+            None => ask(&***tokens, flow, permits, now_ms),
         }
     }
 
@@ -402,4 +407,31 @@ pub fn cluster_problems(rules: &[FlowRule]) -> Vec<RuleError> {
         }
     }
     errors
+}
+
+/// `service.acquire(..)`, with a panic in the service taken as no answer:
+/// the entry's checks so far (leases, reservations) are then given back by
+/// the check as for any other outcome, and the rule falls back as its
+/// `fallback_to_local_when_fail` says.
+#[inline]
+fn ask(service: &dyn ClusterTokens, flow: &ClusterFlow, permits: u32, now_ms: u64) -> TokenAnswer {
+    panic::catch_unwind(AssertUnwindSafe(|| service.acquire(flow, permits, now_ms))).unwrap_or_else(
+        |_| {
+            service_panicked("acquire");
+            TokenAnswer::Unavailable
+        },
+    )
+}
+
+/// Logs the first panic of a cluster token service in the process (a bug
+/// in the service, which would otherwise log on every entry).
+#[cold]
+fn service_panicked(call: &str) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        tracing::error!(
+            call,
+            "sentinel: the cluster token service panicked; its answers count as unavailable"
+        );
+    });
 }
