@@ -3,7 +3,9 @@
 //! Every case runs its operation on `threads` persistent worker threads at
 //! once (each started behind a barrier) and reports the time one thread takes per operation; the
 //! throughput criterion prints is the total over all threads. Baselines in the
-//! same run: a shared `AtomicU64::fetch_add` beside the `Adder`.
+//! same run: a shared `AtomicU64::fetch_add` beside the `Adder`. The engine's
+//! counters come through `sentinel_flow_core::__bench` (the
+//! `bench-internals` feature): they are not public API.
 //!
 //! Run: `cargo bench -p benches --bench stat`
 
@@ -18,8 +20,8 @@ use std::time::Duration;
 use benches::Pool;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use once_cell::sync::Lazy;
-use sentinel_flow_core::node::StatisticNode;
-use sentinel_flow_core::stat::{Adder, StatConfig};
+use sentinel_flow_core::__bench::{Adder, Node};
+use sentinel_flow_core::stat::StatConfig;
 use sentinel_flow_core::{Clock, SystemClock};
 
 /// The workers every case runs on (persistent, as a service's threads are).
@@ -73,7 +75,7 @@ fn node(c: &mut Criterion) {
             BenchmarkId::new("add_pass", threads),
             &threads,
             |b, &threads| {
-                let node = Arc::new(StatisticNode::new(&config));
+                let node = Arc::new(Node::new(&config));
                 b.iter_custom(|iters| {
                     let node = Arc::clone(&node);
                     on_threads(threads, iters, move || {
@@ -86,12 +88,12 @@ fn node(c: &mut Criterion) {
             BenchmarkId::new("pass_qps", threads),
             &threads,
             |b, &threads| {
-                let node = Arc::new(StatisticNode::new(&config));
+                let node = Arc::new(Node::new(&config));
                 node.add_pass(clock.now_ms(), 1);
                 b.iter_custom(|iters| {
                     let node = Arc::clone(&node);
                     on_threads(threads, iters, move || {
-                        black_box(black_box(&*node).pass_qps(clock.now_ms()));
+                        black_box(black_box(&*node).stats().pass_qps(clock.now_ms()));
                     })
                 });
             },
@@ -100,13 +102,13 @@ fn node(c: &mut Criterion) {
             BenchmarkId::new("add_pass+pass_qps", threads),
             &threads,
             |b, &threads| {
-                let node = Arc::new(StatisticNode::new(&config));
+                let node = Arc::new(Node::new(&config));
                 b.iter_custom(|iters| {
                     let node = Arc::clone(&node);
                     on_threads(threads, iters, move || {
                         let now = clock.now_ms();
                         let node = black_box(&*node);
-                        black_box(node.pass_qps(now));
+                        black_box(node.stats().pass_qps(now));
                         node.add_pass(now, 1);
                     })
                 });

@@ -12,8 +12,9 @@ use sentinel_flow_core::flow::{ClusterFlow, ClusterTokens, FlowRule};
 
 use crate::config::{ClusterConfig, ConfigError};
 use crate::flow::Params;
-use crate::shared::{Shared, Tokens};
+use crate::shared::Shared;
 use crate::snapshot::ClusterSnapshot;
+use crate::tokens::Tokens;
 use crate::worker;
 
 /// A client of the Redis that holds the cluster windows.

@@ -48,6 +48,7 @@ mod lease;
 mod script;
 mod shared;
 mod snapshot;
+mod tokens;
 mod worker;
 
 pub use client::RedisCluster;

@@ -1,5 +1,7 @@
 //! What the entries and the worker share: the flows, whether Redis is
-//! reachable, the counters; and the [`ClusterTokens`] the instance calls.
+//! reachable, the counters, and the hit path the
+//! [`ClusterTokens`](sentinel_flow_core::flow::ClusterTokens) service
+//! (`tokens.rs`) runs.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,7 +11,7 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
-use sentinel_flow_core::flow::{ClusterFlow, ClusterTokens, TokenAnswer};
+use sentinel_flow_core::flow::{ClusterFlow, TokenAnswer};
 
 use crate::config::ClusterConfig;
 use crate::flow::{Flow, Params, Waited};
@@ -148,7 +150,13 @@ impl Shared {
     /// The lease could not serve the entry: ask Redis, and wait for the
     /// answer no longer than the budget.
     #[cold]
-    fn miss(&self, flow: &Flow, rule: &ClusterFlow, permits: u32, now_ms: u64) -> TokenAnswer {
+    pub(crate) fn miss(
+        &self,
+        flow: &Flow,
+        rule: &ClusterFlow,
+        permits: u32,
+        now_ms: u64,
+    ) -> TokenAnswer {
         {
             let params = Params::of(rule);
             let mut held = flow.params.lock();
@@ -185,59 +193,16 @@ impl Shared {
     }
 }
 
-/// The service an instance calls: `Arc<Shared>` behind a name of its own.
-#[derive(Debug, Clone)]
-pub(crate) struct Tokens(pub(crate) Arc<Shared>);
-
-impl ClusterTokens for Tokens {
-    #[inline]
-    fn acquire(&self, rule: &ClusterFlow, permits: u32, now_ms: u64) -> TokenAnswer {
-        let shared = &*self.0;
-        let flows = shared.flows.load();
-        let Some(flow) = flows.get(&rule.flow_id()) else {
-            drop(flows);
-            let flow = shared.flow(rule);
-            return shared.miss(&flow, rule, permits, now_ms);
-        };
-        shared.decide(flow, rule, permits, now_ms)
-    }
-
-    fn bind(&self, rule: &ClusterFlow) -> Option<Arc<dyn ClusterTokens>> {
-        let flow = self.0.flow(rule);
-        Some(Arc::new(FlowTokens {
-            shared: self.0.clone(),
-            flow,
-        }))
-    }
-
-    fn render_prometheus(&self, out: &mut String) {
-        out.push_str(&crate::ClusterSnapshot::of(&self.0).to_prometheus());
-    }
-
-    /// Redis answered lately: not in fallback.
-    fn is_available(&self) -> bool {
-        self.0.is_up()
-    }
-}
-
-/// The service bound to one rule: its flow found once, not per entry.
-#[derive(Debug)]
-struct FlowTokens {
-    shared: Arc<Shared>,
-    flow: Arc<Flow>,
-}
-
-impl ClusterTokens for FlowTokens {
-    #[inline]
-    fn acquire(&self, rule: &ClusterFlow, permits: u32, now_ms: u64) -> TokenAnswer {
-        self.shared.decide(&self.flow, rule, permits, now_ms)
-    }
-}
-
 impl Shared {
     /// The hit path: the lease, or a miss.
     #[inline]
-    fn decide(&self, flow: &Flow, rule: &ClusterFlow, permits: u32, now_ms: u64) -> TokenAnswer {
+    pub(crate) fn decide(
+        &self,
+        flow: &Flow,
+        rule: &ClusterFlow,
+        permits: u32,
+        now_ms: u64,
+    ) -> TokenAnswer {
         match flow.lease.take(permits, now_ms) {
             Take::Taken { refill: false } => TokenAnswer::Granted,
             Take::Taken { refill: true } => {

@@ -64,6 +64,15 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
 
     /// Nanoseconds since the same origin, as precise as the platform allows.
     fn now_nanos(&self) -> u64;
+
+    /// Waits until `duration` of this clock's time has passed: what a
+    /// synchronous entry queued by a rate limiter does before it is
+    /// counted. The default sleeps the thread, right for any clock that
+    /// follows real time; a clock driven by hand moves itself instead
+    /// ([`ManualClock`] advances by `duration` and returns at once).
+    fn sleep(&self, duration: Duration) {
+        std::thread::sleep(duration);
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for Arc<C> {
@@ -75,6 +84,10 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
     #[inline]
     fn now_nanos(&self) -> u64 {
         (**self).now_nanos()
+    }
+
+    fn sleep(&self, duration: Duration) {
+        (**self).sleep(duration);
     }
 }
 
@@ -205,6 +218,12 @@ impl Clock for ManualClock {
     fn now_nanos(&self) -> u64 {
         self.nanos.load(Ordering::SeqCst)
     }
+
+    /// Advances the time by `duration` instead of sleeping: a queued entry
+    /// returns at once, with the clock moved by exactly its wait.
+    fn sleep(&self, duration: Duration) {
+        self.advance(duration);
+    }
 }
 
 /// The engine's view of a [`Clock`]: never earlier than a time it
@@ -267,6 +286,10 @@ impl<C: Clock> Clock for MonotonicClock<C> {
     fn now_nanos(&self) -> u64 {
         self.timeline.now_nanos(|| self.inner.now_nanos())
     }
+
+    fn sleep(&self, duration: Duration) {
+        self.inner.sleep(duration);
+    }
 }
 
 #[cfg(test)]
@@ -284,6 +307,17 @@ mod tests {
         clock.advance(Duration::from_nanos(1_500_000));
         assert_eq!(clock.now_ms(), 4);
         assert_eq!(clock.now_nanos(), 4_500_000);
+    }
+
+    #[test]
+    fn manual_clock_sleep_advances_its_time_and_returns_at_once() {
+        let clock = ManualClock::new(1_000);
+        let through = MonotonicClock::new(Arc::new(clock.clone()) as Arc<dyn Clock>);
+        let started = Instant::now();
+        clock.sleep(Duration::from_millis(30_000));
+        through.sleep(Duration::from_micros(1_500));
+        assert_eq!(clock.now_nanos(), 31_001_500 * 1_000);
+        assert!(started.elapsed() < Duration::from_secs(5));
     }
 
     #[test]

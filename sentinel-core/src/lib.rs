@@ -37,6 +37,10 @@
 //! `authority/`, `hotspot/`) knows only its own rule and `rule/`, and
 //! `rules/` composes them. Imports go one way (checked in CI).
 
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
+#[path = "bench.rs"]
+pub mod __bench;
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;

@@ -427,12 +427,33 @@ fn rate_limiter_without_a_queue_spaces_each_value_on_its_own() {
     assert_eq!(stats(&sentinel, "r").total_block(now), 9);
 }
 
+/// A clock whose waits take no time: entries queued one after another at
+/// one instant, as threads arriving together would be.
+#[derive(Debug)]
+struct StandingStill(sentinel_flow_core::ManualClock);
+
+impl sentinel_flow_core::Clock for StandingStill {
+    fn now_ms(&self) -> u64 {
+        self.0.now_ms()
+    }
+
+    fn now_nanos(&self) -> u64 {
+        self.0.now_nanos()
+    }
+
+    fn sleep(&self, _: std::time::Duration) {}
+}
+
 #[test]
 fn rate_limiter_makes_sync_entries_queue_up_to_the_limit() {
-    let (_clock, sentinel) = instance();
+    let sentinel = Sentinel::builder()
+        .clock(StandingStill(sentinel_flow_core::ManualClock::new(
+            support::T0,
+        )))
+        .build();
     // 1 ms apart, a queue of 5 ms, the clock standing still: the k-th
-    // entry after the first waits k ms (the thread sleeps), until a wait of
-    // 5 ms, not under the limit, is refused.
+    // entry after the first waits k ms, until a wait of 5 ms, not under
+    // the limit, is refused.
     load(&sentinel, [rate_limiter("r", 1_000.0, 5)]);
     let a = arg("a");
     for k in 0..5 {

@@ -42,6 +42,7 @@
 //! [`store`](WatchHandle::store) (a [`RuleFileStore`]). The format is
 //! described in the crate's README, with an annotated example file.
 
+mod change;
 mod error;
 mod load;
 mod options;
@@ -50,9 +51,10 @@ mod render;
 mod store;
 mod watch;
 
+pub use change::RuleChange;
 pub use error::{FileError, Position, Problem, RuleRef};
 pub use load::{Reloaded, apply, load_file, parse_bytes, parse_reader, parse_str, parse_str_with};
 pub use options::{DEFAULT_MAX_DEPTH, DEFAULT_MAX_SIZE, LoadOptions};
 pub use parse::RuleFile;
-pub use store::{RuleChange, RuleFileStore, StoreError};
+pub use store::{RuleFileStore, StoreError};
 pub use watch::{DEFAULT_INTERVAL, MIN_INTERVAL, RuleWatcher, WatchHandle};

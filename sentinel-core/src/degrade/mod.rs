@@ -78,6 +78,7 @@ pub use rule::{
 use crate::Rule;
 use crate::entry::spare;
 use crate::rule::compiled::CompiledRule;
+use crate::rule::footprint::Footprint;
 use crate::slot::Holds;
 
 impl CompiledRule for CircuitBreaker {
@@ -93,6 +94,14 @@ impl CompiledRule for CircuitBreaker {
 
     fn resource(rule: &DegradeRule) -> &str {
         &rule.resource
+    }
+}
+
+impl DegradeRule {
+    /// The most memory the rule may take once loaded: the rule, its
+    /// breaker (window included) and its resource's name.
+    pub(crate) fn footprint(&self) -> Footprint {
+        self.footprint_compiled_as::<CircuitBreaker>()
     }
 }
 

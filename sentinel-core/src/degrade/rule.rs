@@ -162,10 +162,11 @@ impl DegradeRule {
 
     name_problems!(KIND_NAME);
 
-    /// The most memory the rule may take once loaded: the rule, its
-    /// breaker (window included) and its resource's name.
-    pub(crate) fn footprint(&self) -> Footprint {
-        Footprint::of_rule::<DegradeRule, super::CircuitBreaker>().name(&self.resource)
+    /// The most memory the rule may take once loaded as a `C` (its
+    /// breaker, window included) with its resource's name; the folder's
+    /// root names `C` (`footprint`).
+    pub(super) fn footprint_compiled_as<C>(&self) -> Footprint {
+        Footprint::of_rule::<DegradeRule, C>().name(&self.resource)
     }
 
     /// The names the rule mentions: its resource.

@@ -123,7 +123,10 @@ impl<'a, 's> EntryBuilder<'a, 's> {
     }
 
     /// Runs the entry through the slot chain. A rate limiter that queues the
-    /// entry makes this thread sleep until its turn.
+    /// entry makes this thread wait its turn on the instance's clock
+    /// ([`Clock::sleep`](crate::Clock::sleep): the thread sleeps on the
+    /// system clock; a [`ManualClock`](crate::ManualClock) moves forward by
+    /// the wait and the call returns at once).
     #[inline]
     pub fn enter(self) -> Result<Entry<'s>, BlockError> {
         self.sentinel.enter(self.request)

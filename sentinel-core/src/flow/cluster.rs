@@ -24,54 +24,10 @@ use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
 
+use super::cluster_config::{ClusterFlowConfig, ClusterThresholdType};
 use super::rule::FlowRule;
 use crate::Sentinel;
 use crate::rule::RuleError;
-
-/// How a cluster rule's count becomes the cluster-wide threshold.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum ClusterThresholdType {
-    /// The count is the threshold of all instances together.
-    #[default]
-    Global,
-    /// The count is per instance: the threshold is the count times the
-    /// number of live instances.
-    AvgLocal,
-}
-
-/// A flow rule's cluster settings (Sentinel's `ClusterFlowConfig`), read
-/// when `cluster_mode` is on.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ClusterFlowConfig {
-    /// The limit's id across the cluster: every rule (on any instance) with
-    /// this id shares one window. Required in cluster mode.
-    pub flow_id: Option<u64>,
-    /// Global (default) or per instance.
-    pub threshold_type: ClusterThresholdType,
-    /// When the cluster cannot answer: `true` (default) applies the rule's
-    /// count locally, `false` lets the entry pass.
-    pub fallback_to_local_when_fail: bool,
-    /// Buckets of the cluster window (default 10, in
-    /// 1..=[`MAX_STAT_SAMPLE_COUNT`](super::MAX_STAT_SAMPLE_COUNT), dividing
-    /// `window_interval_ms`).
-    pub sample_count: u32,
-    /// The cluster window, ms (default 1000, in
-    /// 1..=[`MAX_STAT_INTERVAL_MS`](super::MAX_STAT_INTERVAL_MS)); the count
-    /// is per this window.
-    pub window_interval_ms: u64,
-}
-
-impl Default for ClusterFlowConfig {
-    fn default() -> Self {
-        ClusterFlowConfig {
-            flow_id: None,
-            threshold_type: ClusterThresholdType::Global,
-            fallback_to_local_when_fail: true,
-            sample_count: 10,
-            window_interval_ms: 1_000,
-        }
-    }
-}
 
 /// What a [`ClusterTokens`] service answered for some permits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -346,28 +302,6 @@ impl Sentinel {
             unattached::warn(rules, "no cluster service is attached");
         }
     }
-}
-
-/// The cluster fields' problems of one rule.
-pub(crate) fn problems(rule: &FlowRule, problems: &mut crate::rule::Problems<'_>) {
-    if !rule.cluster_mode {
-        return;
-    }
-    let c = &rule.cluster_config;
-    if c.flow_id.is_none() {
-        problems.add(
-            "cluster_config.flow_id",
-            "is required when cluster_mode is on",
-        );
-    }
-    if rule.grade != super::FlowGrade::Qps {
-        problems.add("grade", "must be qps when cluster_mode is on");
-    }
-    super::rule::window_problems(
-        problems,
-        ("cluster_config.window_interval_ms", c.window_interval_ms),
-        ("cluster_config.sample_count", c.sample_count),
-    );
 }
 
 /// Problems between rules: every cluster rule of one flow id must agree on

@@ -37,6 +37,7 @@
 //! listens to their rules ([`RuleManager`](crate::RuleManager)).
 
 mod cluster;
+mod cluster_config;
 mod controller;
 mod quota;
 mod remaining;
@@ -49,10 +50,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 pub(crate) use cluster::ClusterHook;
-pub use cluster::{
-    ClusterFlow, ClusterFlowConfig, ClusterStatus, ClusterThresholdType, ClusterTokens,
-    TokenAnswer, cluster_problems,
-};
+pub use cluster::{ClusterFlow, ClusterStatus, ClusterTokens, TokenAnswer, cluster_problems};
+pub use cluster_config::{ClusterFlowConfig, ClusterThresholdType};
 pub use remaining::FlowQuota;
 pub(crate) use rule::KIND_NAME;
 pub use rule::{

@@ -3,6 +3,7 @@
 use std::any::Any;
 use std::fmt;
 
+use super::cluster_config::ClusterFlowConfig;
 use crate::BlockKind;
 use crate::rule::footprint::Footprint;
 use crate::rule::names::{NameOf, Names, RuleName, name_problems};
@@ -145,7 +146,7 @@ pub struct FlowRule {
     /// tells the two apart.
     pub cluster_mode: bool,
     /// The cluster settings, read when `cluster_mode` is on.
-    pub cluster_config: super::ClusterFlowConfig,
+    pub cluster_config: ClusterFlowConfig,
 }
 
 impl FlowRule {
@@ -240,7 +241,7 @@ impl FlowRule {
             ("stat_interval_ms", self.stat_interval_ms),
             ("stat_sample_count", self.stat_sample_count),
         );
-        super::cluster::problems(self, &mut problems);
+        cluster_config_problems(self, &mut problems);
         problems.into_vec()
     }
 
@@ -317,6 +318,28 @@ pub(crate) fn window_problems(
     }
 }
 
+/// The cluster fields' problems of one rule.
+fn cluster_config_problems(rule: &FlowRule, problems: &mut Problems<'_>) {
+    if !rule.cluster_mode {
+        return;
+    }
+    let c = &rule.cluster_config;
+    if c.flow_id.is_none() {
+        problems.add(
+            "cluster_config.flow_id",
+            "is required when cluster_mode is on",
+        );
+    }
+    if rule.grade != FlowGrade::Qps {
+        problems.add("grade", "must be qps when cluster_mode is on");
+    }
+    window_problems(
+        problems,
+        ("cluster_config.window_interval_ms", c.window_interval_ms),
+        ("cluster_config.sample_count", c.sample_count),
+    );
+}
+
 /// The most one bucket of a rule's own window takes: its slot in the ring
 /// (the bucket and its start time) and, once two threads contend on it,
 /// its cells: one padded line of counters per CPU, rounded up to a power
@@ -346,7 +369,7 @@ impl Default for FlowRule {
             stat_interval_ms: 1_000,
             stat_sample_count: 2,
             cluster_mode: false,
-            cluster_config: super::ClusterFlowConfig::default(),
+            cluster_config: ClusterFlowConfig::default(),
         }
     }
 }

@@ -64,8 +64,17 @@ use std::sync::Arc;
 use crate::Rule;
 use crate::entry::spare;
 use crate::rule::compiled::CompiledRule;
+use crate::rule::footprint::Footprint;
 use crate::slot::Outcome;
 use crate::slot::{EntryContext, Holds};
+
+impl ParamFlowRule {
+    /// The most memory the rule may take once loaded: the rule, its
+    /// resource's name, its items and its value table full.
+    pub(crate) fn footprint(&self) -> Footprint {
+        self.footprint_compiled_as::<CompiledParam>()
+    }
+}
 
 impl CompiledRule for CompiledParam {
     type Rule = ParamFlowRule;

@@ -246,8 +246,9 @@ impl ParamFlowRule {
     /// The most memory the rule may take once loaded: the rule, its
     /// resource's name, its items (each kept in the rule, in the compiled
     /// rule's copy and in the compiled lookup, a string's text once), and
-    /// its value table full.
-    pub(crate) fn footprint(&self) -> Footprint {
+    /// its value table full, compiled as a `C`; the folder's root names
+    /// `C` (`footprint`).
+    pub(super) fn footprint_compiled_as<C>(&self) -> Footprint {
         let per_item = 3 * std::mem::size_of::<ParamFlowItem>() + 16;
         let items = self.param_flow_item_list.iter().fold(0u64, |bytes, item| {
             let text = match &item.value {
@@ -263,7 +264,7 @@ impl ParamFlowRule {
             .div_ceil(8)
             .saturating_mul(8);
         let table = (values as u64).saturating_mul(PARAM_VALUE_BYTES as u64);
-        Footprint::of_rule::<ParamFlowRule, super::CompiledParam>()
+        Footprint::of_rule::<ParamFlowRule, C>()
             .name(&self.resource)
             .part("param_flow_item_list", items)
             .part("capacity", table)

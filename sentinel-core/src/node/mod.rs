@@ -7,6 +7,8 @@ pub(crate) mod registry;
 pub(crate) mod reserved;
 mod resource;
 mod statistic;
+#[cfg(test)]
+mod statistic_threads_tests;
 pub(crate) mod tree;
 
 pub use resource::{OriginNode, PAST_MAX_ORIGINS, ResourceNode};

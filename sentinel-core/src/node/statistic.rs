@@ -23,19 +23,23 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::stat::{Adder, LANES, LiveWindows, MetricEvent, SUCCESS_RT_WORD, StatConfig, rt_as_u32};
 
-/// The statistics of one node.
+/// The statistics of one node, read-only outside the engine: the instance
+/// counts on it as entries pass, are refused and exit, and users read it
+/// (its rates, totals and [`snapshot`](Self::snapshot)s).
 ///
 /// ```
-/// use sentinel_flow_core::node::StatisticNode;
-/// use sentinel_flow_core::stat::StatConfig;
+/// use sentinel_flow_core::{ManualClock, Sentinel};
 ///
-/// let node = StatisticNode::new(&StatConfig::default());
-/// let now = 1_700_000_000_000;
-/// node.add_pass(now, 1);
+/// let clock = ManualClock::new(1_700_000_000_000);
+/// let sentinel = Sentinel::builder().clock(clock.clone()).build();
+/// let entry = sentinel.entry("GET:/orders").expect("no rule refuses it");
+/// let node = sentinel.resource_node("GET:/orders").expect("entered").stats();
 /// assert_eq!(node.cur_concurrency(), 1);
-/// node.add_rt_and_success(now + 12, 12, 1);
-/// assert_eq!(node.pass_qps(now + 12), 1.0);
-/// assert_eq!(node.avg_rt(now + 12), 12.0);
+/// clock.advance_ms(12);
+/// drop(entry);
+/// let now = sentinel.now_ms();
+/// assert_eq!(node.pass_qps(now), 1.0);
+/// assert_eq!(node.avg_rt(now), 12.0);
 /// assert_eq!(node.cur_concurrency(), 0);
 /// ```
 pub struct StatisticNode {
@@ -198,7 +202,7 @@ impl Totals {
 
 impl StatisticNode {
     /// An empty node with the windows of `config`.
-    pub fn new(config: &StatConfig) -> Self {
+    pub(crate) fn new(config: &StatConfig) -> Self {
         Self::with_windows(LiveWindows::new(config.second(), config.minute()), config)
     }
 
@@ -249,7 +253,7 @@ impl StatisticNode {
     /// passes, and one call inside the node until
     /// [`add_rt_and_success`](Self::add_rt_and_success) completes it.
     #[inline(always)]
-    pub fn add_pass(&self, now: u64, n: u64) {
+    pub(crate) fn add_pass(&self, now: u64, n: u64) {
         self.add(now, MetricEvent::Pass, n);
         if n > 1 {
             self.batch_extra.add(n - 1);
@@ -258,19 +262,20 @@ impl StatisticNode {
 
     /// Records `n` blocked requests.
     #[inline]
-    pub fn add_block(&self, now: u64, n: u64) {
+    pub(crate) fn add_block(&self, now: u64, n: u64) {
         self.add(now, MetricEvent::Block, n);
     }
 
     /// Records `n` requests that completed with an error.
     #[inline]
-    pub fn add_exception(&self, now: u64, n: u64) {
+    pub(crate) fn add_exception(&self, now: u64, n: u64) {
         self.add(now, MetricEvent::Exception, n);
     }
 
+    #[cfg(test)]
     /// Records `n` passed requests admitted against a future window's quota.
     #[inline]
-    pub fn add_occupied_pass(&self, now: u64, n: u64) {
+    pub(crate) fn add_occupied_pass(&self, now: u64, n: u64) {
         self.add(now, MetricEvent::OccupiedPass, n);
     }
 
@@ -278,7 +283,7 @@ impl StatisticNode {
     /// (capped at the configured ceiling): `n` successes and one response
     /// time, and one call fewer inside the node.
     #[inline(always)]
-    pub fn add_rt_and_success(&self, now: u64, rt_ms: u64, n: u64) {
+    pub(crate) fn add_rt_and_success(&self, now: u64, rt_ms: u64, n: u64) {
         let rt_ms = rt_ms.min(self.max_rt_ms);
         self.windows
             .add(now, SUCCESS_RT_WORD, n, rt_ms, Some(rt_as_u32(rt_ms)));
@@ -515,18 +520,22 @@ impl StatisticNode {
     /// whenever it happened.
     ///
     /// ```
-    /// use sentinel_flow_core::node::StatisticNode;
-    /// use sentinel_flow_core::stat::StatConfig;
+    /// use sentinel_flow_core::flow::FlowRule;
+    /// use sentinel_flow_core::{ManualClock, Sentinel};
     ///
-    /// let node = StatisticNode::new(&StatConfig::default());
-    /// let t0 = 1_700_000_000_000;
-    /// node.add_pass(t0, 1);
-    /// node.add_rt_and_success(t0 + 5, 5, 1);
-    /// node.add_block(t0 + 90_000, 2); // the first second has left every window
+    /// let clock = ManualClock::new(1_700_000_000_000);
+    /// let sentinel = Sentinel::builder().clock(clock.clone()).build();
+    /// let entry = sentinel.entry("r").expect("no rule yet");
+    /// clock.advance_ms(5);
+    /// drop(entry);
+    /// clock.advance_ms(90_000); // the first second leaves every window
+    /// sentinel.flow_rules().load(vec![FlowRule::new("r", 0.0)]).expect("valid");
+    /// assert!(sentinel.entry("r").is_err() && sentinel.entry("r").is_err());
+    /// let node = sentinel.resource_node("r").expect("entered").stats();
     /// let totals = node.lifetime();
     /// assert_eq!((totals.pass, totals.success, totals.block), (1, 1, 2));
     /// assert_eq!(totals.rt_sum, 5);
-    /// assert_eq!(node.total_pass(t0 + 90_000), 0, "the minute window forgot it");
+    /// assert_eq!(node.total_pass(sentinel.now_ms()), 0, "the minute window forgot it");
     /// ```
     pub fn lifetime(&self) -> Totals {
         Totals::of(&self.windows.lifetime_sums())

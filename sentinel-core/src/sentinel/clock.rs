@@ -3,6 +3,7 @@
 //! goes on at once when the clock does (see [`Clock`]).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::{Clock, MonotonicClock, SystemClock};
 
@@ -34,6 +35,14 @@ impl InstanceClock {
         match self {
             InstanceClock::System(clock) => clock.now_nanos(),
             InstanceClock::Custom(clock) => clock.now_nanos(),
+        }
+    }
+
+    /// Waits `duration` of the instance's time (see [`Clock::sleep`]).
+    pub(crate) fn sleep(&self, duration: Duration) {
+        match self {
+            InstanceClock::System(clock) => clock.sleep(duration),
+            InstanceClock::Custom(clock) => clock.sleep(duration),
         }
     }
 }

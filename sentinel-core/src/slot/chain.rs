@@ -56,8 +56,9 @@ pub(crate) type RuleChain = rule_slots![
     DegradeSlot
 ];
 
-/// Enters `request`'s resource, sleeping the thread through a rate
-/// limiter's wait.
+/// Enters `request`'s resource, waiting out a rate limiter's queue on the
+/// instance's clock ([`Clock::sleep`](crate::Clock::sleep): the thread
+/// sleeps on the system clock, a `ManualClock` advances).
 #[inline(always)]
 pub(crate) fn enter<'s>(
     sentinel: &'s Sentinel,
@@ -70,7 +71,7 @@ pub(crate) fn enter<'s>(
         0 => checked.pass_ms,
         wait => {
             // A rate limiter's queue: wait with nothing held, then count.
-            std::thread::sleep(std::time::Duration::from_nanos(wait));
+            sentinel.clock.sleep(std::time::Duration::from_nanos(wait));
             sentinel.clock.now_ms().max(checked.pass_ms)
         }
     };

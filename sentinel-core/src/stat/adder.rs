@@ -291,34 +291,23 @@ pub(crate) fn packed_add(word: u64, low: u64, high: u64) -> Option<u64> {
 /// Uncontended, an add is one compare-and-swap on one atomic. When two threads
 /// collide, the adder allocates cache-padded cells (once) and each thread adds
 /// to its own, so contention never serializes the writers. [`sum`](Self::sum)
-/// adds up the cells; it is exact once writers have stopped.
-///
-/// ```
-/// use sentinel_flow_core::stat::Adder;
-///
-/// let adder = Adder::new();
-/// std::thread::scope(|s| {
-///     for _ in 0..4 {
-///         s.spawn(|| (0..1000).for_each(|_| adder.increment()));
-///     }
-/// });
-/// assert_eq!(adder.sum(), 4000);
-/// ```
+/// adds up the cells; it is exact once writers have stopped
+/// (`stat/threads_tests.rs`).
 #[derive(Default)]
-pub struct Adder {
+pub(crate) struct Adder {
     base: AtomicU64,
     cells: Striped<1>,
 }
 
 impl Adder {
     /// A counter at zero.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Adds `x` (wrapping at `u64::MAX`).
     #[inline]
-    pub fn add(&self, x: u64) {
+    pub(crate) fn add(&self, x: u64) {
         if let Some(cells) = self.cells.get() {
             return Striped::add(cells, 0, x);
         }
@@ -337,36 +326,39 @@ impl Adder {
         Striped::add(self.cells.get_or_init(), 0, x);
     }
 
+    #[cfg(test)]
     /// Adds one.
     #[inline]
-    pub fn increment(&self) {
+    pub(crate) fn increment(&self) {
         self.add(1);
     }
 
+    #[cfg(test)]
     /// Subtracts one (wrapping); read with [`sum_signed`](Self::sum_signed).
     #[inline]
-    pub fn decrement(&self) {
+    pub(crate) fn decrement(&self) {
         self.add(u64::MAX);
     }
 
     /// The current total.
-    pub fn sum(&self) -> u64 {
+    pub(crate) fn sum(&self) -> u64 {
         self.base.load(Relaxed).wrapping_add(self.cells.sum(0))
     }
 
     /// The current total read as a signed number, for counters that go down.
-    pub fn sum_signed(&self) -> i64 {
+    pub(crate) fn sum_signed(&self) -> i64 {
         self.sum() as i64
     }
 
     /// Sets the counter back to zero. Adds racing with the reset may survive it.
-    pub fn reset(&self) {
+    #[cfg(test)]
+    pub(crate) fn reset(&self) {
         self.base.store(0, Relaxed);
         self.cells.reset();
     }
 
     /// Whether contention has been seen and the counter is striped.
-    pub fn is_striped(&self) -> bool {
+    pub(crate) fn is_striped(&self) -> bool {
         self.cells.get().is_some()
     }
 }

@@ -59,7 +59,7 @@ pub(crate) fn rt_as_u32(rt_ms: u64) -> u32 {
 
 /// A bucket that a [`LeapArray`](super::LeapArray) can hold: created empty,
 /// reset in place when its slot is reused for a newer time slice.
-pub trait Bucket: Send + Sync + 'static {
+pub(crate) trait Bucket: Send + Sync + 'static {
     /// An empty bucket.
     fn empty() -> Self;
 
@@ -83,14 +83,14 @@ pub(crate) const LANE_SUCCESS: usize = SUCCESS_RT_WORD * 2;
 /// The counters are packed and striped together: an uncontended add is one
 /// compare-and-swap, contended adds go to per-thread cells, and the bucket
 /// takes 40 bytes until contention allocates its cells.
-pub struct MetricBucket {
+pub(crate) struct MetricBucket {
     counters: PackedLanes,
     min_rt: AtomicU32,
 }
 
 impl MetricBucket {
     /// An empty bucket.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         MetricBucket {
             counters: PackedLanes::default(),
             min_rt: AtomicU32::new(NO_RT),
@@ -100,25 +100,28 @@ impl MetricBucket {
     /// Adds `n` to `event`. Adding to [`MetricEvent::Rt`] this way does not
     /// update the minimum; use [`add_rt`](Self::add_rt).
     #[inline]
-    pub fn add(&self, event: MetricEvent, n: u64) {
+    pub(crate) fn add(&self, event: MetricEvent, n: u64) {
         self.counters.add(event.lane(), n);
     }
 
+    #[cfg(test)]
     /// Adds one response time (milliseconds) to the RT sum and the minimum.
     #[inline]
-    pub fn add_rt(&self, rt_ms: u64) {
+    pub(crate) fn add_rt(&self, rt_ms: u64) {
         self.counters.add(MetricEvent::Rt.lane(), rt_ms);
         self.record_min_rt(rt_ms);
     }
 
+    #[cfg(test)]
     /// Records `n` completions that took `rt_ms` in total: success and RT sum
     /// in one atomic operation, and `rt_ms` as a candidate minimum.
     #[inline]
-    pub fn add_success_and_rt(&self, n: u64, rt_ms: u64) {
+    pub(crate) fn add_success_and_rt(&self, n: u64, rt_ms: u64) {
         self.counters.add_pair(SUCCESS_RT_WORD, n, rt_ms);
         self.record_min_rt(rt_ms);
     }
 
+    #[cfg(test)]
     #[inline]
     fn record_min_rt(&self, rt_ms: u64) {
         self.record_min_rt_raw(rt_as_u32(rt_ms));
@@ -152,12 +155,12 @@ impl MetricBucket {
 
     /// The count of `event`.
     #[inline]
-    pub fn get(&self, event: MetricEvent) -> u64 {
+    pub(crate) fn get(&self, event: MetricEvent) -> u64 {
         self.counters.sum(event.lane())
     }
 
     /// The smallest response time recorded, if any.
-    pub fn min_rt(&self) -> Option<u64> {
+    pub(crate) fn min_rt(&self) -> Option<u64> {
         match self.min_rt.load(Relaxed) {
             NO_RT => None,
             rt => Some(u64::from(rt)),
@@ -165,7 +168,7 @@ impl MetricBucket {
     }
 
     /// Empties the bucket.
-    pub fn reset(&self) {
+    pub(crate) fn reset(&self) {
         self.counters.reset();
         self.min_rt.store(NO_RT, Relaxed);
     }

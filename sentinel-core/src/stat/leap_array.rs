@@ -28,7 +28,9 @@ use crate::sync::OnceBox;
 
 use super::bucket::Bucket;
 use super::divisor::Divisor;
-use super::shape::{WindowError, WindowShape};
+#[cfg(test)]
+use super::shape::WindowError;
+use super::shape::WindowShape;
 
 /// A bucket and the start of the slice it currently holds ([`UNUSED`] before
 /// the first). Not padded: a minute window is 60 of these, and a bucket
@@ -46,20 +48,10 @@ const UNUSED: u64 = u64::MAX;
 /// The latest time the ring tells apart; later readings are taken as this.
 const LAST_TIME: u64 = u64::MAX - 1;
 
-/// A sliding window over time, split into `sample_count` buckets of type `B`.
-///
-/// ```
-/// use sentinel_flow_core::stat::{LeapArray, MetricBucket, MetricEvent};
-///
-/// let window = LeapArray::<MetricBucket>::new(1_000, 2)?;
-/// window.current(10_100).add(MetricEvent::Pass, 3);
-/// window.current(10_600).add(MetricEvent::Pass, 4);
-/// assert_eq!(window.sum(10_900, MetricEvent::Pass), 7);
-/// // At 11 000 the bucket starting at 10 000 has left the window.
-/// assert_eq!(window.sum(11_000, MetricEvent::Pass), 4);
-/// # Ok::<(), sentinel_flow_core::stat::WindowError>(())
-/// ```
-pub struct LeapArray<B> {
+/// A sliding window over time, split into `sample_count` buckets of type `B`:
+/// of a window of 1 000 ms in two buckets, a read at 10 900 sums the buckets
+/// starting at 10 000 and 10 500; at 11 000 the first has left the window.
+pub(crate) struct LeapArray<B> {
     interval_ms: u64,
     bucket_len: Divisor,
     sample_count: Divisor,
@@ -69,14 +61,15 @@ pub struct LeapArray<B> {
 }
 
 impl<B: Bucket> LeapArray<B> {
+    #[cfg(test)]
     /// A window of `interval_ms` split into `sample_count` buckets, allocated
     /// together now (one allocation per ring).
-    pub fn new(interval_ms: u64, sample_count: u32) -> Result<Self, WindowError> {
+    pub(crate) fn new(interval_ms: u64, sample_count: u32) -> Result<Self, WindowError> {
         WindowShape::new(interval_ms, sample_count).map(Self::with_shape)
     }
 
     /// A window of a shape already validated.
-    pub fn with_shape(shape: WindowShape) -> Self {
+    pub(crate) fn with_shape(shape: WindowShape) -> Self {
         LeapArray {
             interval_ms: shape.interval_ms(),
             bucket_len: Divisor::new(shape.bucket_ms()),
@@ -93,23 +86,18 @@ impl<B: Bucket> LeapArray<B> {
     }
 
     /// The whole window, in milliseconds.
-    pub fn interval_ms(&self) -> u64 {
+    pub(crate) fn interval_ms(&self) -> u64 {
         self.interval_ms
     }
 
     /// The length of one bucket, in milliseconds.
-    pub fn bucket_ms(&self) -> u64 {
+    pub(crate) fn bucket_ms(&self) -> u64 {
         self.bucket_len.get()
-    }
-
-    /// The number of buckets.
-    pub fn sample_count(&self) -> u32 {
-        self.sample_count.get() as u32
     }
 
     /// The start of the slice holding `t`.
     #[inline]
-    pub fn bucket_start(&self, t: u64) -> u64 {
+    pub(crate) fn bucket_start(&self, t: u64) -> u64 {
         let t = t.min(LAST_TIME);
         t - self.bucket_len.rem(t)
     }
@@ -117,7 +105,7 @@ impl<B: Bucket> LeapArray<B> {
     /// The bucket for time `now`, making it current if its slot holds an older
     /// slice. Never allocates (except once, for times older than the ring).
     #[inline]
-    pub fn current(&self, now: u64) -> &B {
+    pub(crate) fn current(&self, now: u64) -> &B {
         let number = self.bucket_len.div(now.min(LAST_TIME));
         let start = number * self.bucket_len.get();
         let window = &self.slots[self.sample_count.rem(number) as usize];
@@ -172,7 +160,7 @@ impl<B: Bucket> LeapArray<B> {
 
     /// The buckets that count at `now`, with their start times, in slot order.
     /// Never allocates and never writes.
-    pub fn values(&self, now: u64) -> impl Iterator<Item = (u64, &B)> + '_ {
+    pub(crate) fn values(&self, now: u64) -> impl Iterator<Item = (u64, &B)> + '_ {
         let current_start = self.bucket_start(now);
         self.slots.iter().filter_map(move |window| {
             let start = window.start.load(Ordering::Acquire);
@@ -181,22 +169,24 @@ impl<B: Bucket> LeapArray<B> {
         })
     }
 
+    #[cfg(test)]
     /// The bucket of the slice before the one holding `now`, if it was used.
-    pub fn previous(&self, now: u64) -> Option<&B> {
+    pub(crate) fn previous(&self, now: u64) -> Option<&B> {
         self.bucket_at(self.bucket_start(now).checked_sub(self.bucket_ms())?)
     }
 
     /// The bucket holding exactly the slice that contains `t`, if that slice
     /// is still in its slot.
-    pub fn bucket_at(&self, t: u64) -> Option<&B> {
+    pub(crate) fn bucket_at(&self, t: u64) -> Option<&B> {
         let number = self.bucket_len.div(t.min(LAST_TIME));
         let window = &self.slots[self.sample_count.rem(number) as usize];
         let start = window.start.load(Ordering::Acquire);
         (start == number * self.bucket_len.get()).then_some(&window.bucket)
     }
 
+    #[cfg(test)]
     /// How many slots have held a time slice.
-    pub fn allocated_buckets(&self) -> usize {
+    pub(crate) fn allocated_buckets(&self) -> usize {
         self.slots
             .iter()
             .filter(|window| window.start.load(Ordering::Relaxed) != UNUSED)
@@ -217,6 +207,16 @@ impl<B> fmt::Debug for LeapArray<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bucket_leaves_the_window_when_its_slice_does() {
+        use crate::stat::{MetricBucket, MetricEvent};
+        let window = LeapArray::<MetricBucket>::new(1_000, 2).unwrap();
+        window.current(10_100).add(MetricEvent::Pass, 3);
+        window.current(10_600).add(MetricEvent::Pass, 4);
+        assert_eq!(window.sum(10_900, MetricEvent::Pass), 7);
+        assert_eq!(window.sum(11_000, MetricEvent::Pass), 4);
+    }
     use std::sync::atomic::AtomicU64;
 
     /// A plain counter bucket, to test the ring apart from `MetricBucket`.

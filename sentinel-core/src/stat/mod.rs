@@ -33,16 +33,20 @@ mod bucket;
 mod divisor;
 mod leap_array;
 mod live;
+#[cfg(test)]
+mod model_tests;
 pub(crate) mod owner;
 mod percentiles;
 mod shape;
 pub(crate) mod tally;
+#[cfg(test)]
+mod threads_tests;
 mod window;
 
-pub use adder::Adder;
-pub use bucket::{Bucket, MetricBucket, MetricEvent};
-pub(crate) use bucket::{SUCCESS_RT_WORD, rt_as_u32};
-pub use leap_array::LeapArray;
+pub(crate) use adder::Adder;
+pub use bucket::MetricEvent;
+pub(crate) use bucket::{MetricBucket, SUCCESS_RT_WORD, rt_as_u32};
+pub(crate) use leap_array::LeapArray;
 pub(crate) use live::{LANES, LiveWindows};
 pub use percentiles::RtPercentiles;
 pub(crate) use percentiles::{BY_CODE, BY_RULES, Percentiles, Tally};

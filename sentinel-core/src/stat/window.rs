@@ -80,26 +80,28 @@ impl StatConfig {
 impl LeapArray<MetricBucket> {
     /// Adds `n` to `event` in the bucket for `now`.
     #[inline]
-    pub fn add(&self, now: u64, event: MetricEvent, n: u64) {
+    pub(crate) fn add(&self, now: u64, event: MetricEvent, n: u64) {
         self.current(now).add(event, n);
     }
 
     /// The count of `event` over the window at `now`.
-    pub fn sum(&self, now: u64, event: MetricEvent) -> u64 {
+    pub(crate) fn sum(&self, now: u64, event: MetricEvent) -> u64 {
         self.values(now)
             .fold(0u64, |sum, (_, bucket)| sum.wrapping_add(bucket.get(event)))
     }
 
+    #[cfg(test)]
     /// The largest count of `event` in one bucket of the window at `now`.
-    pub fn max(&self, now: u64, event: MetricEvent) -> u64 {
+    pub(crate) fn max(&self, now: u64, event: MetricEvent) -> u64 {
         self.values(now)
             .map(|(_, bucket)| bucket.get(event))
             .max()
             .unwrap_or(0)
     }
 
+    #[cfg(test)]
     /// The smallest response time recorded in the window at `now`, if any.
-    pub fn min_rt(&self, now: u64) -> Option<u64> {
+    pub(crate) fn min_rt(&self, now: u64) -> Option<u64> {
         self.values(now)
             .filter_map(|(_, bucket)| bucket.min_rt())
             .min()

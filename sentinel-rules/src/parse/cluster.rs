@@ -1,16 +1,15 @@
 //! A flow rule's `cluster_mode` settings: the `cluster_config` mapping,
-//! each field at its position, and the check across the rules of a file
-//! that rules sharing a flow id share one threshold.
+//! each field at its position, and where a rule's `flow_id` is written (the
+//! check that rules sharing a flow id share one threshold, run over a
+//! file's `flow` list in `kinds.rs`, reports there).
 
 use sentinel_flow_core::RuleError;
-use sentinel_flow_core::flow::{
-    ClusterFlowConfig, ClusterThresholdType, FlowRule, cluster_problems,
-};
+use sentinel_flow_core::flow::{ClusterFlowConfig, ClusterThresholdType};
 
 use super::fields::RuleFields;
 use super::scalar::{Scalar, resolve};
 use super::tree::{Node, Value};
-use crate::error::{Position, Problem, RuleRef};
+use crate::error::Position;
 
 const FIELD: &str = "cluster_config";
 const KNOWN: &[&str] = &[
@@ -141,43 +140,8 @@ fn threshold_type(node: &Node<'_>) -> Result<Option<ClusterThresholdType>, Strin
     }
 }
 
-/// The flow rules of a file's `flow` list, then the problems between them:
-/// each rule whose flow id another rule uses with another threshold is
-/// reported at its `flow_id`.
-pub(crate) fn flow_rules(
-    nodes: &[Node<'_>],
-    problems: &mut Vec<Problem>,
-    max_name_len: usize,
-) -> Vec<FlowRule> {
-    let mut rules = Vec::new();
-    let mut read_from = Vec::new();
-    for (i, node) in nodes.iter().enumerate() {
-        if let Some(rule) = super::kinds::flow(i, node, max_name_len, problems) {
-            rules.push(rule);
-            read_from.push(i);
-        }
-    }
-    for error in cluster_problems(&rules) {
-        let index = read_from[error.index];
-        let node = &nodes[index];
-        problems.push(Problem {
-            rule: Some(RuleRef {
-                kind: "flow",
-                index,
-                resource: Some(error.resource.clone()),
-            }),
-            field: Some(error.field.to_owned()),
-            ..Problem::new(
-                Some(flow_id_position(node).unwrap_or(node.pos)),
-                error.message,
-            )
-        });
-    }
-    rules
-}
-
 /// Where `cluster_config.flow_id` is written in a rule's mapping.
-fn flow_id_position(rule: &Node<'_>) -> Option<Position> {
+pub(crate) fn flow_id_position(rule: &Node<'_>) -> Option<Position> {
     let field = |node: &Node<'_>, name: &str| -> Option<Position> {
         let Value::Map(entries) = &node.value else {
             return None;

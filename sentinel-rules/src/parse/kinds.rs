@@ -3,7 +3,9 @@
 
 use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_flow_core::flow::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
+use sentinel_flow_core::flow::{
+    ControlBehavior, FlowGrade, FlowRule, FlowStrategy, cluster_problems,
+};
 use sentinel_flow_core::hotspot::{
     ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule,
 };
@@ -13,7 +15,7 @@ use sentinel_flow_core::{ParamValue, RuleError};
 use super::fields::RuleFields;
 use super::scalar::{Scalar, resolve};
 use super::tree::{Node, Value};
-use crate::error::{Position, Problem};
+use crate::error::{Position, Problem, RuleRef};
 
 /// A rule's own problems, then its names over the length limit.
 fn with_names(mut problems: Vec<RuleError>, names: Vec<RuleError>) -> Vec<RuleError> {
@@ -105,6 +107,41 @@ pub(crate) fn flow(
     errors.retain(|e| !cluster.reported(e));
     f.finish(errors, |e| cluster.position_of(e), problems);
     Some(rule)
+}
+
+/// The flow rules of a file's `flow` list, then the problems between them:
+/// each rule whose flow id another rule uses with another threshold is
+/// reported at its `flow_id`.
+pub(crate) fn flow_rules(
+    nodes: &[Node<'_>],
+    problems: &mut Vec<Problem>,
+    max_name_len: usize,
+) -> Vec<FlowRule> {
+    let mut rules = Vec::new();
+    let mut read_from = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        if let Some(rule) = flow(i, node, max_name_len, problems) {
+            rules.push(rule);
+            read_from.push(i);
+        }
+    }
+    for error in cluster_problems(&rules) {
+        let index = read_from[error.index];
+        let node = &nodes[index];
+        problems.push(Problem {
+            rule: Some(RuleRef {
+                kind: "flow",
+                index,
+                resource: Some(error.resource.clone()),
+            }),
+            field: Some(error.field.to_owned()),
+            ..Problem::new(
+                Some(super::cluster::flow_id_position(node).unwrap_or(node.pos)),
+                error.message,
+            )
+        });
+    }
+    rules
 }
 
 pub(crate) fn degrade(

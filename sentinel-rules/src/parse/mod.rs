@@ -3,6 +3,7 @@
 //! (`kinds`).
 
 mod cluster;
+pub(crate) mod document;
 mod fast;
 mod fields;
 mod kinds;
@@ -59,7 +60,7 @@ pub(crate) fn parse(text: &str, file: &str, options: &LoadOptions) -> Result<Rul
     // A byte order mark is not content: editors on Windows write one.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut problems = Vec::new();
-    let root = match tree::build(text, options.get_max_depth(), &mut problems) {
+    let root = match document::build(text, options.get_max_depth(), &mut problems) {
         Ok(root) => root,
         Err(fatal) => {
             problems.push(fatal);
@@ -188,7 +189,7 @@ fn document(root: &Node<'_>, max_name_len: usize, problems: &mut Vec<Problem>) -
                     ),
                 )),
             },
-            "flow" => file.book.flow = cluster::flow_rules(rules(problems), problems, max_name_len),
+            "flow" => file.book.flow = kinds::flow_rules(rules(problems), problems, max_name_len),
             "degrade" => {
                 file.book.degrade = each(rules(problems), problems, max_name_len, kinds::degrade)
             }

@@ -232,23 +232,8 @@ enum Frame<'t> {
     Map(Position, Vec<(Node<'t>, Node<'t>)>, Option<Node<'t>>),
 }
 
-/// The document's root node (`None` for a file with no content), with
-/// problems that do not stop the build (anchors, aliases, tags) pushed to
-/// `problems`. `Err` is a problem that stops it: a syntax error, nesting
-/// deeper than `max_depth`, a second document.
-pub(crate) fn build<'t>(
-    text: &'t str,
-    max_depth: usize,
-    problems: &mut Vec<Problem>,
-) -> Result<Option<Node<'t>>, Problem> {
-    if let Some(root) = super::fast::build(text, max_depth) {
-        return Ok(Some(root));
-    }
-    from_events(text, max_depth, problems)
-}
-
-/// [`build`] through the event parser.
-fn from_events<'t>(
+/// A document's tree through the event parser (see `document::build`).
+pub(crate) fn from_events<'t>(
     text: &'t str,
     max_depth: usize,
     problems: &mut Vec<Problem>,

@@ -9,8 +9,8 @@ mod kinds;
 mod roundtrip;
 pub(crate) mod scalar;
 
+use crate::change::RuleChange;
 use crate::parse::RuleFile;
-use crate::store::RuleChange;
 use kinds::Rendered;
 
 /// The top-level section of `change`'s kind, key included, ending with a

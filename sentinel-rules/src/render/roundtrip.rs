@@ -9,9 +9,9 @@ use sentinel_flow_core::hotspot::{ParamFlowItem, ParamFlowRule};
 
 use super::generate::{EDGES, authority, degrade, flow, param_flow, system};
 use super::section;
+use crate::change::RuleChange;
 use crate::options::LoadOptions;
 use crate::parse::parse;
-use crate::store::RuleChange;
 
 /// The rules of `change`'s kind, read back from its rendered section.
 fn read_back(change: &RuleChange) -> sentinel_flow_core::RuleBook {

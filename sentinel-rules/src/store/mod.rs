@@ -1,7 +1,6 @@
 //! `RuleFileStore`: rules changed through an API (the dashboard's
 //! `setRules`) written back to the rule file, then put in force.
 
-mod change;
 mod error;
 mod lock;
 mod splice;
@@ -14,12 +13,12 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use sentinel_flow_core::Sentinel;
 
+use crate::change::RuleChange;
 use crate::error::{FileError, Problem};
 use crate::load::{apply, parse_bytes, read_regular};
 use crate::options::LoadOptions;
 use crate::parse::{RuleFile, parse};
 use crate::render;
-pub use change::RuleChange;
 pub use error::StoreError;
 use splice::{Layout, Spliced};
 

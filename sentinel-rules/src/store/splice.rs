@@ -1,7 +1,8 @@
 //! Finding a kind's top-level section in the file's text and putting new
 //! text in its place, everything else kept byte for byte.
 
-use crate::parse::tree::{self, Value};
+use crate::parse::document;
+use crate::parse::tree::Value;
 
 /// The top-level keys of a file and the line each starts on, when the file
 /// is a block mapping whose keys each begin a line (the layout every rule
@@ -15,7 +16,7 @@ impl Layout {
     /// `Err` is the file's fatal syntax problem; the caller reports the
     /// file's own parse errors instead.
     pub(crate) fn of(text: &str, max_depth: usize) -> Result<Option<Layout>, ()> {
-        let root = tree::build(text, max_depth, &mut Vec::new()).map_err(|_| ())?;
+        let root = document::build(text, max_depth, &mut Vec::new()).map_err(|_| ())?;
         let entries = match root.map(|root| root.value) {
             None => return Ok(Some(Layout { keys: Vec::new() })),
             Some(Value::Map(entries)) => entries,

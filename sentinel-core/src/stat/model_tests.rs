@@ -1,4 +1,5 @@
-//! Property tests: the sliding windows and the node against a naive model
+//! Property tests (crate-internal: they write counts directly): the
+//! sliding windows and the node against a naive model
 //! that keeps every event with its timestamp and recomputes each read from
 //! scratch. Time comes from a `MonotonicClock` over a `ManualClock` that
 //! sometimes jumps backwards, as the engine sees it.
@@ -6,9 +7,10 @@
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use sentinel_flow_core::node::StatisticNode;
-use sentinel_flow_core::stat::{LeapArray, MetricBucket, MetricEvent, StatConfig, WindowShape};
-use sentinel_flow_core::{Clock, ManualClock, MonotonicClock};
+
+use super::{LeapArray, MetricBucket, MetricEvent, StatConfig, WindowShape};
+use crate::node::StatisticNode;
+use crate::{Clock, ManualClock, MonotonicClock};
 
 const T0: u64 = 1_700_000_000_000;
 

@@ -1,0 +1,59 @@
+//! The [`ClusterTokens`] service an instance calls: the shared state
+//! behind a name of its own, and the same bound to one rule's flow.
+
+use std::sync::Arc;
+
+use sentinel_flow_core::flow::{ClusterFlow, ClusterTokens, TokenAnswer};
+
+use crate::flow::Flow;
+use crate::shared::Shared;
+use crate::snapshot::ClusterSnapshot;
+
+/// The service an instance calls: `Arc<Shared>` behind a name of its own.
+#[derive(Debug, Clone)]
+pub(crate) struct Tokens(pub(crate) Arc<Shared>);
+
+impl ClusterTokens for Tokens {
+    #[inline]
+    fn acquire(&self, rule: &ClusterFlow, permits: u32, now_ms: u64) -> TokenAnswer {
+        let shared = &*self.0;
+        let flows = shared.flows.load();
+        let Some(flow) = flows.get(&rule.flow_id()) else {
+            drop(flows);
+            let flow = shared.flow(rule);
+            return shared.miss(&flow, rule, permits, now_ms);
+        };
+        shared.decide(flow, rule, permits, now_ms)
+    }
+
+    fn bind(&self, rule: &ClusterFlow) -> Option<Arc<dyn ClusterTokens>> {
+        let flow = self.0.flow(rule);
+        Some(Arc::new(FlowTokens {
+            shared: self.0.clone(),
+            flow,
+        }))
+    }
+
+    fn render_prometheus(&self, out: &mut String) {
+        out.push_str(&ClusterSnapshot::of(&self.0).to_prometheus());
+    }
+
+    /// Redis answered lately: not in fallback.
+    fn is_available(&self) -> bool {
+        self.0.is_up()
+    }
+}
+
+/// The service bound to one rule: its flow found once, not per entry.
+#[derive(Debug)]
+struct FlowTokens {
+    shared: Arc<Shared>,
+    flow: Arc<Flow>,
+}
+
+impl ClusterTokens for FlowTokens {
+    #[inline]
+    fn acquire(&self, rule: &ClusterFlow, permits: u32, now_ms: u64) -> TokenAnswer {
+        self.shared.decide(&self.flow, rule, permits, now_ms)
+    }
+}
