@@ -4,7 +4,7 @@
 use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
-use sentinel_flow_core::hotspot::{
+use sentinel_flow_core::param_flow::{
     ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule,
 };
 use sentinel_flow_core::system::SystemRule;
