@@ -20,7 +20,7 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
-use sentinel_flow_core::hotspot::ParamFlowRule;
+use sentinel_flow_core::param_flow::ParamFlowRule;
 use sentinel_flow_core::system::SystemRule;
 use sentinel_flow_core::{EntryType, ParamValue, Resource, Sentinel};
 
@@ -78,12 +78,12 @@ fn rules(c: &mut Criterion) {
         drop(black_box(breaker.entry()));
     });
     let param = handle("param");
-    case(&mut group, &pool, "hot_param_short_string", move |_| {
+    case(&mut group, &pool, "param_flow_short_string", move |_| {
         let args = [ParamValue::from(black_box("sku-12345"))];
         drop(black_box(param.builder().args(&args).enter()));
     });
     let long = handle("param_long");
-    case(&mut group, &pool, "hot_param_long_string", move |_| {
+    case(&mut group, &pool, "param_flow_long_string", move |_| {
         let args = [ParamValue::from(black_box(
             "customer-0000000000-0000000042",
         ))];

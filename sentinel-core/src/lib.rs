@@ -34,7 +34,7 @@
 //! top to bottom, with a file per built-in slot beside it; `sentinel/` is
 //! the facade that holds an instance together; `stat/` and `node/` keep
 //! the counts; each rule kind (`flow/`, `degrade/`, `system/`,
-//! `authority/`, `hotspot/`) knows only its own rule and `rule/`, and
+//! `authority/`, `param_flow/`) knows only its own rule and `rule/`, and
 //! `rules/` composes them. Imports go one way (checked in CI).
 
 #[cfg(feature = "bench-internals")]
@@ -49,10 +49,10 @@ mod clock;
 pub mod degrade;
 mod entry;
 pub mod flow;
-pub mod hotspot;
 pub mod log;
 pub mod node;
 mod param;
+pub mod param_flow;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 mod rule;

@@ -11,7 +11,7 @@
 //!   down between scrapes, and miss nothing however rarely the endpoint is
 //!   scraped.
 //! - counter `sentinel_block_total` with a second label, `kind` (`flow`,
-//!   `degrade`, `system`, `authority`, `hot_param`, or a user slot's kind):
+//!   `degrade`, `system`, `authority`, `param_flow`, or a user slot's kind):
 //!   refusals since the instance was made, from
 //!   [`Sentinel::block_counts`]; a series appears with the first block of
 //!   its kind.

@@ -83,7 +83,7 @@ pub struct RuleCounts {
     /// Degrade rules (circuit breakers).
     pub degrade: usize,
     /// Hot-parameter rules.
-    pub param: usize,
+    pub param_flow: usize,
     /// Authority rules.
     pub authority: usize,
     /// Of the flow rules, those in cluster mode.
@@ -147,7 +147,7 @@ impl Sentinel {
                     rules: rules.map_or_else(RuleCounts::default, |r| RuleCounts {
                         flow: r.flow.len(),
                         degrade: r.degrade.len(),
-                        param: r.param.len(),
+                        param_flow: r.param_flow.len(),
                         authority: r.authority.len(),
                         cluster_flow,
                     }),

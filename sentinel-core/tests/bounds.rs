@@ -17,7 +17,7 @@ use sentinel_flow_core::flow::{
     ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, MAX_QUEUEING_TIME_MS,
     MAX_STAT_INTERVAL_MS, MAX_STAT_SAMPLE_COUNT, MAX_WARM_UP_COLD_FACTOR, MAX_WARM_UP_PERIOD_SEC,
 };
-use sentinel_flow_core::hotspot::{
+use sentinel_flow_core::param_flow::{
     MAX_PARAM_CAPACITY, MAX_PARAM_COUNT, MAX_PARAM_DURATION_SEC, MAX_PARAM_ITEMS,
     MAX_PARAM_QUEUEING_TIME_MS, PARAM_VALUE_BYTES, ParamControlBehavior, ParamFlowGrade,
     ParamFlowItem, ParamFlowRule,
@@ -108,7 +108,7 @@ fn flow_rule_with_u32_max_window_fields_from_json_is_refused() {
 }
 
 #[test]
-fn hot_param_rule_with_a_capacity_of_16777216_is_refused() {
+fn param_flow_rule_with_a_capacity_of_16777216_is_refused() {
     let (_, sentinel) = instance();
     let bomb = ParamFlowRule {
         capacity: Some(16_777_216),
@@ -543,7 +543,7 @@ fn flow_counts_that_are_not_finite_are_refused_for_every_behaviour() {
 }
 
 #[test]
-fn hot_param_and_degrade_rules_at_their_bounds_run_without_overflow() {
+fn param_flow_and_degrade_rules_at_their_bounds_run_without_overflow() {
     let (clock, sentinel) = instance();
     let base = |resource: &str, count: f64| ParamFlowRule {
         duration_in_sec: MAX_PARAM_DURATION_SEC,

@@ -5,7 +5,7 @@
 use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::{FlowGrade, FlowRule, FlowStrategy};
-use sentinel_flow_core::hotspot::ParamFlowRule;
+use sentinel_flow_core::param_flow::ParamFlowRule;
 use sentinel_flow_core::{BlockKind, ManualClock, ParamValue, RuleBook, Sentinel};
 
 mod support;
@@ -136,7 +136,7 @@ fn every_rule_kind_applies_on_new_names_past_every_full_cap() {
     // Hot parameter: threshold 0 refuses every value.
     let args = [ParamValue::from("x")];
     let hot = sentinel.entry_builder("param/new").args(&args);
-    assert_eq!(blocked_kind(hot.enter()), BlockKind::HotParam);
+    assert_eq!(blocked_kind(hot.enter()), BlockKind::ParamFlow);
 
     // Relate: the ref resource has a node, so its traffic is seen.
     drop(sentinel.entry("relate/guarded").unwrap());

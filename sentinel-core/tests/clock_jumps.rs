@@ -8,7 +8,7 @@
 
 use sentinel_flow_core::degrade::{BreakerState, DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::FlowRule;
-use sentinel_flow_core::hotspot::ParamFlowRule;
+use sentinel_flow_core::param_flow::ParamFlowRule;
 use sentinel_flow_core::{ManualClock, ParamValue, Sentinel};
 
 mod support;

@@ -353,7 +353,7 @@ fn paused_at_an_edge(
 /// before another thread began the rule's next bucket.
 #[test]
 fn an_entry_late_for_the_rules_bucket_passes_and_counts_in_it() {
-    let (clock, pause, sentinel) = paused_at_an_edge(slot::order::HOT_PARAM + 1, "late", 1e11);
+    let (clock, pause, sentinel) = paused_at_an_edge(slot::order::PARAM_FLOW + 1, "late", 1e11);
     let resource = sentinel.resource("r");
     assert!(resource.entry().is_ok());
     std::thread::scope(|s| {

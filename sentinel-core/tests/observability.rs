@@ -340,7 +340,7 @@ fn resource_snapshots_carry_figures_rules_and_breakers() {
         (
             a.rules.flow,
             a.rules.degrade,
-            a.rules.param,
+            a.rules.param_flow,
             a.rules.authority
         ),
         (2, 1, 0, 0)

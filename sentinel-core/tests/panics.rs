@@ -17,7 +17,7 @@ use std::sync::{Arc, Barrier};
 
 use sentinel_flow_core::degrade::{BreakerState, DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::{FlowGrade, FlowRule};
-use sentinel_flow_core::hotspot::{ParamFlowGrade, ParamFlowRule};
+use sentinel_flow_core::param_flow::{ParamFlowGrade, ParamFlowRule};
 use sentinel_flow_core::slot::{self, EntryContext, ExitContext, Slot};
 use sentinel_flow_core::{BlockError, Entry, ManualClock, ParamValue, Sentinel};
 

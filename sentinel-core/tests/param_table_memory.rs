@@ -7,7 +7,7 @@
 //! Print the figures: `cargo test -p sentinel-flow-core --release --test
 //! param_table_memory -- --nocapture`.
 
-use sentinel_flow_core::hotspot::ParamFlowRule;
+use sentinel_flow_core::param_flow::ParamFlowRule;
 use sentinel_flow_core::{ManualClock, ParamValue, Sentinel};
 
 /// Resident bytes of this process (Linux), if readable.

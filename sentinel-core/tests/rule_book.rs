@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::FlowRule;
-use sentinel_flow_core::hotspot::ParamFlowRule;
+use sentinel_flow_core::param_flow::ParamFlowRule;
 use sentinel_flow_core::system::SystemRule;
 use sentinel_flow_core::{BlockKind, RuleBook};
 

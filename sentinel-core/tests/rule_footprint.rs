@@ -12,7 +12,7 @@
 mod support;
 
 use sentinel_flow_core::ParamValue;
-use sentinel_flow_core::hotspot::{PARAM_VALUE_BYTES, ParamFlowRule};
+use sentinel_flow_core::param_flow::{PARAM_VALUE_BYTES, ParamFlowRule};
 use support::{instance, load};
 
 /// The process's resident memory, bytes (pages of 4 KiB).

@@ -9,7 +9,7 @@
 //!
 //! Everything of [`sentinel-flow-core`](https://docs.rs/sentinel-flow-core)
 //! is here at the root: [`entry`], [`Sentinel`], the rule kinds ([`flow`],
-//! [`degrade`], [`system`], [`authority`], [`hotspot`]), the statistics. The
+//! [`degrade`], [`system`], [`authority`], [`param_flow`]), the statistics. The
 //! other crates are modules, each behind the feature of the same name:
 //!
 //! | feature | what it adds |

@@ -4,7 +4,7 @@ use sentinel_flow_core::RuleBook;
 use sentinel_flow_core::authority::AuthorityRule;
 use sentinel_flow_core::degrade::DegradeRule;
 use sentinel_flow_core::flow::FlowRule;
-use sentinel_flow_core::hotspot::ParamFlowRule;
+use sentinel_flow_core::param_flow::ParamFlowRule;
 use sentinel_flow_core::system::SystemRule;
 
 /// The new rules of one kind, replacing all of that kind's rules (as

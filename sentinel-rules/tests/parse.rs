@@ -78,7 +78,7 @@ fn minimal_rules_take_the_core_defaults() {
     );
     assert_eq!(
         file.book.param_flow,
-        [sentinel_flow_core::hotspot::ParamFlowRule::new(
+        [sentinel_flow_core::param_flow::ParamFlowRule::new(
             "r", -1, 5.0
         )]
     );

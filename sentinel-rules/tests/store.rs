@@ -266,7 +266,7 @@ fn stores_and_errors_cross_threads() {
 #[test]
 fn every_problem_of_hot_parameter_rules_is_listed() {
     use sentinel_flow_core::ParamValue;
-    use sentinel_flow_core::hotspot::{ParamFlowItem, ParamFlowRule};
+    use sentinel_flow_core::param_flow::{ParamFlowItem, ParamFlowRule};
     let (_dir, path) = temp_file("flow: []\n");
     let s = sentinel();
     let store = RuleFileStore::open(&path).unwrap();

@@ -10,7 +10,7 @@ use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use sentinel_flow_core::degrade::DegradeRule;
 use sentinel_flow_core::flow::FlowQuota;
 use sentinel_flow_core::flow::{FlowGrade, FlowRule};
-use sentinel_flow_core::hotspot::{ParamFlowGrade, ParamFlowRule};
+use sentinel_flow_core::param_flow::{ParamFlowGrade, ParamFlowRule};
 use sentinel_flow_core::{BlockError, BlockKind};
 
 use crate::headers::{self, HeaderSettings};
@@ -67,7 +67,7 @@ pub fn retry_after(block: &BlockError) -> Option<u64> {
                 .map_or(1, |rule| u64::from(rule.time_window_sec).max(1)),
         ),
         BlockKind::System => Some(1),
-        BlockKind::HotParam => match block.rule_as::<ParamFlowRule>() {
+        BlockKind::ParamFlow => match block.rule_as::<ParamFlowRule>() {
             Some(rule) if rule.grade == ParamFlowGrade::Qps => Some(rule.duration_in_sec.max(1)),
             Some(_) => None,
             None => Some(1),
@@ -224,7 +224,7 @@ fn blocked_text(kind: BlockKind) -> &'static str {
         BlockKind::Degrade => "blocked by degrade",
         BlockKind::System => "blocked by system",
         BlockKind::Authority => "blocked by authority",
-        BlockKind::HotParam => "blocked by hot_param",
+        BlockKind::ParamFlow => "blocked by param_flow",
         _ => "blocked by sentinel",
     }
 }

@@ -22,7 +22,7 @@
 //!
 //! A blocked request never reaches the inner service: HTTP clients get
 //! `429 Too Many Requests` with `blocked by flow` (or `degrade`, `system`,
-//! `authority`, `hot_param`; JSON to a client that accepts it), a
+//! `authority`, `param_flow`; JSON to a client that accepts it), a
 //! `Retry-After` header where waiting helps (see [`retry_after`]) and, for
 //! a QPS flow rule, the IETF `RateLimit-Policy` / `RateLimit` headers
 //! (see [`SentinelLayer::rate_limit_headers_on_admitted`] for the figures);

@@ -7,7 +7,7 @@ use sentinel_flow_core::Sentinel;
 use sentinel_flow_core::authority::AuthorityRule;
 use sentinel_flow_core::degrade::DegradeRule;
 use sentinel_flow_core::flow::FlowRule;
-use sentinel_flow_core::hotspot::ParamFlowRule;
+use sentinel_flow_core::param_flow::ParamFlowRule;
 use sentinel_flow_core::system::SystemRule;
 use sentinel_flow_rules::{RuleChange, RuleFileStore, StoreError};
 

@@ -231,7 +231,7 @@ async fn the_dashboard_registers_us_and_its_rules_take_effect() {
     let anon = [ParamValue::from("anon")];
     let vip = [ParamValue::from("vip")];
     let refused = sentinel.entry_builder("GET:/items").args(&anon).enter();
-    assert_eq!(refused.unwrap_err().kind(), BlockKind::HotParam);
+    assert_eq!(refused.unwrap_err().kind(), BlockKind::ParamFlow);
     assert!(
         sentinel
             .entry_builder("GET:/items")

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::FlowRule;
-use sentinel_flow_core::hotspot::{ParamFlowItem, ParamFlowRule};
+use sentinel_flow_core::param_flow::{ParamFlowItem, ParamFlowRule};
 use sentinel_flow_core::system::SystemRule;
 use sentinel_flow_core::{RuleBook, Sentinel};
 use serde_json::Value;

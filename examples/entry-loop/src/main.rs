@@ -28,7 +28,7 @@
 use sentinel_flow::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow::flow::{ControlBehavior, FlowRule};
-use sentinel_flow::hotspot::ParamFlowRule;
+use sentinel_flow::param_flow::ParamFlowRule;
 use sentinel_flow::slot::{EntryContext, Slot, order};
 use sentinel_flow::system::SystemRule;
 use sentinel_flow::{BlockError, EntryType, ManualClock, ParamValue, Sentinel};

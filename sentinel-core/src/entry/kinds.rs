@@ -27,21 +27,21 @@ pub enum BlockKind {
     /// An origin white or black list.
     Authority,
     /// A hot-parameter rule.
-    HotParam,
+    ParamFlow,
     /// A user slot, with the kind it gave.
     Custom(&'static str),
 }
 
 impl BlockKind {
     /// A short lowercase name: `flow`, `degrade`, `system`, `authority`,
-    /// `hot_param`, or the custom kind.
+    /// `param_flow`, or the custom kind.
     pub fn as_str(&self) -> &'static str {
         match self {
             BlockKind::Flow => "flow",
             BlockKind::Degrade => "degrade",
             BlockKind::System => "system",
             BlockKind::Authority => "authority",
-            BlockKind::HotParam => "hot_param",
+            BlockKind::ParamFlow => "param_flow",
             BlockKind::Custom(kind) => kind,
         }
     }

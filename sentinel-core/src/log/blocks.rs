@@ -352,7 +352,7 @@ impl BlockLine {
             BlockKind::Degrade => "DegradeException",
             BlockKind::System => "SystemBlockException",
             BlockKind::Authority => "AuthorityException",
-            BlockKind::HotParam => "ParamFlowException",
+            BlockKind::ParamFlow => "ParamFlowException",
             BlockKind::Custom(kind) => kind,
         }
     }

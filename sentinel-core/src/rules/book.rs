@@ -6,7 +6,7 @@ use crate::Sentinel;
 use crate::authority::AuthorityRule;
 use crate::degrade::DegradeRule;
 use crate::flow::FlowRule;
-use crate::hotspot::ParamFlowRule;
+use crate::param_flow::ParamFlowRule;
 use crate::rule::names::too_long;
 use crate::rule::{RuleError, RuleErrors};
 use crate::system::SystemRule;
@@ -69,7 +69,7 @@ impl RuleBook {
         check(&self.degrade, &kinds::DEGRADE, max, &mut errors);
         check(&self.system, &kinds::SYSTEM, max, &mut errors);
         check(&self.authority, &kinds::AUTHORITY, max, &mut errors);
-        check(&self.param_flow, &kinds::PARAM, max, &mut errors);
+        check(&self.param_flow, &kinds::PARAM_FLOW, max, &mut errors);
         match errors.is_empty() {
             true => Ok(()),
             false => Err(RuleErrors(errors)),
@@ -83,7 +83,7 @@ impl RuleBook {
             (kinds::DEGRADE.name, self.degrade.len()),
             (kinds::SYSTEM.name, self.system.len()),
             (kinds::AUTHORITY.name, self.authority.len()),
-            (kinds::PARAM.name, self.param_flow.len()),
+            (kinds::PARAM_FLOW.name, self.param_flow.len()),
         ]
     }
 
@@ -93,7 +93,7 @@ impl RuleBook {
             degrade: set.degrade_rules().to_vec(),
             system: set.system_rules().to_vec(),
             authority: set.authority_rules().to_vec(),
-            param_flow: set.param_rules().to_vec(),
+            param_flow: set.param_flow_rules().to_vec(),
         }
     }
 }
@@ -129,13 +129,13 @@ impl Sentinel {
             tally.loaded(&kinds::DEGRADE, &degrade);
             tally.loaded(&kinds::SYSTEM, &system);
             tally.loaded(&kinds::AUTHORITY, &authority);
-            tally.loaded(&kinds::PARAM, &param_flow);
+            tally.loaded(&kinds::PARAM_FLOW, &param_flow);
             let footprint = tally.finish()?;
             (kinds::FLOW.replace)(parts, flow);
             (kinds::DEGRADE.replace)(parts, degrade);
             (kinds::SYSTEM.replace)(parts, system);
             (kinds::AUTHORITY.replace)(parts, authority);
-            (kinds::PARAM.replace)(parts, param_flow);
+            (kinds::PARAM_FLOW.replace)(parts, param_flow);
             Ok(footprint)
         });
         let set = set.inspect_err(|errors| {
@@ -149,7 +149,7 @@ impl Sentinel {
         announce(self, &kinds::DEGRADE, &set);
         announce(self, &kinds::SYSTEM, &set);
         announce(self, &kinds::AUTHORITY, &set);
-        announce(self, &kinds::PARAM, &set);
+        announce(self, &kinds::PARAM_FLOW, &set);
         Ok(())
     }
 

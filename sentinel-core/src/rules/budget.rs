@@ -51,7 +51,7 @@ impl Tally {
         add(self, &kinds::DEGRADE, set, except);
         add(self, &kinds::SYSTEM, set, except);
         add(self, &kinds::AUTHORITY, set, except);
-        add(self, &kinds::PARAM, set, except);
+        add(self, &kinds::PARAM_FLOW, set, except);
     }
 
     /// Adds `rules` of `kind`, being loaded; the first that takes the sum

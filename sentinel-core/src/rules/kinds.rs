@@ -12,7 +12,7 @@ use crate::Sentinel;
 use crate::authority::{self, AuthorityRule};
 use crate::degrade::{self, DegradeRule};
 use crate::flow::{self, FlowRule};
-use crate::hotspot::{self, ParamFlowRule};
+use crate::param_flow::{self, ParamFlowRule};
 use crate::rule::RuleError;
 use crate::rule::footprint::Footprint;
 use crate::rule::names::NamesOf;
@@ -68,15 +68,15 @@ pub(crate) static DEGRADE: Kind<DegradeRule> = Kind {
 };
 
 /// The hot-parameter kind.
-pub(crate) static PARAM: Kind<ParamFlowRule> = Kind {
-    name: hotspot::KIND_NAME,
+pub(crate) static PARAM_FLOW: Kind<ParamFlowRule> = Kind {
+    name: param_flow::KIND_NAME,
     problems: ParamFlowRule::problems,
     names: ParamFlowRule::names,
     footprint: ParamFlowRule::footprint,
     across: None,
-    rules: RuleSet::param_rules,
-    replace: |parts, rules| parts.param = Arc::new(KindSet::compile(rules, &parts.param)),
-    listeners: |sentinel| &sentinel.listeners.param,
+    rules: RuleSet::param_flow_rules,
+    replace: |parts, rules| parts.param_flow = Arc::new(KindSet::compile(rules, &parts.param_flow)),
+    listeners: |sentinel| &sentinel.listeners.param_flow,
 };
 
 /// The authority kind.

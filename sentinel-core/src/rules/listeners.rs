@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 use crate::authority::AuthorityRule;
 use crate::degrade::{DegradeRule, StateListeners};
 use crate::flow::FlowRule;
-use crate::hotspot::ParamFlowRule;
+use crate::param_flow::ParamFlowRule;
 use crate::rule::Listener;
 use crate::system::SystemRule;
 
@@ -19,7 +19,7 @@ pub(crate) struct AllListeners {
     pub(crate) authority: Listeners<AuthorityRule>,
     pub(crate) system: Listeners<SystemRule>,
     pub(crate) degrade: Listeners<DegradeRule>,
-    pub(crate) param: Listeners<ParamFlowRule>,
+    pub(crate) param_flow: Listeners<ParamFlowRule>,
     /// Listeners of breaker states.
     pub(crate) states: StateListeners,
 }

@@ -3,7 +3,7 @@
 //! alone is in a child module named after the kind.
 
 mod degrade;
-mod hotspot;
+mod param_flow;
 
 use std::fmt;
 use std::sync::Arc;

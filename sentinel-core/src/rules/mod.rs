@@ -1,7 +1,7 @@
 //! The rules of an instance, every kind together, swapped as one.
 //!
 //! Imports go one way: this folder composes the rule kinds (`flow/`,
-//! `degrade/`, `hotspot/`, `authority/`, `system/`) and knows them all; a
+//! `degrade/`, `param_flow/`, `authority/`, `system/`) and knows them all; a
 //! kind knows only its own rule, its compiled form and the small shared
 //! layer below both (`crate::rule`: `Rule`, `CompiledRule`, the names a
 //! rule mentions, `Problems`). Within the folder, too, no two modules need
@@ -15,7 +15,7 @@
 //! kinds.rs             Kind descriptors: FLOW, DEGRADE, PARAM, ...   set, kind_set, listeners
 //! manager.rs           RuleManager: load, read, listen               kinds, budget
 //! manager/degrade.rs   breakers(), on_state_change()                 manager
-//! manager/hotspot.rs   tables()                                      manager
+//! manager/param_flow.rs   tables()                                      manager
 //! book.rs              RuleBook: every kind in one swap              kinds, set, budget
 //! budget.rs            Tally: the rule memory budget's sum           kinds, set
 //! names.rs             each kind's names, for the instance's caps    -

@@ -8,7 +8,7 @@ pub(crate) use crate::rule::names::{NameOf, Names};
 use crate::authority::AuthorityRule;
 use crate::degrade::DegradeRule;
 use crate::flow::FlowRule;
-use crate::hotspot::ParamFlowRule;
+use crate::param_flow::ParamFlowRule;
 
 /// The names of a flow rule.
 pub(crate) fn flow(rule: &FlowRule) -> Names<'_> {
@@ -21,7 +21,7 @@ pub(crate) fn degrade(rule: &DegradeRule) -> Names<'_> {
 }
 
 /// The names of a hot-parameter rule.
-pub(crate) fn param(rule: &ParamFlowRule) -> Names<'_> {
+pub(crate) fn param_flow(rule: &ParamFlowRule) -> Names<'_> {
     rule.names()
 }
 

@@ -14,8 +14,8 @@ use super::kind_set::{KindSet, List};
 use crate::authority::{AuthorityRule, CompiledAuthority};
 use crate::degrade::{CircuitBreaker, DegradeRule};
 use crate::flow::{CompiledFlow, FlowRule};
-use crate::hotspot::{CompiledParam, ParamFlowRule};
 use crate::node::ResourceNode;
+use crate::param_flow::{CompiledParamFlow, ParamFlowRule};
 use crate::system::{SystemLimits, SystemRule};
 
 /// The compiled rules of every kind, the parts a set is built from.
@@ -25,7 +25,7 @@ pub(crate) struct RuleSetParts {
     pub(crate) authority: Arc<KindSet<CompiledAuthority>>,
     pub(crate) system: Arc<SystemLimits>,
     pub(crate) degrade: Arc<KindSet<CircuitBreaker>>,
-    pub(crate) param: Arc<KindSet<CompiledParam>>,
+    pub(crate) param_flow: Arc<KindSet<CompiledParamFlow>>,
 }
 
 /// Every rule kind of an instance, compiled.
@@ -44,7 +44,7 @@ pub(crate) struct RuleSet {
 #[derive(Debug)]
 pub(crate) struct ResourceRules {
     pub(crate) authority: List<CompiledAuthority>,
-    pub(crate) param: List<CompiledParam>,
+    pub(crate) param_flow: List<CompiledParamFlow>,
     pub(crate) flow: List<CompiledFlow>,
     pub(crate) degrade: List<CircuitBreaker>,
     /// Origins that flow rules of the resource name (for `limit_app: other`).
@@ -68,7 +68,7 @@ impl RuleSet {
         let most = parts.flow.by_resource.len()
             + parts.authority.by_resource.len()
             + parts.degrade.by_resource.len()
-            + parts.param.by_resource.len();
+            + parts.param_flow.by_resource.len();
         let mut index: HashMap<Arc<str>, u32, _> =
             HashMap::with_capacity_and_hasher(most, Default::default());
         let mut resources = Vec::with_capacity(most);
@@ -83,7 +83,7 @@ impl RuleSet {
             ResourceRules {
                 authority: parts.authority.of(resource),
                 degrade: parts.degrade.of(resource),
-                param: parts.param.of(resource),
+                param_flow: parts.param_flow.of(resource),
                 flow_windows: flow.iter().any(|c| c.has_window()),
                 flow,
                 named_origins: named.into_boxed_slice(),
@@ -95,7 +95,7 @@ impl RuleSet {
         }
         let others = (parts.authority.by_resource.keys())
             .chain(parts.degrade.by_resource.keys())
-            .chain(parts.param.by_resource.keys());
+            .chain(parts.param_flow.by_resource.keys());
         for resource in others {
             if !index.contains_key(&**resource) {
                 index.insert(Arc::clone(resource), resources.len() as u32);
@@ -126,8 +126,8 @@ impl RuleSet {
     }
 
     /// The hot-parameter rules, as loaded.
-    pub(crate) fn param_rules(&self) -> &[ParamFlowRule] {
-        &self.parts.param.rules
+    pub(crate) fn param_flow_rules(&self) -> &[ParamFlowRule] {
+        &self.parts.param_flow.rules
     }
 
     /// The system rules, as loaded.

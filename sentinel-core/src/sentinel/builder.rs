@@ -139,7 +139,7 @@ impl SentinelBuilder {
     /// counts what it may take at worst: itself and its names, a flow
     /// rule's own window with every bucket contended, a hot-parameter
     /// rule's value table full at its capacity
-    /// ([`PARAM_VALUE_BYTES`](crate::hotspot::PARAM_VALUE_BYTES) per
+    /// ([`PARAM_VALUE_BYTES`](crate::param_flow::PARAM_VALUE_BYTES) per
     /// value: a default rule of 4 000 values counts about 94 KiB), the
     /// lists. A load (a kind's [`RuleManager::load`](crate::RuleManager::load)
     /// with the other kinds in force, or a whole

@@ -161,7 +161,7 @@ impl Sentinel {
         // a resource with rules of two kinds is counted twice).
         let resources = parts.flow.by_resource.len()
             + parts.degrade.by_resource.len()
-            + parts.param.by_resource.len()
+            + parts.param_flow.by_resource.len()
             + parts.authority.by_resource.len();
         let mut reserved = ReservedNames::with_capacity(resources.min(max));
         let mut add = |kind: &'static str, rules: &mut dyn Iterator<Item = Names<'_>>| {
@@ -197,8 +197,8 @@ impl Sentinel {
             &mut parts.degrade.rules.iter().map(names::degrade),
         )?;
         add(
-            kinds::PARAM.name,
-            &mut parts.param.rules.iter().map(names::param),
+            kinds::PARAM_FLOW.name,
+            &mut parts.param_flow.rules.iter().map(names::param_flow),
         )?;
         add(
             kinds::AUTHORITY.name,

@@ -12,7 +12,7 @@ use super::Sentinel;
 use crate::authority::AuthorityRule;
 use crate::degrade::DegradeRule;
 use crate::flow::FlowRule;
-use crate::hotspot::ParamFlowRule;
+use crate::param_flow::ParamFlowRule;
 use crate::rule::{RuleError, RuleErrors};
 use crate::rules::budget::Tally;
 use crate::rules::{RuleManager, RuleSet, RuleSetParts, kinds};
@@ -77,7 +77,7 @@ impl Sentinel {
 
     /// The hot-parameter rules of this instance.
     pub fn param_flow_rules(&self) -> RuleManager<'_, ParamFlowRule> {
-        RuleManager::new(self, &kinds::PARAM)
+        RuleManager::new(self, &kinds::PARAM_FLOW)
     }
 
     /// The system rules of this instance.

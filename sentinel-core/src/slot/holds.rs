@@ -7,11 +7,11 @@ use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use crate::degrade::{CircuitBreaker, Probe, StateChange};
-use crate::hotspot::{CompiledParam, ParamHeld};
+use crate::param_flow::{CompiledParamFlow, ParamHeld};
 
 /// One thing held.
 enum Hold {
-    Param(Arc<CompiledParam>, ParamHeld),
+    ParamFlow(Arc<CompiledParamFlow>, ParamHeld),
     Probe(Arc<CircuitBreaker>, Probe),
 }
 
@@ -47,8 +47,8 @@ impl Holds {
     }
 
     /// Holds `held` of `rule` until the entry ends.
-    pub(crate) fn param(&mut self, rule: &Arc<CompiledParam>, held: ParamHeld) {
-        self.list().push(Hold::Param(Arc::clone(rule), held));
+    pub(crate) fn param_flow(&mut self, rule: &Arc<CompiledParamFlow>, held: ParamHeld) {
+        self.list().push(Hold::ParamFlow(Arc::clone(rule), held));
     }
 
     /// Holds a half-open `probe` of `breaker` until the entry ends.
@@ -90,7 +90,7 @@ impl Holds {
         };
         for hold in list.drain(..) {
             match hold {
-                Hold::Param(rule, held) => rule.release(held),
+                Hold::ParamFlow(rule, held) => rule.release(held),
                 Hold::Probe(breaker, held) => probe(&breaker, held),
             }
         }
@@ -103,17 +103,17 @@ impl Holds {
 mod tests {
     use super::*;
     use crate::ParamValue;
-    use crate::hotspot::{ParamDecision, ParamFlowGrade, ParamFlowRule};
+    use crate::param_flow::{ParamDecision, ParamFlowGrade, ParamFlowRule};
 
     #[test]
     fn a_thread_reuses_its_list_and_counts_come_back() {
-        let rule = Arc::new(CompiledParam::new(ParamFlowRule {
+        let rule = Arc::new(CompiledParamFlow::new(ParamFlowRule {
             grade: ParamFlowGrade::Concurrency,
             ..ParamFlowRule::new("r", 0, 1.0)
         }));
         let args = [ParamValue::from("k")];
         let hold = |holds: &mut Holds| match rule.check(&args, 1, 0, || 0) {
-            ParamDecision::Held(held) => holds.param(&rule, held),
+            ParamDecision::Held(held) => holds.param_flow(&rule, held),
             other => panic!("not held: {other:?}"),
         };
         let mut first = Holds::default();

@@ -11,7 +11,7 @@ pub const AUTHORITY: i32 = -6_000;
 /// System adaptive protection.
 pub const SYSTEM: i32 = -5_000;
 /// Hot-parameter rules.
-pub const HOT_PARAM: i32 = -3_000;
+pub const PARAM_FLOW: i32 = -3_000;
 /// Flow rules.
 pub const FLOW: i32 = -2_000;
 /// Circuit breakers.

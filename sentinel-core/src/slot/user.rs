@@ -134,7 +134,7 @@ mod tests {
             [
                 order::AUTHORITY,
                 order::SYSTEM,
-                order::HOT_PARAM,
+                order::PARAM_FLOW,
                 order::FLOW,
                 order::DEGRADE
             ]

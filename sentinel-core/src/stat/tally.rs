@@ -110,7 +110,7 @@ fn kind_code(kind: BlockKind) -> usize {
         BlockKind::Degrade => 2,
         BlockKind::System => 3,
         BlockKind::Authority => 4,
-        BlockKind::HotParam => 5,
+        BlockKind::ParamFlow => 5,
         BlockKind::Custom(_) => 6,
     }
 }

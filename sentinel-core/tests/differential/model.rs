@@ -37,9 +37,9 @@ use std::sync::{Barrier, Mutex};
 use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::{ControlBehavior, FlowGrade, FlowRule};
-use sentinel_flow_core::hotspot::{ParamFlowGrade, ParamFlowRule};
 use sentinel_flow_core::log::{MetricLine, MetricLogConfig, MetricSearcher, MetricWriter};
 use sentinel_flow_core::node::{NodeSnapshot, StatisticNode, Totals};
+use sentinel_flow_core::param_flow::{ParamFlowGrade, ParamFlowRule};
 use sentinel_flow_core::stat::DEFAULT_MAX_RT_MS;
 use sentinel_flow_core::system::{ManualStatus, SystemRule};
 use sentinel_flow_core::{
@@ -94,7 +94,7 @@ impl Guard {
                 Some(BlockKind::Flow)
             }
             Guard::ErrorRatio | Guard::SlowRatio => Some(BlockKind::Degrade),
-            Guard::HotParam | Guard::HotConcurrency => Some(BlockKind::HotParam),
+            Guard::HotParam | Guard::HotConcurrency => Some(BlockKind::ParamFlow),
             Guard::BlackList | Guard::WhiteList => Some(BlockKind::Authority),
             Guard::Nothing => None,
         }
@@ -1862,7 +1862,7 @@ impl<'s> Checker<'s> {
                     );
                 }
             }
-            if call.arg.is_none() && call.outcome == Outcome::Blocked(BlockKind::HotParam) {
+            if call.arg.is_none() && call.outcome == Outcome::Blocked(BlockKind::ParamFlow) {
                 self.fail(
                     spec.name,
                     format_args!("a call without the argument was refused: {call:?}"),
@@ -1965,7 +1965,7 @@ fn exception_name(kind: BlockKind) -> &'static str {
         BlockKind::Degrade => "DegradeException",
         BlockKind::System => "SystemBlockException",
         BlockKind::Authority => "AuthorityException",
-        BlockKind::HotParam => "ParamFlowException",
+        BlockKind::ParamFlow => "ParamFlowException",
         _ => "unknown",
     }
 }

@@ -19,8 +19,8 @@ pub(crate) mod warnings;
 use sentinel_flow_core::authority::AuthorityRule;
 use sentinel_flow_core::degrade::DegradeRule;
 use sentinel_flow_core::flow::FlowRule;
-use sentinel_flow_core::hotspot::ParamFlowRule;
 use sentinel_flow_core::node::StatisticNode;
+use sentinel_flow_core::param_flow::ParamFlowRule;
 use sentinel_flow_core::system::SystemRule;
 use sentinel_flow_core::{
     BlockError, Entry, ManualClock, Rule, RuleErrors, RuleManager, Sentinel, SentinelBuilder,

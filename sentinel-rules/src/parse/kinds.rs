@@ -6,7 +6,7 @@ use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::{
     ControlBehavior, FlowGrade, FlowRule, FlowStrategy, cluster_problems,
 };
-use sentinel_flow_core::hotspot::{
+use sentinel_flow_core::param_flow::{
     ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule,
 };
 use sentinel_flow_core::system::SystemRule;

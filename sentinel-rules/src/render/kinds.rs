@@ -8,7 +8,7 @@ use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::{
     ClusterFlowConfig, ClusterThresholdType, ControlBehavior, FlowGrade, FlowRule, FlowStrategy,
 };
-use sentinel_flow_core::hotspot::{ParamControlBehavior, ParamFlowGrade, ParamFlowRule};
+use sentinel_flow_core::param_flow::{ParamControlBehavior, ParamFlowGrade, ParamFlowRule};
 use sentinel_flow_core::system::SystemRule;
 
 use super::scalar::{float, string};

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use sentinel_flow_core::ParamValue;
 use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::{FlowRule, FlowStrategy};
-use sentinel_flow_core::hotspot::{ParamFlowItem, ParamFlowRule};
+use sentinel_flow_core::param_flow::{ParamFlowItem, ParamFlowRule};
 
 use super::generate::{EDGES, authority, degrade, flow, param_flow, system};
 use super::section;

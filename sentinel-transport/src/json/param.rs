@@ -1,7 +1,7 @@
 //! `ParamFlowRule` as Sentinel's JSON, with its `paramFlowItemList` of
 //! `{object, count, classType}` exceptions.
 
-use sentinel_flow_core::hotspot::{
+use sentinel_flow_core::param_flow::{
     ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule,
 };
 use sentinel_flow_core::{ParamValue, RuleError};

@@ -7,7 +7,7 @@ use sentinel_flow_core::RuleBook;
 use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow_core::degrade::{BreakerSnapshot, DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
-use sentinel_flow_core::hotspot::{ParamControlBehavior, ParamFlowGrade, ParamFlowRule};
+use sentinel_flow_core::param_flow::{ParamControlBehavior, ParamFlowGrade, ParamFlowRule};
 use sentinel_flow_core::system::SystemRule;
 use serde::Serialize;
 
@@ -347,7 +347,7 @@ mod tests {
         rule.burst_count = 2;
         for i in 0..7 {
             rule.param_flow_item_list
-                .push(sentinel_flow_core::hotspot::ParamFlowItem::new(
+                .push(sentinel_flow_core::param_flow::ParamFlowItem::new(
                     i64::from(i),
                     1.0,
                 ));

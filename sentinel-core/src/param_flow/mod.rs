@@ -49,7 +49,7 @@ mod rule;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use checker::{CompiledParam, ParamDecision, ParamHeld};
+pub(crate) use checker::{CompiledParamFlow, ParamDecision, ParamHeld};
 pub(crate) use rule::KIND_NAME;
 pub use rule::{
     BASE_PARAM_CAPACITY, MAX_PARAM_CAPACITY, MAX_PARAM_COUNT, ParamControlBehavior, ParamFlowGrade,
@@ -72,15 +72,15 @@ impl ParamFlowRule {
     /// The most memory the rule may take once loaded: the rule, its
     /// resource's name, its items and its value table full.
     pub(crate) fn footprint(&self) -> Footprint {
-        self.footprint_compiled_as::<CompiledParam>()
+        self.footprint_compiled_as::<CompiledParamFlow>()
     }
 }
 
-impl CompiledRule for CompiledParam {
+impl CompiledRule for CompiledParamFlow {
     type Rule = ParamFlowRule;
 
     fn compile(rule: &ParamFlowRule) -> Self {
-        CompiledParam::new(rule.clone())
+        CompiledParamFlow::new(rule.clone())
     }
 
     fn source(&self) -> &ParamFlowRule {
@@ -116,7 +116,7 @@ pub struct ParamTableStats {
 /// a rate limiter's wait goes into `outcome`.
 #[inline]
 pub(crate) fn check(
-    rules: &[Arc<CompiledParam>],
+    rules: &[Arc<CompiledParamFlow>],
     ctx: &EntryContext<'_>,
     outcome: &mut Outcome,
     holds: &mut Holds,
@@ -128,7 +128,7 @@ pub(crate) fn check(
         match rule.check(ctx.args, ctx.batch, ctx.now_ms, || ctx.sentinel.now_nanos()) {
             ParamDecision::Pass => {}
             ParamDecision::Wait(ns) => outcome.wait_at_least(ns),
-            ParamDecision::Held(held) => holds.param(rule, held),
+            ParamDecision::Held(held) => holds.param_flow(rule, held),
             ParamDecision::Block => return Err(spare::share(rule.rule())),
         }
     }

@@ -1,4 +1,4 @@
-//! `CompiledParam`: a hot-parameter rule ready for the hot path, with
+//! `CompiledParamFlow`: a hot-parameter rule ready for the hot path, with
 //! Sentinel's `ParamFlowChecker` formulas.
 
 use crate::sync::atomic::AtomicU64;
@@ -21,7 +21,7 @@ pub(crate) enum ParamDecision {
     Wait(u64),
     Block,
     /// Passed, holding concurrency counts to give back at exit with
-    /// [`CompiledParam::release`].
+    /// [`CompiledParamFlow::release`].
     Held(ParamHeld),
 }
 
@@ -59,7 +59,7 @@ struct Item {
 
 /// A hot-parameter rule with its per-value state.
 #[derive(Debug)]
-pub(crate) struct CompiledParam {
+pub(crate) struct CompiledParamFlow {
     rule: Arc<ParamFlowRule>,
     mode: Mode,
     count: u64,
@@ -68,7 +68,7 @@ pub(crate) struct CompiledParam {
     table: ValueTable,
 }
 
-impl CompiledParam {
+impl CompiledParamFlow {
     /// Compiles a rule (which [`ParamFlowRule::validate`] accepted; an
     /// invalid one still compiles, and never panics on the hot path).
     pub(crate) fn new(rule: ParamFlowRule) -> Self {
@@ -101,7 +101,7 @@ impl CompiledParam {
             })
             .collect();
         items.sort_by_key(|item| item.key);
-        CompiledParam {
+        CompiledParamFlow {
             mode,
             count: whole(rule.count),
             items: items.into(),

@@ -19,13 +19,13 @@ fn args(value: impl Into<ParamValue>) -> [ParamValue; 1] {
 }
 
 /// Checks one permit of `value` at `now_ms`.
-fn at(compiled: &CompiledParam, value: &str, now_ms: u64) -> ParamDecision {
+fn at(compiled: &CompiledParamFlow, value: &str, now_ms: u64) -> ParamDecision {
     compiled.check(&args(value), 1, now_ms, || now_ms * MS)
 }
 
 #[test]
 fn token_bucket_follows_sentinels_formula_step_by_step() {
-    let c = CompiledParam::new(qps(5.0));
+    let c = CompiledParamFlow::new(qps(5.0));
     let a = ParamValue::from("a");
     // First request: maxCount - acquire = 5 - 1 tokens left, time recorded.
     assert_eq!(at(&c, "a", 10_000), ParamDecision::Pass);
@@ -58,7 +58,7 @@ fn token_bucket_follows_sentinels_formula_step_by_step() {
 
 #[test]
 fn partial_refills_and_long_durations_use_integer_math() {
-    let c = CompiledParam::new(ParamFlowRule {
+    let c = CompiledParamFlow::new(ParamFlowRule {
         duration_in_sec: 2,
         ..qps(10.0)
     });
@@ -84,7 +84,7 @@ fn partial_refills_and_long_durations_use_integer_math() {
 
 #[test]
 fn burst_raises_the_bucket_above_count() {
-    let c = CompiledParam::new(ParamFlowRule {
+    let c = CompiledParamFlow::new(ParamFlowRule {
         burst_count: 3,
         ..qps(2.0)
     });
@@ -105,7 +105,7 @@ fn burst_raises_the_bucket_above_count() {
 
 #[test]
 fn a_clock_that_goes_backwards_refills_nothing() {
-    let c = CompiledParam::new(qps(1.0));
+    let c = CompiledParamFlow::new(qps(1.0));
     assert_eq!(at(&c, "a", 5_000), ParamDecision::Pass);
     assert_eq!(at(&c, "a", 1_000), ParamDecision::Block);
     assert_eq!(at(&c, "a", 0), ParamDecision::Block);
@@ -114,7 +114,7 @@ fn a_clock_that_goes_backwards_refills_nothing() {
 
 #[test]
 fn specific_items_have_their_own_threshold() {
-    let c = CompiledParam::new(ParamFlowRule {
+    let c = CompiledParamFlow::new(ParamFlowRule {
         param_flow_item_list: vec![
             ParamFlowItem::new("vip", 3.0),
             ParamFlowItem::new(7u64, 0.0),
@@ -158,7 +158,7 @@ fn count_zero_refuses_every_value() {
             ..qps(0.0)
         },
     ] {
-        let c = CompiledParam::new(rule);
+        let c = CompiledParamFlow::new(rule);
         assert_eq!(at(&c, "a", 0), ParamDecision::Block, "{}", c.rule());
         assert_eq!(c.check(&args("a"), 0, 0, || 0), ParamDecision::Block);
     }
@@ -166,11 +166,11 @@ fn count_zero_refuses_every_value() {
 
 #[test]
 fn param_idx_counts_from_the_end_and_a_missing_argument_passes() {
-    let last = CompiledParam::new(ParamFlowRule {
+    let last = CompiledParamFlow::new(ParamFlowRule {
         param_idx: -1,
         ..qps(1.0)
     });
-    let call = |c: &CompiledParam, args: &[ParamValue]| c.check(args, 1, 0, || 0);
+    let call = |c: &CompiledParamFlow, args: &[ParamValue]| c.check(args, 1, 0, || 0);
     let two = [ParamValue::from("x"), ParamValue::from("hot")];
     assert_eq!(call(&last, &two), ParamDecision::Pass);
     // The last argument, "hot", is spent; the first is not looked at.
@@ -179,14 +179,14 @@ fn param_idx_counts_from_the_end_and_a_missing_argument_passes() {
     assert_eq!(call(&last, &args("hot")), ParamDecision::Block);
     assert_eq!(call(&last, &[]), ParamDecision::Pass);
 
-    let second = CompiledParam::new(ParamFlowRule {
+    let second = CompiledParamFlow::new(ParamFlowRule {
         param_idx: 1,
         ..qps(0.0)
     });
     assert_eq!(call(&second, &two), ParamDecision::Block);
     assert_eq!(call(&second, &args("x")), ParamDecision::Pass);
     for idx in [-3, 2, i32::MIN, i32::MAX] {
-        let out_of_range = CompiledParam::new(ParamFlowRule {
+        let out_of_range = CompiledParamFlow::new(ParamFlowRule {
             param_idx: idx,
             ..qps(0.0)
         });
@@ -196,7 +196,7 @@ fn param_idx_counts_from_the_end_and_a_missing_argument_passes() {
 
 #[test]
 fn a_list_argument_checks_each_element_and_gives_back_on_block() {
-    let c = CompiledParam::new(qps(1.0));
+    let c = CompiledParamFlow::new(qps(1.0));
     let list = |values: &[&str]| [ParamValue::list(values.iter().copied())];
     assert_eq!(c.check(&list(&["a", "b"]), 1, 0, || 0), ParamDecision::Pass);
     assert_eq!(at(&c, "a", 0), ParamDecision::Block);
@@ -220,7 +220,7 @@ fn a_list_argument_checks_each_element_and_gives_back_on_block() {
 
 #[test]
 fn a_list_under_the_concurrency_grade_holds_each_element() {
-    let c = CompiledParam::new(ParamFlowRule {
+    let c = CompiledParamFlow::new(ParamFlowRule {
         grade: ParamFlowGrade::Concurrency,
         ..qps(1.0)
     });
@@ -246,7 +246,7 @@ fn a_list_under_the_concurrency_grade_holds_each_element() {
 
 #[test]
 fn rate_limiter_spaces_requests_and_bounds_the_queue() {
-    let c = CompiledParam::new(ParamFlowRule {
+    let c = CompiledParamFlow::new(ParamFlowRule {
         control_behavior: ParamControlBehavior::RateLimiter,
         max_queueing_time_ms: 250,
         ..qps(10.0)
@@ -276,7 +276,7 @@ fn rate_limiter_spaces_requests_and_bounds_the_queue() {
 
 #[test]
 fn rate_limiter_rounds_cost_and_defaults_to_no_queue() {
-    let c = CompiledParam::new(ParamFlowRule {
+    let c = CompiledParamFlow::new(ParamFlowRule {
         control_behavior: ParamControlBehavior::RateLimiter,
         duration_in_sec: 2,
         ..qps(3.0)
@@ -292,7 +292,7 @@ fn rate_limiter_rounds_cost_and_defaults_to_no_queue() {
 #[test]
 fn concurrency_is_exact_with_eight_threads_on_one_value() {
     const LIMIT: i64 = 3;
-    let c = Arc::new(CompiledParam::new(ParamFlowRule {
+    let c = Arc::new(CompiledParamFlow::new(ParamFlowRule {
         grade: ParamFlowGrade::Concurrency,
         ..qps(LIMIT as f64)
     }));
@@ -336,7 +336,7 @@ fn concurrency_is_exact_with_eight_threads_on_one_value() {
 
 #[test]
 fn concurrency_counts_calls_not_permits() {
-    let c = CompiledParam::new(ParamFlowRule {
+    let c = CompiledParamFlow::new(ParamFlowRule {
         grade: ParamFlowGrade::Concurrency,
         ..qps(2.0)
     });
@@ -357,7 +357,7 @@ fn concurrency_counts_calls_not_permits() {
 
 #[test]
 fn a_million_distinct_values_keep_memory_bounded_and_hot_state() {
-    let c = CompiledParam::new(ParamFlowRule {
+    let c = CompiledParamFlow::new(ParamFlowRule {
         duration_in_sec: 3_600,
         capacity: Some(64),
         ..qps(2.0)

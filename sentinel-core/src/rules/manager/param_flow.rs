@@ -2,14 +2,14 @@
 //! value table.
 
 use super::RuleManager;
-use crate::hotspot::{ParamFlowRule, ParamTableStats};
+use crate::param_flow::{ParamFlowRule, ParamTableStats};
 
 impl RuleManager<'_, ParamFlowRule> {
     /// Every rule in force with its value table's figures.
     pub fn tables(&self) -> Vec<(ParamFlowRule, ParamTableStats)> {
         let set = self.sentinel.rule_set();
         set.parts
-            .param
+            .param_flow
             .by_resource
             .values()
             .flat_map(|list| list.iter())

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::FlowRule;
-use sentinel_flow_core::hotspot::{
+use sentinel_flow_core::param_flow::{
     ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule, ParamTableStats,
 };
 use sentinel_flow_core::slot::{EntryContext, Slot};
@@ -89,7 +89,7 @@ fn qps_reject_limits_each_value_on_its_own_and_refills_by_sentinels_formula() {
     assert!(enter(&sentinel, "r", &alice).is_ok());
     assert!(enter(&sentinel, "r", &alice).is_ok());
     let err = enter(&sentinel, "r", &alice).unwrap_err();
-    assert_eq!(err.kind(), BlockKind::HotParam);
+    assert_eq!(err.kind(), BlockKind::ParamFlow);
     assert_eq!(err.resource(), "r");
     assert_eq!(err.rule_as::<ParamFlowRule>(), Some(&rule));
     // The same value as a shared string is the same value.
@@ -464,7 +464,7 @@ fn rate_limiter_makes_sync_entries_queue_up_to_the_limit() {
     }
     assert_eq!(
         enter(&sentinel, "r", &a).unwrap_err().kind(),
-        BlockKind::HotParam
+        BlockKind::ParamFlow
     );
     assert_eq!(stats(&sentinel, "r").total_pass(sentinel.now_ms()), 5);
 }
@@ -821,7 +821,7 @@ fn a_user_slot_or_breaker_refusal_gives_the_hot_concurrency_count_back() {
 }
 
 #[test]
-fn hot_parameters_are_checked_after_authority_and_before_flow() {
+fn param_flow_rules_are_checked_after_authority_and_before_flow() {
     let (_clock, sentinel) = instance();
     load(
         &sentinel,

@@ -87,7 +87,7 @@ impl ParamFlowItem {
 /// Thresholds are whole numbers, as in Sentinel (`count` 2.9 admits 2).
 ///
 /// ```
-/// use sentinel_flow_core::hotspot::{ParamFlowItem, ParamFlowRule};
+/// use sentinel_flow_core::param_flow::{ParamFlowItem, ParamFlowRule};
 ///
 /// // At most 5 calls per second per user (argument 0), 100 for "admin".
 /// let rule = ParamFlowRule {
@@ -357,7 +357,7 @@ impl Rule for ParamFlowRule {
     }
 
     fn block_kind(&self) -> BlockKind {
-        BlockKind::HotParam
+        BlockKind::ParamFlow
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -398,7 +398,7 @@ mod tests {
         };
         assert_eq!(own.effective_capacity(), 7);
         assert!(rule.validate(0).is_ok());
-        assert_eq!(rule.block_kind(), BlockKind::HotParam);
+        assert_eq!(rule.block_kind(), BlockKind::ParamFlow);
         assert_eq!(Rule::resource(&rule), "r");
         assert_eq!(
             rule.to_string(),
