@@ -43,6 +43,7 @@
 //! described in the crate's README, with an annotated example file.
 
 mod error;
+pub mod json;
 mod load;
 mod options;
 mod parse;
