@@ -48,6 +48,7 @@ mod load;
 mod options;
 mod parse;
 mod render;
+pub mod source;
 mod store;
 mod watch;
 
