@@ -23,9 +23,16 @@ pub(super) fn save(path: &Path, source: &str, values: &Values) -> std::io::Resul
             _ => json!([key, null]),
         })
         .collect();
-    let text = json!({"source": source, "revision": values.revision, "values": entries}).to_string();
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let text =
+        json!({"source": source, "revision": values.revision, "values": entries}).to_string();
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp"));
     let mut file = std::fs::File::create(&tmp)?;
     file.write_all(text.as_bytes())?;
@@ -41,7 +48,9 @@ pub(super) fn save(path: &Path, source: &str, values: &Values) -> std::io::Resul
 /// The values kept at `path`, read no further than `max_bytes`.
 pub(super) fn load(path: &Path, max_bytes: usize) -> Result<Values, String> {
     let file = std::fs::File::open(path).map_err(|e| format!("cannot open: {e}"))?;
-    let limit = u64::try_from(max_bytes).unwrap_or(u64::MAX).saturating_add(1);
+    let limit = u64::try_from(max_bytes)
+        .unwrap_or(u64::MAX)
+        .saturating_add(1);
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(&mut std::io::Read::take(file, limit), &mut bytes)
         .map_err(|e| format!("cannot read: {e}"))?;
@@ -50,7 +59,10 @@ pub(super) fn load(path: &Path, max_bytes: usize) -> Result<Values, String> {
     }
     let value: Value = serde_json::from_slice(&bytes).map_err(|e| format!("bad JSON: {e}"))?;
     let bad = || "not a last-known-good copy (values missing)".to_owned();
-    let items = value.get("values").and_then(Value::as_array).ok_or_else(bad)?;
+    let items = value
+        .get("values")
+        .and_then(Value::as_array)
+        .ok_or_else(bad)?;
     let mut entries = Vec::with_capacity(items.len());
     for item in items {
         let pair = item.as_array().filter(|p| p.len() == 2).ok_or_else(bad)?;
@@ -62,6 +74,9 @@ pub(super) fn load(path: &Path, max_bytes: usize) -> Result<Values, String> {
         };
         entries.push((key, value));
     }
-    let revision = value.get("revision").and_then(Value::as_str).map(str::to_owned);
+    let revision = value
+        .get("revision")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     Ok(Values { revision, entries })
 }

@@ -12,6 +12,8 @@
 //! Sentinel's `RedisDataSource` on the same key and channel take it too.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -22,10 +24,6 @@ use super::{KeyValue, RuleSource, RuleWriter, SourceError, Values, WriteFailure}
 /// How long a command to Redis may take before the connection is taken
 /// for lost.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// After word of a change, how long further word is waited for before the
-/// keys are read: a burst of changes gives one read.
-const DRAIN: Duration = Duration::from_millis(2);
 
 /// Rules in Redis: string keys read with `GET`, changes told on pub/sub
 /// channels (see the module's documentation).
@@ -48,7 +46,7 @@ pub struct RedisSource {
     /// Commands (`STRLEN`, `GET`).
     commands: Option<Connection>,
     /// Subscribed to the keys' channels.
-    subscriber: Option<Connection>,
+    subscriber: Option<Subscription>,
 }
 
 impl RedisSource {
@@ -109,18 +107,9 @@ impl RuleSource for RedisSource {
     fn connect(&mut self, keys: &[String]) -> Result<(), SourceError> {
         self.commands = None;
         self.subscriber = None;
-        let mut subscriber = self.connection()?;
-        let mut subscribe = redis::cmd("SUBSCRIBE");
-        for key in keys {
-            subscribe.arg((self.channel)(key));
-        }
-        subscriber
-            .send_packed_command(&subscribe.get_packed_command())
-            .map_err(|e| lost(&e))?;
-        // One confirmation per channel: subscribed before the keys are read.
-        for _ in keys {
-            subscriber.recv_response().map_err(|e| lost(&e))?;
-        }
+        // Subscribed before the keys are read: no change falls between.
+        let channels = keys.iter().map(|key| (self.channel)(key)).collect();
+        let subscriber = Subscription::start(self.connection()?, channels)?;
         self.commands = Some(self.connection()?);
         self.subscriber = Some(subscriber);
         Ok(())
@@ -139,10 +128,17 @@ impl RuleSource for RedisSource {
     }
 
     fn wait(&mut self, timeout: Duration) -> Result<bool, SourceError> {
-        let Some(subscriber) = self.subscriber.as_mut() else {
+        let Some(subscription) = self.subscriber.as_ref() else {
             return Err(SourceError::new("redis: not connected"));
         };
-        let result = wait_for_word(subscriber, timeout);
+        let result = match subscription.notices.recv_timeout(timeout) {
+            Ok(Notice::Change) => Ok(true),
+            Ok(Notice::Lost(why)) => Err(SourceError::new(why)),
+            Err(RecvTimeoutError::Timeout) => Ok(false),
+            Err(RecvTimeoutError::Disconnected) => {
+                Err(SourceError::new("redis: the subscriber stopped"))
+            }
+        };
         if result.is_err() {
             self.commands = None;
             self.subscriber = None;
@@ -205,23 +201,89 @@ fn read_keys(
     })
 }
 
-/// Waits for one message, then takes every message already there.
-fn wait_for_word(subscriber: &mut Connection, timeout: Duration) -> Result<bool, SourceError> {
-    let receive = |subscriber: &mut Connection, timeout: Duration| {
-        subscriber
-            .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))
-            .map_err(|e| lost(&e))?;
-        match subscriber.recv_response() {
-            Ok(_) => Ok(true),
-            Err(e) if e.is_timeout() => Ok(false),
-            Err(e) => Err(lost(&e)),
+/// Word from the subscriber thread.
+enum Notice {
+    /// A message came on a channel.
+    Change,
+    /// The subscription's connection failed.
+    Lost(String),
+}
+
+/// A thread subscribed to the keys' channels on a connection of its own,
+/// blocking on it (a read timeout on a plain connection would make the
+/// client skip the next reply). Its word goes through a channel of one
+/// slot: word that comes while one is waiting is one with it.
+struct Subscription {
+    notices: Receiver<Notice>,
+    stop: Arc<AtomicBool>,
+}
+
+/// How often the subscriber thread looks at its stop flag.
+const SUBSCRIBER_TICK: Duration = Duration::from_millis(250);
+
+impl Subscription {
+    fn start(connection: Connection, channels: Vec<String>) -> Result<Self, SourceError> {
+        let (ready, subscribed) = mpsc::channel::<Result<(), String>>();
+        let (notify, notices) = mpsc::sync_channel::<Notice>(1);
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        std::thread::Builder::new()
+            .name("sentinel-rules-redis".into())
+            .spawn(move || subscribe(connection, &channels, &ready, &notify, &stopped))
+            .map_err(|e| SourceError::new(format!("cannot start the subscriber: {e}")))?;
+        match subscribed.recv_timeout(COMMAND_TIMEOUT) {
+            Ok(Ok(())) => Ok(Subscription { notices, stop }),
+            Ok(Err(why)) => {
+                stop.store(true, Ordering::Relaxed);
+                Err(SourceError::new(why))
+            }
+            Err(_) => {
+                stop.store(true, Ordering::Relaxed);
+                Err(SourceError::new("redis: SUBSCRIBE was not answered"))
+            }
         }
-    };
-    if !receive(subscriber, timeout)? {
-        return Ok(false);
     }
-    while receive(subscriber, DRAIN)? {}
-    Ok(true)
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The subscriber thread: subscribes, says so, then tells each message
+/// until the connection fails or it is stopped.
+fn subscribe(
+    mut connection: Connection,
+    channels: &[String],
+    ready: &mpsc::Sender<Result<(), String>>,
+    notify: &SyncSender<Notice>,
+    stop: &AtomicBool,
+) {
+    let mut pubsub = connection.as_pubsub();
+    let subscribed = pubsub
+        .subscribe(channels)
+        .and_then(|()| pubsub.set_read_timeout(Some(SUBSCRIBER_TICK)));
+    if let Err(e) = subscribed {
+        let _ = ready.send(Err(format!("redis: {e}")));
+        return;
+    }
+    if ready.send(Ok(())).is_err() {
+        return;
+    }
+    while !stop.load(Ordering::Relaxed) {
+        match pubsub.get_message() {
+            Ok(_) => match notify.try_send(Notice::Change) {
+                Ok(()) | Err(TrySendError::Full(_)) => {}
+                Err(TrySendError::Disconnected(_)) => return,
+            },
+            Err(e) if e.is_timeout() => {}
+            Err(e) => {
+                let _ = notify.send(Notice::Lost(format!("redis: {e}")));
+                return;
+            }
+        }
+    }
 }
 
 /// Writes with `WATCH`/`MULTI`/`EXEC` on a connection of its own.
@@ -270,7 +332,9 @@ impl RuleWriter for RedisWriter {
                 .arg((self.channel)(key))
                 .arg(value)
                 .query(connection)?;
-            Ok(done.is_none().then_some("another writer changed the key meanwhile"))
+            Ok(done
+                .is_none()
+                .then_some("another writer changed the key meanwhile"))
         })();
         match result {
             Ok(None) => Ok(()),

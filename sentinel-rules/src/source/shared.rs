@@ -94,7 +94,11 @@ impl Shared {
             })
         };
         let outcome = catch_unwind(AssertUnwindSafe(load)).unwrap_or_else(|_| {
-            Err(FileError::one(&self.name, None, "loading the rules panicked"))
+            Err(FileError::one(
+                &self.name,
+                None,
+                "loading the rules panicked",
+            ))
         });
         let mut state = self.state.lock();
         match &outcome {

@@ -137,7 +137,9 @@ impl<R: RuleSource> SourceWatcher<R> {
             return Err(FileError::one(
                 &name,
                 None,
-                format!("the backoff must be at least 1 ms and max >= min, got {min_backoff:?}..{max_backoff:?}"),
+                format!(
+                    "the backoff must be at least 1 ms and max >= min, got {min_backoff:?}..{max_backoff:?}"
+                ),
             ));
         }
         let shared = Arc::new(Shared::new(
@@ -175,7 +177,15 @@ impl<R: RuleSource> SourceWatcher<R> {
             .name("sentinel-rules-source".into())
             .spawn(move || {
                 let backoff = (min_backoff, max_backoff);
-                run::run(source, &thread_shared, &sentinel, &keys, backoff, &stopped, connected);
+                run::run(
+                    source,
+                    &thread_shared,
+                    &sentinel,
+                    &keys,
+                    backoff,
+                    &stopped,
+                    connected,
+                );
             })
             .map_err(|e| FileError::one(&name, None, format!("cannot start the watcher: {e}")))?;
         Ok(SourceHandle {
@@ -192,7 +202,10 @@ fn from_backup(shared: &Shared, sentinel: &Sentinel) -> bool {
     let Some(path) = &shared.backup else {
         return false;
     };
-    let max = shared.options.get_max_size().saturating_mul(shared.format.keys().len() * 2 + 1);
+    let max = shared
+        .options
+        .get_max_size()
+        .saturating_mul(shared.format.keys().len() * 2 + 1);
     let values = match backup::load(path, max) {
         Ok(values) => values,
         Err(why) => {

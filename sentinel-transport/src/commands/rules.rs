@@ -38,7 +38,9 @@ pub(super) async fn get_rules(State(ctx): Ctx, params: Params) -> Response {
         Ok(Kind::Flow) => json_text(encode(&RuleChange::Flow(s.flow_rules().rules()))),
         Ok(Kind::Degrade) => json_text(encode(&RuleChange::Degrade(s.degrade_rules().rules()))),
         Ok(Kind::System) => json_text(encode(&RuleChange::System(s.system_rules().rules()))),
-        Ok(Kind::Authority) => json_text(encode(&RuleChange::Authority(s.authority_rules().rules()))),
+        Ok(Kind::Authority) => {
+            json_text(encode(&RuleChange::Authority(s.authority_rules().rules())))
+        }
         Err(why) => bad_request(why),
     }
 }
