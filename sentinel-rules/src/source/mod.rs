@@ -186,3 +186,6 @@ impl fmt::Display for SourceError {
 }
 
 impl std::error::Error for SourceError {}
+
+#[cfg(test)]
+mod tests;
