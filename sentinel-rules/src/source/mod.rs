@@ -136,14 +136,8 @@ impl Values {
         if let Some(revision) = &self.revision {
             return revision.clone();
         }
-        // FNV-1a: stable across processes and releases, unlike std's hasher.
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        let mut eat = |bytes: &[u8]| {
-            for &b in bytes {
-                hash ^= u64::from(b);
-                hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-            }
-        };
+        let mut hash = Fnv::default();
+        let mut eat = |bytes: &[u8]| hash.eat(bytes);
         for (key, value) in &self.entries {
             eat(key.as_bytes());
             match value {
@@ -163,7 +157,31 @@ impl Values {
                 }
             }
         }
-        format!("h:{hash:016x}")
+        hash.revision()
+    }
+}
+
+/// FNV-1a, 64 bits: a revision for content from a store without
+/// revisions, stable across processes and releases (unlike std's hasher).
+pub(crate) struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    pub(crate) fn eat(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    /// `h:` and 16 hex digits.
+    pub(crate) fn revision(&self) -> String {
+        format!("h:{:016x}", self.0)
     }
 }
 
