@@ -44,10 +44,12 @@
 
 mod change;
 mod error;
+pub mod json;
 mod load;
 mod options;
 mod parse;
 mod render;
+pub mod source;
 mod store;
 mod watch;
 

@@ -481,3 +481,42 @@ fn a_thousand_in_place_rewrites_never_put_a_partial_set_in_force() {
     assert!(seen.len() >= 10, "{} sets", seen.len());
     assert!(failures(&heard).is_empty(), "{:?}", failures(&heard));
 }
+
+#[test]
+fn the_handle_shows_the_files_state_as_a_rule_sources() {
+    let s = sentinel();
+    let (_dir, path) = temp_file(&flow_file(&[1]));
+    let (watcher, _heard) = watcher(&path);
+    let handle = watcher.start(s).unwrap();
+    let state = handle.state();
+    assert!(state.connected);
+    assert_eq!(state.name, path.display().to_string());
+    assert_eq!(
+        (state.applies, state.refusals, state.disconnects),
+        (1, 0, 0)
+    );
+    assert_eq!(state.applied_at_ms, Some(1_700_000_000_000));
+    let first = state.revision.clone().unwrap();
+    assert!(first.starts_with("h:"), "{first}");
+
+    write_atomic(&path, "flow:\n  - {resource: a, cuont: 1}\n");
+    eventually("the bad edit is counted", || handle.state().refusals == 1);
+    let state = handle.state();
+    assert!(state.last_error.as_deref().unwrap().contains("cuont"));
+    assert_eq!(state.revision.as_deref(), Some(first.as_str()));
+
+    fs::remove_file(&path).unwrap();
+    eventually("the deletion is seen", || !handle.state().connected);
+    assert_eq!(handle.state().disconnects, 1);
+
+    write_atomic(&path, &flow_file(&[2]));
+    eventually("the file is back", || handle.state().applies == 2);
+    let state = handle.state();
+    assert!(state.connected && state.last_error.is_none(), "{state:?}");
+    assert_ne!(state.revision.as_deref(), Some(first.as_str()));
+    assert!(
+        state
+            .prometheus()
+            .contains("sentinel_rule_source_applies_total{source=\"")
+    );
+}

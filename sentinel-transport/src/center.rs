@@ -277,6 +277,17 @@ impl CommandCenter {
         self
     }
 
+    /// Writes rule changes (`setRules`, `setParamFlowRules`) to the
+    /// configuration store of a rule source (a Redis key, say; see
+    /// [`sentinel_flow_rules::source`]) before they take effect here; the
+    /// other instances following the store take them from it. A write
+    /// over a value this instance has not read yet (another writer came
+    /// first) is refused with 409, a store that cannot be reached with 503.
+    pub fn rule_source(mut self, store: sentinel_flow_rules::source::SourceStore) -> Self {
+        self.rules = RuleSink::Source(store);
+        self
+    }
+
     /// Serves the live page at `/` (default on).
     pub fn live_page(mut self, serve: bool) -> Self {
         self.live_page = serve;

@@ -29,7 +29,6 @@ mod commands;
 mod handle;
 mod heartbeat;
 mod info;
-mod json;
 mod live;
 mod net;
 mod security;

@@ -1,6 +1,6 @@
 //! Where `setRules` puts a rule list: the instance's managers (Sentinel's
-//! default, in memory) or, with a rule file, the file and then the
-//! instance.
+//! default, in memory) or, with a rule file or a writable rule source,
+//! the file or the store and then the instance.
 
 use axum::http::StatusCode;
 use sentinel_flow_core::Sentinel;
@@ -9,6 +9,7 @@ use sentinel_flow_core::degrade::DegradeRule;
 use sentinel_flow_core::flow::FlowRule;
 use sentinel_flow_core::param_flow::ParamFlowRule;
 use sentinel_flow_core::system::SystemRule;
+use sentinel_flow_rules::source::{SourceStore, SourceWriteError};
 use sentinel_flow_rules::{RuleChange, RuleFileStore, StoreError};
 
 use crate::shared::SentinelRef;
@@ -30,6 +31,8 @@ pub(crate) enum RuleSink {
     Memory,
     /// The rule file first, then the instance (from the whole file).
     File(RuleFileStore),
+    /// A rule source's store first (a guarded write), then the instance.
+    Source(SourceStore),
 }
 
 /// Why a change was refused: the HTTP status and every problem as a line.
@@ -47,6 +50,40 @@ impl RuleSink {
                 let lines = e.errors().iter().map(ToString::to_string).collect();
                 (StatusCode::BAD_REQUEST, lines)
             }),
+            RuleSink::Source(store) => {
+                let (store, sentinel) = (store.clone(), SentinelRef::clone(sentinel));
+                // The store's I/O blocks: off the async threads.
+                let written = tokio::task::spawn_blocking(move || {
+                    store.replace(&sentinel, file_change(change))
+                })
+                .await;
+                match written {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(e)) => {
+                        let status = match &e {
+                            SourceWriteError::Invalid(_) => StatusCode::BAD_REQUEST,
+                            SourceWriteError::Conflict { .. } => StatusCode::CONFLICT,
+                            _ => StatusCode::SERVICE_UNAVAILABLE,
+                        };
+                        if status == StatusCode::SERVICE_UNAVAILABLE {
+                            tracing::warn!(error = %e, "sentinel command center: the rule store could not be written");
+                        }
+                        Err((status, e.lines()))
+                    }
+                    Err(e) => {
+                        let why = if e.is_panic() {
+                            crate::server::panic_message(e.into_panic().as_ref())
+                        } else {
+                            e.to_string()
+                        };
+                        tracing::error!(%why, "sentinel command center: a rule store write failed");
+                        Err((
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            vec![format!("rules not written: {why}")],
+                        ))
+                    }
+                }
+            }
             RuleSink::File(store) => {
                 let (store, sentinel) = (store.clone(), SentinelRef::clone(sentinel));
                 // Writing the file syncs it to disk: off the async threads.

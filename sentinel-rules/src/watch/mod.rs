@@ -18,6 +18,7 @@ use sentinel_flow_core::Sentinel;
 use crate::error::FileError;
 use crate::load::Reloaded;
 use crate::options::LoadOptions;
+use crate::source::SourceState;
 use crate::store::RuleFileStore;
 use poller::Poller;
 
@@ -142,6 +143,7 @@ impl RuleWatcher {
             poller.options.clone(),
             poller.known.clone(),
         );
+        let state = poller.state.clone();
         let (stop, stopped) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("sentinel-rules-watch".into())
@@ -154,6 +156,7 @@ impl RuleWatcher {
             .map_err(|e| FileError::one(&name, None, format!("cannot start the watcher: {e}")))?;
         Ok(WatchHandle {
             file: name,
+            state,
             store,
             stop: Some(stop),
             thread: Some(thread),
@@ -178,6 +181,7 @@ impl fmt::Debug for RuleWatcher {
 #[derive(Debug)]
 pub struct WatchHandle {
     file: String,
+    state: Arc<parking_lot::Mutex<SourceState>>,
     store: RuleFileStore,
     stop: Option<Sender<()>>,
     thread: Option<JoinHandle<()>>,
@@ -187,6 +191,15 @@ impl WatchHandle {
     /// The watched file, as named in errors.
     pub fn file(&self) -> &str {
         &self.file
+    }
+
+    /// The file's state, as a rule source's (see
+    /// [`SourceState`]): connected while the file can be read, the
+    /// revision in force (`h:` and a hash of the content), when it was
+    /// applied, the last error, counts of loads, refusals and losses (a
+    /// deletion, an unreadable file).
+    pub fn state(&self) -> SourceState {
+        self.state.lock().clone()
     }
 
     /// A store of the watched file that shares the watcher's view of it:

@@ -7,12 +7,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use parking_lot::Mutex;
 use sentinel_flow_core::Sentinel;
 
 use super::fingerprint::Fingerprint;
 use crate::error::FileError;
 use crate::load::{Reloaded, apply, parse_bytes, read_regular};
 use crate::options::LoadOptions;
+use crate::source::{Fnv, SourceState};
 use crate::store::Known;
 
 pub(super) type SuccessListener = Arc<dyn Fn(&Reloaded) + Send + Sync>;
@@ -41,6 +43,8 @@ pub(super) struct Poller {
     /// the same metadata (a writer that truncated and wrote the same
     /// prefix again meanwhile moved the times).
     pending: Option<Pending>,
+    /// What the handle shows: the file's state as a rule source's.
+    pub(super) state: Arc<Mutex<SourceState>>,
 }
 
 /// Content read once, and the metadata it was read with.
@@ -62,7 +66,38 @@ impl Poller {
             missing: false,
             last_failure: None,
             pending: None,
+            state: Arc::default(),
         }
+    }
+
+    /// Records in the state what loading `bytes` came to.
+    fn record(&self, sentinel: &Sentinel, bytes: &[u8], outcome: &Result<Reloaded, FileError>) {
+        let mut state = self.state.lock();
+        state.connected = true;
+        match outcome {
+            Ok(_) => {
+                let mut hash = Fnv::default();
+                hash.eat(bytes);
+                state.applies += 1;
+                state.revision = Some(hash.revision());
+                state.applied_at_ms = Some(sentinel.now_ms());
+                state.last_error = None;
+            }
+            Err(error) => {
+                state.refusals += 1;
+                state.last_error = Some(error.to_string());
+            }
+        }
+    }
+
+    /// Records that the file cannot be read now.
+    fn unreadable(&self, error: &FileError) {
+        let mut state = self.state.lock();
+        if state.connected {
+            state.connected = false;
+            state.disconnects += 1;
+        }
+        state.last_error = Some(error.to_string());
     }
 
     /// The first load: its error (a refused file, a failed apply, a panic)
@@ -73,8 +108,11 @@ impl Poller {
         self.fingerprint = Some(Fingerprint::of(&meta));
         let known = self.known.clone();
         let mut known = known.lock();
+        self.state.lock().name.clone_from(&self.name);
         let bytes = self.read()?;
-        let reloaded = self.load(sentinel, &bytes)?;
+        let reloaded = self.load(sentinel, &bytes);
+        self.record(sentinel, &bytes, &reloaded);
+        let reloaded = reloaded?;
         *known = Some(bytes);
         drop(known);
         self.tell(Ok(reloaded));
@@ -86,11 +124,9 @@ impl Poller {
             Ok(meta) => meta,
             Err(e) if e.kind() == ErrorKind::NotFound => return self.gone(),
             Err(e) => {
-                return self.fail(FileError::one(
-                    &self.name,
-                    None,
-                    format!("cannot stat: {e}"),
-                ));
+                let error = FileError::one(&self.name, None, format!("cannot stat: {e}"));
+                self.unreadable(&error);
+                return self.fail(error);
             }
         };
         if self.missing {
@@ -123,9 +159,11 @@ impl Poller {
             Ok(bytes) => bytes,
             Err(error) => {
                 drop(known);
+                self.unreadable(&error);
                 return self.fail(error);
             }
         };
+        self.state.lock().connected = true;
         let pending = self.pending.take();
         if known.as_deref() == Some(bytes.as_slice()) {
             return;
@@ -139,6 +177,7 @@ impl Poller {
             return;
         }
         let outcome = self.load(sentinel, &bytes);
+        self.record(sentinel, &bytes, &outcome);
         // Taken, good or bad: the same bytes are not loaded (or told)
         // again, and a store may write over them.
         *known = Some(bytes);
@@ -156,11 +195,13 @@ impl Poller {
         }
         self.missing = true;
         self.fingerprint = None;
-        self.fail(FileError::one(
+        let error = FileError::one(
             &self.name,
             None,
             "the file is gone; the rules in force are kept until it is back",
-        ));
+        );
+        self.unreadable(&error);
+        self.fail(error);
     }
 
     fn read(&self) -> Result<Vec<u8>, FileError> {

@@ -180,6 +180,15 @@ pub(crate) fn json(value: &serde_json::Value) -> Response {
         .into_response()
 }
 
+/// A JSON answer already written out.
+pub(crate) fn json_text(body: String) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
 /// A failure: `status` and the message as text.
 pub(crate) fn failure(status: StatusCode, message: impl Into<String>) -> Response {
     (status, text(message)).into_response()

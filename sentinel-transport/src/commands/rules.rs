@@ -3,8 +3,10 @@
 use axum::extract::State;
 use axum::response::Response;
 
-use super::{Params, State as Ctx, bad_request, failure, json, text};
-use crate::json::{JsonRule, from_json, to_json};
+use sentinel_flow_rules::RuleChange;
+use sentinel_flow_rules::json::{decode, encode};
+
+use super::{Params, State as Ctx, bad_request, failure, json_text, text};
 use crate::store::Change;
 
 /// The rule kinds `getRules`/`setRules` take by `type`.
@@ -33,32 +35,44 @@ fn kind(params: &Params) -> Result<Kind, String> {
 pub(super) async fn get_rules(State(ctx): Ctx, params: Params) -> Response {
     let s = &ctx.sentinel;
     match kind(&params) {
-        Ok(Kind::Flow) => json(&to_json(&s.flow_rules().rules())),
-        Ok(Kind::Degrade) => json(&to_json(&s.degrade_rules().rules())),
-        Ok(Kind::System) => json(&to_json(&s.system_rules().rules())),
-        Ok(Kind::Authority) => json(&to_json(&s.authority_rules().rules())),
+        Ok(Kind::Flow) => json_text(encode(&RuleChange::Flow(s.flow_rules().rules()))),
+        Ok(Kind::Degrade) => json_text(encode(&RuleChange::Degrade(s.degrade_rules().rules()))),
+        Ok(Kind::System) => json_text(encode(&RuleChange::System(s.system_rules().rules()))),
+        Ok(Kind::Authority) => {
+            json_text(encode(&RuleChange::Authority(s.authority_rules().rules())))
+        }
         Err(why) => bad_request(why),
     }
 }
 
 pub(super) async fn get_param_flow_rules(State(ctx): Ctx) -> Response {
-    json(&to_json(&ctx.sentinel.param_flow_rules().rules()))
+    json_text(encode(&RuleChange::ParamFlow(
+        ctx.sentinel.param_flow_rules().rules(),
+    )))
 }
 
-/// `data` read as a list of `R`, or 400 with every problem.
-fn read<R: JsonRule>(params: &Params) -> Result<Vec<R>, String> {
+/// `data` read as a list of `kind`, or 400 with every problem.
+fn read(params: &Params, kind: &str) -> Result<Change, String> {
     let Some(data) = params.get("data") else {
         return Err("data: is required (the whole rule list as a JSON array; [] clears it)".into());
     };
-    from_json(data).map_err(|lines| lines.join("\n"))
+    let change = decode(kind, data).map_err(|lines| lines.join("\n"))?;
+    Ok(match change {
+        RuleChange::Flow(rules) => Change::Flow(rules),
+        RuleChange::Degrade(rules) => Change::Degrade(rules),
+        RuleChange::System(rules) => Change::System(rules),
+        RuleChange::Authority(rules) => Change::Authority(rules),
+        RuleChange::ParamFlow(rules) => Change::ParamFlow(rules),
+        _ => return Err(format!("{kind}: not a kind this command sets")),
+    })
 }
 
 pub(super) async fn set_rules(State(ctx): Ctx, params: Params) -> Response {
     let change = match kind(&params) {
-        Ok(Kind::Flow) => read(&params).map(Change::Flow),
-        Ok(Kind::Degrade) => read(&params).map(Change::Degrade),
-        Ok(Kind::System) => read(&params).map(Change::System),
-        Ok(Kind::Authority) => read(&params).map(Change::Authority),
+        Ok(Kind::Flow) => read(&params, "flow"),
+        Ok(Kind::Degrade) => read(&params, "degrade"),
+        Ok(Kind::System) => read(&params, "system"),
+        Ok(Kind::Authority) => read(&params, "authority"),
         Err(why) => Err(why),
     };
     match change {
@@ -68,8 +82,8 @@ pub(super) async fn set_rules(State(ctx): Ctx, params: Params) -> Response {
 }
 
 pub(super) async fn set_param_flow_rules(State(ctx): Ctx, params: Params) -> Response {
-    match read(&params) {
-        Ok(rules) => apply(&ctx, Change::ParamFlow(rules)).await,
+    match read(&params, "param_flow") {
+        Ok(change) => apply(&ctx, change).await,
         Err(why) => bad_request(why),
     }
 }
