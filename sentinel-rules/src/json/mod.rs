@@ -31,7 +31,7 @@ mod system;
 
 use serde_json::Value;
 
-use crate::store::RuleChange;
+use crate::change::RuleChange;
 pub(crate) use fields::Problems;
 
 /// A rule kind that has a JSON form.

@@ -3,12 +3,12 @@
 use sentinel_flow_core::RuleBook;
 
 use super::{KeyValue, Values};
+use crate::change::RuleChange;
 use crate::error::{FileError, Problem};
 use crate::load::parse_bytes;
 use crate::options::LoadOptions;
 use crate::parse::{RuleFile, parse};
 use crate::render;
-use crate::store::RuleChange;
 
 /// How rules are laid out in a store.
 ///

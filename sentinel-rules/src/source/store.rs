@@ -8,7 +8,7 @@ use sentinel_flow_core::Sentinel;
 
 use super::shared::Shared;
 use super::{KeyValue, RuleWriter, WriteFailure};
-use crate::store::RuleChange;
+use crate::change::RuleChange;
 
 /// Writes rules changed through an API (the dashboard's `setRules`) to a
 /// writable source: [`SourceHandle::store`](super::SourceHandle::store).
