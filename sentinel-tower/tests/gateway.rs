@@ -427,3 +427,45 @@ fn a_load_replaces_the_gateways_rules_and_keeps_the_others() {
     assert_eq!(gateway.api_definitions(), vec![abc()]);
     assert_eq!(sentinel.param_flow_rules().rules().len(), 1);
 }
+
+#[test]
+fn a_rate_limiter_rule_queues_each_clients_requests_on_a_timer() {
+    run(async {
+        let (sentinel, _clock) = sentinel();
+        let gateway = gateway_on(
+            sentinel,
+            vec![abc()],
+            vec![GatewayRule {
+                control_behavior: sentinel_flow_tower::gateway::GatewayBehavior::RateLimiter,
+                max_queueing_timeout_ms: 500,
+                ..GatewayRule::api_group("abc", 10.0).param_item(GatewayParamItem::client_ip())
+            }],
+        );
+        let server = serve(GatewayLayer::new(&gateway)).await;
+        // Three connections of one client at once: spaced 100 ms apart
+        // (the manual clock stands still; the waits are tokio timers).
+        let started = std::time::Instant::now();
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..3 {
+            tasks.spawn(async move {
+                let mut client = Client::connect(source(120), server).await;
+                client.get("/a/1", &[]).await.0
+            });
+        }
+        let statuses = tasks.join_all().await;
+        assert_eq!(statuses, [StatusCode::OK; 3]);
+        assert!(started.elapsed() >= std::time::Duration::from_millis(200));
+        // Past the queue's 500 ms: the sixth request of the client at one
+        // instant is refused (waits of 0, 100, .., 400 ms fit; 500 does not).
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..6 {
+            tasks.spawn(async move {
+                let mut client = Client::connect(source(122), server).await;
+                client.get("/a/1", &[]).await.0
+            });
+        }
+        let statuses = tasks.join_all().await;
+        let admitted = statuses.iter().filter(|s| **s == StatusCode::OK).count();
+        assert_eq!(admitted, 5, "{statuses:?}");
+    });
+}
