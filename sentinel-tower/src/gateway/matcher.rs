@@ -150,6 +150,10 @@ mod tests {
         for path in ["/ordersx", "/order", "/", "/v1/orders"] {
             assert!(!m.matches(path), "{path}");
         }
+        let all = PathMatcher::new("/**", PathMatch::Prefix).unwrap();
+        for path in ["/", "/a", "/a/b/c"] {
+            assert!(all.matches(path), "{path}");
+        }
         let m = PathMatcher::new("/ord", PathMatch::Prefix).unwrap();
         assert!(m.matches("/orders") && !m.matches("/x"));
     }
