@@ -469,3 +469,111 @@ fn a_rate_limiter_rule_queues_each_clients_requests_on_a_timer() {
         assert_eq!(admitted, 5, "{statuses:?}");
     });
 }
+
+#[test]
+fn a_concurrency_rule_holds_each_clients_entries_until_its_response_ends() {
+    run(async {
+        let (sentinel, _clock) = sentinel();
+        let gateway = gateway_on(
+            sentinel,
+            vec![ApiDefinition::new(
+                "slow",
+                vec![ApiPredicate::prefix("/slow/**")],
+            )],
+            vec![GatewayRule {
+                grade: sentinel_flow_tower::gateway::GatewayGrade::Concurrency,
+                ..GatewayRule::api_group("slow", 1.0).param_item(GatewayParamItem::client_ip())
+            }],
+        );
+        // The handler answers when the test gives it a permit.
+        let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+        let handler_gate = gate.clone();
+        let app = Router::new()
+            .route(
+                "/slow/{id}",
+                get(move || {
+                    let gate = handler_gate.clone();
+                    async move {
+                        gate.acquire().await.unwrap().forget();
+                        "done"
+                    }
+                }),
+            )
+            .layer(GatewayLayer::new(&gateway));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let server = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            axum::serve(
+                listener,
+                app.into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .await
+            .unwrap()
+        });
+        let in_flight = || {
+            sentinel
+                .resource_node("slow")
+                .map_or(0, |node| node.stats().cur_concurrency())
+        };
+        let slow = |last| {
+            tokio::spawn(async move {
+                let mut client = Client::connect(source(last), server).await;
+                client.get("/slow/1", &[]).await.0
+            })
+        };
+        let first = slow(130);
+        common::eventually(std::time::Duration::from_secs(5), || in_flight() == 1).await;
+        // The same client again, on another connection: over its limit.
+        let mut again = Client::connect(source(130), server).await;
+        assert_eq!(
+            again.get("/slow/2", &[]).await.0,
+            StatusCode::TOO_MANY_REQUESTS
+        );
+        // Another client has a limit of its own.
+        let other = slow(131);
+        common::eventually(std::time::Duration::from_secs(5), || in_flight() == 2).await;
+        gate.add_permits(2);
+        assert_eq!(first.await.unwrap(), StatusCode::OK);
+        assert_eq!(other.await.unwrap(), StatusCode::OK);
+        // Both exited when their responses ended: the client may call again.
+        common::eventually(std::time::Duration::from_secs(5), || in_flight() == 0).await;
+        gate.add_permits(1);
+        assert_eq!(again.get("/slow/3", &[]).await.0, StatusCode::OK);
+    });
+}
+
+#[test]
+fn the_gateways_rules_stay_in_force_when_the_instances_rules_are_replaced() {
+    let (sentinel, _clock) = sentinel();
+    let gateway = gateway_on(
+        sentinel,
+        vec![abc()],
+        vec![
+            GatewayRule::api_group("abc", 10.0).param_item(GatewayParamItem::client_ip()),
+            GatewayRule::route("/x", 5.0),
+        ],
+    );
+    // A rule file reloaded: the whole book replaced.
+    sentinel
+        .load_rule_book(sentinel_flow_core::RuleBook {
+            flow: vec![sentinel_flow_core::flow::FlowRule::new("from-file", 1.0)],
+            ..Default::default()
+        })
+        .unwrap();
+    let flow: Vec<_> = sentinel
+        .flow_rules()
+        .rules()
+        .into_iter()
+        .map(|r| r.resource)
+        .collect();
+    assert_eq!(flow, ["from-file", "/x"]);
+    assert_eq!(sentinel.param_flow_rules().rules().len(), 1);
+    // One kind cleared in code.
+    sentinel.param_flow_rules().load(vec![]).unwrap();
+    assert_eq!(sentinel.param_flow_rules().rules()[0].resource, "abc");
+    assert_eq!(sentinel.flow_rules().rules().len(), 2);
+    // Dropped gateways put nothing back.
+    drop(gateway);
+    sentinel.param_flow_rules().load(vec![]).unwrap();
+    assert!(sentinel.param_flow_rules().rules().is_empty());
+}

@@ -42,7 +42,7 @@ mod matcher;
 mod model;
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use arc_swap::ArcSwap;
 use sentinel_flow_core::{RuleErrors, Sentinel};
@@ -68,6 +68,13 @@ use convert::Plan;
 /// swap of the instance's rule book. The gateway owns the `flow` and
 /// `param_flow` rules of the resources its rules name: a load replaces
 /// those (of this load and the one before) and keeps every other rule.
+///
+/// Its rules stay in force when the instance's rules are replaced
+/// otherwise (a rule file reloaded, the dashboard, code loading a kind):
+/// when a load leaves any of them out, the gateway puts them back at once,
+/// keeping every rule of other resources, so per-client limits are never
+/// lost to a reload. (A rule of another source on a resource the gateway
+/// owns is replaced by the gateway's.)
 #[derive(Clone)]
 pub struct Gateway {
     inner: Arc<Inner>,
@@ -82,13 +89,20 @@ struct Inner {
 impl Gateway {
     /// A gateway on `sentinel`, with no definitions and no rules.
     pub fn new(sentinel: &'static Sentinel) -> Self {
-        Gateway {
-            inner: Arc::new(Inner {
-                sentinel,
-                plan: ArcSwap::from_pointee(Plan::default()),
-                loading: Mutex::new(()),
-            }),
-        }
+        let inner = Arc::new(Inner {
+            sentinel,
+            plan: ArcSwap::from_pointee(Plan::default()),
+            loading: Mutex::new(()),
+        });
+        // Listeners run after a load, with no lock held; a weak handle, so
+        // that a dropped gateway leaves nothing behind but a no-op.
+        let weak = Arc::downgrade(&inner);
+        sentinel.flow_rules().on_change(move |_| restore(&weak));
+        let weak = Arc::downgrade(&inner);
+        sentinel
+            .param_flow_rules()
+            .on_change(move |_| restore(&weak));
+        Gateway { inner }
     }
 
     /// The instance the gateway's rules are loaded into.
@@ -113,22 +127,7 @@ impl Gateway {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let before = self.inner.plan.load_full();
-        let owned: HashSet<&str> = before
-            .resources()
-            .into_iter()
-            .chain(plan.resources())
-            .collect();
-        let mut book = self.inner.sentinel.rule_book();
-        book.flow
-            .retain(|rule| !owned.contains(rule.resource.as_str()));
-        book.param_flow
-            .retain(|rule| !owned.contains(rule.resource.as_str()));
-        book.flow.extend(plan.flow.iter().cloned());
-        book.param_flow.extend(plan.param.iter().cloned());
-        self.inner
-            .sentinel
-            .load_rule_book(book)
-            .map_err(core_errors)?;
+        self.inner.merge(&before, &plan)?;
         self.inner.plan.store(Arc::new(plan));
         Ok(())
     }
@@ -141,6 +140,53 @@ impl Gateway {
     /// The gateway rules in force, as loaded.
     pub fn rules(&self) -> Vec<GatewayRule> {
         self.inner.plan.load().rules.clone()
+    }
+}
+
+impl Inner {
+    /// Loads the instance's rule book with `plan`'s core rules in place of
+    /// those of the resources `before` and `plan` own.
+    fn merge(&self, before: &Plan, plan: &Plan) -> Result<(), GatewayErrors> {
+        let owned: HashSet<&str> = before
+            .resources()
+            .into_iter()
+            .chain(plan.resources())
+            .collect();
+        let mut book = self.sentinel.rule_book();
+        book.flow
+            .retain(|rule| !owned.contains(rule.resource.as_str()));
+        book.param_flow
+            .retain(|rule| !owned.contains(rule.resource.as_str()));
+        book.flow.extend(plan.flow.iter().cloned());
+        book.param_flow.extend(plan.param.iter().cloned());
+        self.sentinel.load_rule_book(book).map_err(core_errors)
+    }
+
+    /// Whether every core rule of `plan` is in force.
+    fn in_force(&self, plan: &Plan) -> bool {
+        let book = self.sentinel.rule_book();
+        plan.flow.iter().all(|rule| book.flow.contains(rule))
+            && plan.param.iter().all(|rule| book.param_flow.contains(rule))
+    }
+}
+
+/// Puts the gateway's rules back when a load of the instance's rules left
+/// any out. Skipped while the gateway loads: then it is the gateway's own
+/// load waking the listener (on the same thread), which puts its rules in
+/// itself.
+fn restore(inner: &Weak<Inner>) {
+    let Some(inner) = inner.upgrade() else {
+        return;
+    };
+    let Ok(_loading) = inner.loading.try_lock() else {
+        return;
+    };
+    let plan = inner.plan.load_full();
+    if inner.in_force(&plan) {
+        return;
+    }
+    if let Err(errors) = inner.merge(&plan, &plan) {
+        tracing::warn!(%errors, "sentinel gateway: its rules could not be put back in force");
     }
 }
 
