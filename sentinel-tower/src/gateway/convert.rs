@@ -19,12 +19,11 @@
 use std::collections::{HashMap, HashSet};
 
 use http::header::HeaderName;
-use sentinel_flow_core::ParamValue;
-use sentinel_flow_core::RuleError;
 use sentinel_flow_core::flow::{ControlBehavior, FlowGrade, FlowRule};
 use sentinel_flow_core::param_flow::{
     MAX_PARAM_COUNT, ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule,
 };
+use sentinel_flow_core::{ParamValue, Resource, RuleError, Sentinel};
 
 use super::error::{GatewayError, GatewayErrors};
 use super::matcher::{PathMatcher, ValueMatcher};
@@ -78,7 +77,20 @@ pub(crate) struct Item {
 pub(crate) struct Api {
     pub(crate) name: String,
     pub(crate) predicates: Vec<PathMatcher>,
+    /// What its entries read and its resource handle (set by
+    /// [`Plan::attach`]).
+    pub(crate) target: Target,
 }
+
+/// A resource a request enters: its handle (found once, at load) and the
+/// arguments its rules read.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Target {
+    pub(crate) resource: Option<Resource<'static>>,
+    pub(crate) args: Vec<ArgSource>,
+}
+
+type Map<V> = HashMap<String, V, foldhash::fast::RandomState>;
 
 impl Api {
     pub(crate) fn matches(&self, path: &str) -> bool {
@@ -93,7 +105,10 @@ impl Api {
 pub(crate) struct Plan {
     pub(crate) apis: Vec<Api>,
     /// The arguments of each resource a rule names (routes and APIs).
-    pub(crate) args: HashMap<String, Vec<ArgSource>>,
+    pub(crate) args: Map<Vec<ArgSource>>,
+    /// What a route's entries read, for each resource a rule names (set
+    /// by [`Plan::attach`]).
+    pub(crate) routes: Map<Target>,
     /// The core's rules.
     pub(crate) flow: Vec<FlowRule>,
     pub(crate) param: Vec<ParamFlowRule>,
@@ -103,6 +118,23 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
+    /// Finds the resource handles of every API and every resource a rule
+    /// names on `sentinel`, with the arguments each reads.
+    pub(crate) fn attach(&mut self, sentinel: &'static Sentinel) {
+        let target = |name: &str, args: &Map<Vec<ArgSource>>| Target {
+            resource: Some(sentinel.resource(name)),
+            args: args.get(name).cloned().unwrap_or_default(),
+        };
+        for api in &mut self.apis {
+            api.target = target(&api.name, &self.args);
+        }
+        self.routes = self
+            .args
+            .keys()
+            .map(|name| (name.clone(), target(name, &self.args)))
+            .collect();
+    }
+
     /// The resources the core's rules of this plan name.
     pub(crate) fn resources(&self) -> HashSet<&str> {
         self.flow
@@ -178,6 +210,7 @@ pub(crate) fn compile(
         plan.apis.push(Api {
             name: definition.name.clone(),
             predicates,
+            target: Target::default(),
         });
     }
     for (index, rule) in rules.iter().enumerate() {

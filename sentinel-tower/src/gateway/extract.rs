@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use http::header::{COOKIE, HOST};
-use http::request::Parts;
+use http::{HeaderMap, Uri};
 use sentinel_flow_core::ParamValue;
 
 use super::convert::{ArgSource, Item, constant, missing, not_matched};
@@ -13,7 +13,8 @@ use super::model::ParseStrategy;
 /// What the arguments are read from: the request head and the client's
 /// key, computed at most once per request.
 pub(crate) struct RequestView<'r> {
-    pub(crate) parts: &'r Parts,
+    pub(crate) uri: &'r Uri,
+    pub(crate) headers: &'r HeaderMap,
     pub(crate) client: &'r dyn Fn() -> Option<ParamValue>,
 }
 
@@ -28,6 +29,7 @@ pub(crate) fn arguments(sources: &[ArgSource], view: &RequestView<'_>, args: &mu
 fn argument(item: &Item, view: &RequestView<'_>) -> ParamValue {
     let value = match item.parse {
         ParseStrategy::ClientIp => match (view.client)() {
+            Some(key) if item.matcher.is_any() => return key,
             Some(key) => {
                 return match key.as_str() {
                     Some(text) if item.matcher.matches(text) => key,
@@ -36,15 +38,15 @@ fn argument(item: &Item, view: &RequestView<'_>) -> ParamValue {
             }
             None => None,
         },
-        ParseStrategy::Host => host(view.parts).map(Cow::Borrowed),
+        ParseStrategy::Host => host(view.uri, view.headers).map(Cow::Borrowed),
         ParseStrategy::Header => item
             .header
             .as_ref()
-            .and_then(|name| view.parts.headers.get(name))
+            .and_then(|name| view.headers.get(name))
             .and_then(|value| value.to_str().ok())
             .map(Cow::Borrowed),
-        ParseStrategy::UrlParam => query_param(view.parts.uri.query(), &item.field),
-        ParseStrategy::Cookie => cookie(view.parts, &item.field).map(Cow::Borrowed),
+        ParseStrategy::UrlParam => query_param(view.uri.query(), &item.field),
+        ParseStrategy::Cookie => cookie(view.headers, &item.field).map(Cow::Borrowed),
     };
     match value {
         Some(value) if item.matcher.matches(&value) => ParamValue::from(value.as_ref()),
@@ -55,11 +57,11 @@ fn argument(item: &Item, view: &RequestView<'_>) -> ParamValue {
 }
 
 /// The host the request names, without its port.
-fn host(parts: &Parts) -> Option<&str> {
-    if let Some(host) = parts.uri.host() {
+fn host<'r>(uri: &'r Uri, headers: &'r HeaderMap) -> Option<&'r str> {
+    if let Some(host) = uri.host() {
         return Some(host);
     }
-    let host = parts.headers.get(HOST)?.to_str().ok()?;
+    let host = headers.get(HOST)?.to_str().ok()?;
     let host = match host.strip_prefix('[') {
         // An IPv6 literal: `[::1]:8080`.
         Some(rest) => return rest.split_once(']').map(|(addr, _)| addr),
@@ -78,9 +80,8 @@ fn query_param<'q>(query: Option<&'q str>, name: &str) -> Option<Cow<'q, str>> {
 
 /// The value of the cookie `name` (the first one, over every `Cookie`
 /// header), without its quotes.
-fn cookie<'p>(parts: &'p Parts, name: &str) -> Option<&'p str> {
-    parts
-        .headers
+fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
         .get_all(COOKIE)
         .iter()
         .filter_map(|value| value.to_str().ok())
@@ -118,7 +119,8 @@ mod tests {
         argument(
             item,
             &RequestView {
-                parts: &parts,
+                uri: &parts.uri,
+                headers: &parts.headers,
                 client: &client,
             },
         )

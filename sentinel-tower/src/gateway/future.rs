@@ -14,14 +14,40 @@ use pin_project_lite::pin_project;
 use sentinel_flow_core::{Entry, Queued};
 use tower_service::Service;
 
-/// The entries of one request: its route's and its API groups'.
-pub(crate) type Entries = Vec<Entry<'static>>;
+/// The entries of one request: its route's and its API groups'. The
+/// first in place: a request that enters one resource allocates nothing
+/// for it.
+#[derive(Default)]
+pub(crate) struct Entries {
+    first: Option<Entry<'static>>,
+    rest: Vec<Entry<'static>>,
+}
+
+impl Entries {
+    pub(crate) fn push(&mut self, entry: Entry<'static>) {
+        match self.first {
+            None => self.first = Some(entry),
+            Some(_) => self.rest.push(entry),
+        }
+    }
+
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.rest.len()
+    }
+
+    fn set_error<E: ?Sized>(&self, error: &E) {
+        for entry in self.first.iter().chain(&self.rest) {
+            entry.set_error(error);
+        }
+    }
+}
 
 /// Exits `entries`, the last entered first.
 fn exit(entries: &mut Entries) {
-    while let Some(entry) = entries.pop() {
+    while let Some(entry) = entries.rest.pop() {
         drop(entry);
     }
+    entries.first = None;
 }
 
 pin_project! {
@@ -119,6 +145,18 @@ impl<B> fmt::Debug for GatewayBody<B> {
 }
 
 pin_project! {
+    /// Requests a rate limiter queued: what their wait and call need.
+    /// Boxed: it waits milliseconds, and the box keeps the future small.
+    struct Waiting<S, ReqB> {
+        #[pin]
+        sleep: tokio::time::Sleep,
+        queued: Vec<Queued<'static>>,
+        entries: Entries,
+        call: Option<(S, Request<ReqB>)>,
+    }
+}
+
+pin_project! {
     /// The response future of a [`GatewayService`](super::GatewayService).
     pub struct GatewayFuture<S, ReqB>
     where
@@ -141,11 +179,7 @@ pin_project! {
             entries: Entries,
         },
         Waiting {
-            #[pin]
-            sleep: tokio::time::Sleep,
-            queued: Vec<Queued<'static>>,
-            entries: Entries,
-            call: Option<(S, Request<ReqB>)>,
+            waiting: Pin<Box<Waiting<S, ReqB>>>,
         },
         Blocked {
             response: Option<Response<Bytes>>,
@@ -175,10 +209,12 @@ where
         let wait = queued.iter().map(Queued::wait).max().unwrap_or_default();
         GatewayFuture {
             state: State::Waiting {
-                sleep: tokio::time::sleep(wait),
-                queued,
-                entries,
-                call: Some((service, request)),
+                waiting: Box::pin(Waiting {
+                    sleep: tokio::time::sleep(wait),
+                    queued,
+                    entries,
+                    call: Some((service, request)),
+                }),
             },
         }
     }
@@ -210,30 +246,25 @@ where
                     return Poll::Ready(match result {
                         Ok(response) => {
                             if response.status().is_server_error() {
-                                for entry in &entries {
-                                    entry.set_error(&response.status());
-                                }
+                                entries.set_error(&response.status());
                             }
                             Ok(response.map(|body| GatewayBody::inner(body, entries)))
                         }
                         Err(error) => {
-                            for entry in &entries {
-                                entry.set_error(&error);
-                            }
+                            entries.set_error(&error);
                             exit(&mut entries);
                             Err(error)
                         }
                     });
                 }
-                StateProj::Waiting {
-                    sleep,
-                    queued,
-                    entries,
-                    call,
-                } => {
-                    ready!(sleep.poll(cx));
-                    let mut entries = std::mem::take(entries);
-                    entries.extend(queued.drain(..).map(Queued::admit));
+                StateProj::Waiting { waiting } => {
+                    let waiting = waiting.as_mut().project();
+                    ready!(waiting.sleep.poll(cx));
+                    let mut entries = std::mem::take(waiting.entries);
+                    for queued in waiting.queued.drain(..) {
+                        entries.push(queued.admit());
+                    }
+                    let call = waiting.call;
                     let (mut service, request) = call.take().expect("polled after completion");
                     let future = service.call(request);
                     state.set(State::Called { future, entries });

@@ -2,16 +2,14 @@
 //! resource and every API group its path matches, with the arguments the
 //! gateway rules read.
 
-use std::borrow::Cow;
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::request::Parts;
-use http::{Request, Response};
+use http::{Extensions, HeaderMap, Request, Response, Uri};
 use sentinel_flow_core::flow::{FlowGrade, FlowQuota, FlowRule};
 use sentinel_flow_core::param_flow::{ParamFlowGrade, ParamFlowRule};
 use sentinel_flow_core::{BlockError, BlockKind, Entering, EntryType, ParamValue, Queued};
@@ -20,6 +18,7 @@ use tower_service::Service;
 
 use super::Gateway;
 use super::client_ip::{Cidr, ClientIpSettings, peer};
+use super::convert::Target;
 use super::extract::{RequestView, arguments};
 use super::future::{Entries, GatewayFuture};
 use crate::block::{BlockReply, accepts_json, blocked_response, is_grpc};
@@ -147,15 +146,15 @@ enum Admission {
 static NO_PEER_WARNED: AtomicBool = AtomicBool::new(false);
 
 impl GatewayLayer {
-    fn admit(&self, parts: &Parts) -> Admission {
+    fn admit(&self, uri: &Uri, headers: &HeaderMap, extensions: &Extensions) -> Admission {
         let sentinel = self.gateway.inner.sentinel;
         let plan = self.gateway.inner.plan.load();
-        let path = parts.uri.path();
+        let path = uri.path();
         let client = OnceCell::new();
         let client = || {
             client
-                .get_or_init(|| match peer(&parts.extensions) {
-                    Some(peer) => Some(self.ip.key(self.ip.client(peer, &parts.headers))),
+                .get_or_init(|| match peer(extensions) {
+                    Some(peer) => Some(self.ip.key(self.ip.client(peer, headers))),
                     None => {
                         if !NO_PEER_WARNED.swap(true, Ordering::Relaxed) {
                             tracing::warn!(
@@ -170,46 +169,72 @@ impl GatewayLayer {
                 .clone()
         };
         let view = RequestView {
-            parts,
+            uri,
+            headers,
             client: &client,
         };
-        let route = route_name(parts).or_else(|| {
-            let cleaned = clean_path(path);
-            plan.args.contains_key(cleaned.as_ref()).then_some(cleaned)
-        });
-        let groups = plan
-            .apis
-            .iter()
-            .filter(|api| api.matches(path))
-            .map(|api| Cow::Borrowed(api.name.as_str()));
-        let mut entries = Entries::new();
+        let mut entries = Entries::default();
         let mut queued = Vec::new();
-        let mut args = Vec::new();
-        for name in route.into_iter().chain(groups) {
-            args.clear();
-            if let Some(sources) = plan.args.get(name.as_ref()) {
-                arguments(sources, &view, &mut args);
-            }
-            let entering = sentinel
-                .entry_builder(&name)
+        // The arguments of one resource at a time, in a buffer kept per
+        // thread (no allocation per request once it has grown).
+        let mut scratch = ARGS.with(|args| args.take());
+        let mut enter = |name: &str, target: Option<&Target>| -> Option<Response<Bytes>> {
+            scratch.clear();
+            let builder = match target {
+                Some(target) => {
+                    arguments(&target.args, &view, &mut scratch);
+                    match &target.resource {
+                        Some(resource) => resource.builder(),
+                        None => sentinel.entry_builder(name),
+                    }
+                }
+                None => sentinel.entry_builder(name),
+            };
+            let entering = builder
                 .entry_type(EntryType::Inbound)
-                .args(&args)
+                .args(&scratch)
                 .enter_or_queue();
             match entering {
                 Ok(Entering::Entered(entry)) => entries.push(entry),
                 Ok(Entering::Queued(wait)) => queued.push(wait),
-                Err(block) => return Admission::Blocked(self.refused(&block, &args, parts)),
+                Err(block) => return Some(self.refused(&block, &scratch, headers)),
+            }
+            None
+        };
+        let mut refused = None;
+        match route_name(extensions) {
+            Some(template) => refused = enter(template, plan.routes.get(template)),
+            None => {
+                let cleaned = clean_path(path);
+                if let Some(target) = plan.routes.get(cleaned.as_ref()) {
+                    refused = enter(&cleaned, Some(target));
+                }
             }
         }
-        if queued.is_empty() {
-            Admission::Entered(entries)
-        } else {
-            Admission::Queued(entries, queued)
+        if refused.is_none() {
+            for api in plan.apis.iter().filter(|api| api.matches(path)) {
+                refused = enter(&api.name, Some(&api.target));
+                if refused.is_some() {
+                    break;
+                }
+            }
+        }
+        scratch.clear();
+        ARGS.with(|args| args.set(scratch));
+        match refused {
+            Some(response) => Admission::Blocked(response),
+            None if queued.is_empty() => Admission::Entered(entries),
+            None => Admission::Queued(entries, queued),
         }
     }
 
     #[cold]
-    fn refused(&self, block: &BlockError, args: &[ParamValue], parts: &Parts) -> Response<Bytes> {
+    fn refused(
+        &self,
+        block: &BlockError,
+        args: &[ParamValue],
+        headers: &HeaderMap,
+    ) -> Response<Bytes> {
         let quota = if self.headers.any() {
             match block.kind() {
                 BlockKind::Flow => block
@@ -230,8 +255,8 @@ impl GatewayLayer {
         blocked_response(
             block,
             BlockReply {
-                grpc: is_grpc(&parts.headers),
-                json: accepts_json(&parts.headers),
+                grpc: is_grpc(headers),
+                json: accepts_json(headers),
                 quota,
                 headers: self.headers,
                 custom: None,
@@ -265,13 +290,18 @@ fn param_quota(rule: &ParamFlowRule, args: &[ParamValue]) -> Option<FlowQuota> {
 }
 
 /// The route template of a request inside an axum `Router`.
-fn route_name(parts: &Parts) -> Option<Cow<'_, str>> {
+fn route_name(extensions: &Extensions) -> Option<&str> {
     #[cfg(feature = "axum")]
-    if let Some(matched) = parts.extensions.get::<axum::extract::MatchedPath>() {
-        return Some(Cow::Borrowed(matched.as_str()));
+    if let Some(matched) = extensions.get::<axum::extract::MatchedPath>() {
+        return Some(matched.as_str());
     }
-    let _ = parts;
+    let _ = extensions;
     None
+}
+
+thread_local! {
+    /// Each thread's buffer for the arguments of an entry.
+    static ARGS: Cell<Vec<ParamValue>> = const { Cell::new(Vec::new()) };
 }
 
 impl<S, ReqB, ResB> Service<Request<ReqB>> for GatewayService<S>
@@ -288,9 +318,9 @@ where
     }
 
     fn call(&mut self, request: Request<ReqB>) -> Self::Future {
-        let (parts, body) = request.into_parts();
-        let admission = self.shared.admit(&parts);
-        let request = Request::from_parts(parts, body);
+        let admission = self
+            .shared
+            .admit(request.uri(), request.headers(), request.extensions());
         match admission {
             Admission::Entered(entries) => GatewayFuture::called(entries, self.inner.call(request)),
             Admission::Queued(entries, queued) => {

@@ -113,6 +113,11 @@ impl ValueMatcher {
         })
     }
 
+    /// Whether every value matches (no pattern).
+    pub(crate) fn is_any(&self) -> bool {
+        matches!(self, ValueMatcher::Any)
+    }
+
     pub(crate) fn matches(&self, value: &str) -> bool {
         match self {
             ValueMatcher::Any => true,

@@ -119,7 +119,7 @@ impl Gateway {
         definitions: Vec<ApiDefinition>,
         rules: Vec<GatewayRule>,
     ) -> Result<(), GatewayErrors> {
-        let plan = convert::compile(definitions, rules)?;
+        let mut plan = convert::compile(definitions, rules)?;
         // One load at a time: each reads the rules the one before owned.
         let _loading = self
             .inner
@@ -128,6 +128,9 @@ impl Gateway {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let before = self.inner.plan.load_full();
         self.inner.merge(&before, &plan)?;
+        // Handles found once the rules are in force (their names then
+        // have nodes outside the caps).
+        plan.attach(self.inner.sentinel);
         self.inner.plan.store(Arc::new(plan));
         Ok(())
     }
