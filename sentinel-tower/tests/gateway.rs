@@ -572,8 +572,54 @@ fn the_gateways_rules_stay_in_force_when_the_instances_rules_are_replaced() {
     sentinel.param_flow_rules().load(vec![]).unwrap();
     assert_eq!(sentinel.param_flow_rules().rules()[0].resource, "abc");
     assert_eq!(sentinel.flow_rules().rules().len(), 2);
+    // A rule of another source on a resource the gateway owns: replaced.
+    let mut book = sentinel.rule_book();
+    book.param_flow
+        .push(sentinel_flow_core::param_flow::ParamFlowRule::new(
+            "abc", 3, 1.0,
+        ));
+    sentinel.load_rule_book(book).unwrap();
+    let param = sentinel.param_flow_rules().rules();
+    assert_eq!(param.len(), 1);
+    assert_eq!(param[0].param_idx, 0);
     // Dropped gateways put nothing back.
     drop(gateway);
     sentinel.param_flow_rules().load(vec![]).unwrap();
     assert!(sentinel.param_flow_rules().rules().is_empty());
+}
+
+#[test]
+fn a_request_without_its_peer_passes_a_per_ip_rule_unless_missing_counts_as_one() {
+    use tower::{Layer, ServiceExt};
+    run(async {
+        let (sentinel, _clock) = sentinel();
+        let gateway = gateway_on(
+            sentinel,
+            vec![],
+            vec![
+                GatewayRule::route("/open", 2.0).param_item(GatewayParamItem::client_ip()),
+                GatewayRule::route("/counted", 2.0)
+                    .param_item(GatewayParamItem::client_ip().count_missing_as_one(true)),
+            ],
+        );
+        // A hyper service with no peer in the extensions.
+        let inner = tower::service_fn(|_: Request<()>| async {
+            Ok::<_, std::convert::Infallible>(http::Response::new(Empty::<Bytes>::new()))
+        });
+        let service = GatewayLayer::new(&gateway).layer(inner);
+        let admitted = |path: &'static str| {
+            let service = service.clone();
+            async move {
+                let mut admitted = 0;
+                for _ in 0..5 {
+                    let request = Request::get(path).body(()).unwrap();
+                    let response = service.clone().oneshot(request).await.unwrap();
+                    admitted += usize::from(response.status() == StatusCode::OK);
+                }
+                admitted
+            }
+        };
+        assert_eq!(admitted("/open").await, 5);
+        assert_eq!(admitted("/counted").await, 2);
+    });
 }

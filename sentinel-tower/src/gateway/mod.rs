@@ -73,8 +73,9 @@ use convert::Plan;
 /// otherwise (a rule file reloaded, the dashboard, code loading a kind):
 /// when a load leaves any of them out, the gateway puts them back at once,
 /// keeping every rule of other resources, so per-client limits are never
-/// lost to a reload. (A rule of another source on a resource the gateway
-/// owns is replaced by the gateway's.)
+/// lost to a reload; a rule of another source on a resource the gateway
+/// owns (a rule file written back with the gateway's rules in it, then
+/// edited) is replaced by the gateway's.
 #[derive(Clone)]
 pub struct Gateway {
     inner: Arc<Inner>,
@@ -165,11 +166,25 @@ impl Inner {
         self.sentinel.load_rule_book(book).map_err(core_errors)
     }
 
-    /// Whether every core rule of `plan` is in force.
+    /// Whether the rules in force on the resources `plan` owns are
+    /// exactly its core rules (none missing, none of another source).
     fn in_force(&self, plan: &Plan) -> bool {
+        let owned = plan.resources();
         let book = self.sentinel.rule_book();
-        plan.flow.iter().all(|rule| book.flow.contains(rule))
-            && plan.param.iter().all(|rule| book.param_flow.contains(rule))
+        let flow: Vec<_> = book
+            .flow
+            .iter()
+            .filter(|rule| owned.contains(rule.resource.as_str()))
+            .collect();
+        let param: Vec<_> = book
+            .param_flow
+            .iter()
+            .filter(|rule| owned.contains(rule.resource.as_str()))
+            .collect();
+        flow.len() == plan.flow.len()
+            && param.len() == plan.param.len()
+            && plan.flow.iter().all(|rule| flow.contains(&rule))
+            && plan.param.iter().all(|rule| param.contains(&rule))
     }
 }
 
