@@ -177,7 +177,8 @@ impl GatewayLayer {
         let mut queued = Vec::new();
         // The arguments of one resource at a time, in a buffer kept per
         // thread (no allocation per request once it has grown).
-        let mut scratch = ARGS.with(|args| args.take());
+        // (A thread past its locals' end, shutting down, gets a new one.)
+        let mut scratch = ARGS.try_with(Cell::take).unwrap_or_default();
         let mut enter = |name: &str, target: Option<&Target>| -> Option<Response<Bytes>> {
             scratch.clear();
             let builder = match target {
@@ -220,7 +221,7 @@ impl GatewayLayer {
             }
         }
         scratch.clear();
-        ARGS.with(|args| args.set(scratch));
+        let _ = ARGS.try_with(|args| args.set(scratch));
         match refused {
             Some(response) => Admission::Blocked(response),
             None if queued.is_empty() => Admission::Entered(entries),
