@@ -15,28 +15,32 @@ use sentinel_flow_core::{Entry, Queued};
 use tower_service::Service;
 
 /// The entries of one request: its route's and its API groups'. The
-/// first in place: a request that enters one resource allocates nothing
-/// for it.
+/// first two in place: a request that enters its route and one API group
+/// allocates nothing for them.
 #[derive(Default)]
 pub(crate) struct Entries {
     first: Option<Entry<'static>>,
+    second: Option<Entry<'static>>,
     rest: Vec<Entry<'static>>,
 }
 
 impl Entries {
     pub(crate) fn push(&mut self, entry: Entry<'static>) {
-        match self.first {
-            None => self.first = Some(entry),
-            Some(_) => self.rest.push(entry),
+        if self.first.is_none() {
+            self.first = Some(entry);
+        } else if self.second.is_none() {
+            self.second = Some(entry);
+        } else {
+            self.rest.push(entry);
         }
     }
 
-    fn len(&self) -> usize {
-        usize::from(self.first.is_some()) + self.rest.len()
+    fn iter(&self) -> impl Iterator<Item = &Entry<'static>> {
+        self.first.iter().chain(&self.second).chain(&self.rest)
     }
 
     fn set_error<E: ?Sized>(&self, error: &E) {
-        for entry in self.first.iter().chain(&self.rest) {
+        for entry in self.iter() {
             entry.set_error(error);
         }
     }
@@ -47,6 +51,7 @@ fn exit(entries: &mut Entries) {
     while let Some(entry) = entries.rest.pop() {
         drop(entry);
     }
+    entries.second = None;
     entries.first = None;
 }
 
@@ -135,7 +140,7 @@ impl<B> fmt::Debug for GatewayBody<B> {
             BodyKind::Inner { entries, .. } => {
                 return f
                     .debug_struct("GatewayBody")
-                    .field("entries", &entries.len())
+                    .field("entries", &entries.iter().count())
                     .finish_non_exhaustive();
             }
             BodyKind::Blocked { .. } => "blocked",
