@@ -15,32 +15,28 @@ use sentinel_flow_core::{Entry, Queued};
 use tower_service::Service;
 
 /// The entries of one request: its route's and its API groups'. The
-/// first two in place: a request that enters its route and one API group
-/// allocates nothing for them.
+/// first in place: a request that enters one resource allocates nothing
+/// for it.
 #[derive(Default)]
 pub(crate) struct Entries {
     first: Option<Entry<'static>>,
-    second: Option<Entry<'static>>,
     rest: Vec<Entry<'static>>,
 }
 
 impl Entries {
     pub(crate) fn push(&mut self, entry: Entry<'static>) {
-        if self.first.is_none() {
-            self.first = Some(entry);
-        } else if self.second.is_none() {
-            self.second = Some(entry);
-        } else {
-            self.rest.push(entry);
+        match self.first {
+            None => self.first = Some(entry),
+            Some(_) => self.rest.push(entry),
         }
     }
 
-    fn iter(&self) -> impl Iterator<Item = &Entry<'static>> {
-        self.first.iter().chain(&self.second).chain(&self.rest)
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.rest.len()
     }
 
     fn set_error<E: ?Sized>(&self, error: &E) {
-        for entry in self.iter() {
+        for entry in self.first.iter().chain(&self.rest) {
             entry.set_error(error);
         }
     }
@@ -51,7 +47,6 @@ fn exit(entries: &mut Entries) {
     while let Some(entry) = entries.rest.pop() {
         drop(entry);
     }
-    entries.second = None;
     entries.first = None;
 }
 
@@ -140,7 +135,7 @@ impl<B> fmt::Debug for GatewayBody<B> {
             BodyKind::Inner { entries, .. } => {
                 return f
                     .debug_struct("GatewayBody")
-                    .field("entries", &entries.iter().count())
+                    .field("entries", &entries.len())
                     .finish_non_exhaustive();
             }
             BodyKind::Blocked { .. } => "blocked",
