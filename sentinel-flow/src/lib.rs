@@ -81,6 +81,8 @@ mod readme_doctests {
     struct GuideRules;
     #[doc = include_str!("../../docs/embedding.md")]
     struct GuideEmbedding;
+    #[doc = include_str!("../../docs/gateway.md")]
+    struct GuideGateway;
     #[doc = include_str!("../../docs/dashboard.md")]
     struct GuideDashboard;
     #[doc = include_str!("../../docs/cluster.md")]

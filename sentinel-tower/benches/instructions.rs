@@ -13,7 +13,10 @@
 //!
 //! Cases: `baseline`, `core`, `core-block`, `floor`, `governor`, `pass`,
 //! `cleaned`, `block`, `block-json` (a client that accepts JSON),
-//! `router-baseline`, `router-governor`, `router-pass`, `router-pass-axum`.
+//! `router-baseline`, `router-governor`, `router-pass`, `router-pass-axum`,
+//! and per client IP (256 clients in turn, the peer in `ConnectInfo`):
+//! `ip-baseline`, `ip-governor` (`PeerIpKeyExtractor`), `ip-gateway` (a
+//! gateway rule per client IP on an API group over every path).
 //!
 //! `core` is the floor of the core (its entry and exit in the handler,
 //! no layer); `floor` the floor of any layer around it: a minimal one
@@ -45,7 +48,7 @@ use sentinel_flow_tower::SentinelLayer;
 use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
 use tower_governor::GovernorLayer;
 use tower_governor::governor::GovernorConfigBuilder;
-use tower_governor::key_extractor::GlobalKeyExtractor;
+use tower_governor::key_extractor::{GlobalKeyExtractor, PeerIpKeyExtractor};
 
 async fn ok(_: Request<Body>) -> Result<Response<Body>, Infallible> {
     Ok(Response::new(Body::from("ok")))
@@ -89,6 +92,21 @@ where
     }
 }
 
+/// Requests from 256 clients in turn (`10.0.0.n`), the peer's address
+/// in axum's `ConnectInfo`.
+fn from_clients() -> impl Fn() -> Request<Body> {
+    let next = std::cell::Cell::new(0u8);
+    move || {
+        next.set(next.get().wrapping_add(1));
+        let mut request = request("/orders");
+        let peer = std::net::SocketAddr::from(([10, 0, 0, next.get()], 40_000));
+        request
+            .extensions_mut()
+            .insert(axum::extract::ConnectInfo(peer));
+        request
+    }
+}
+
 fn instance(rules: Vec<FlowRule>) -> &'static Sentinel {
     let sentinel = Box::leak(Box::new(
         Sentinel::builder().clock(ManualClock::new(1_000)).build(),
@@ -122,7 +140,7 @@ fn main() {
     one(case, n);
 }
 
-const CASES: [&str; 13] = [
+const CASES: [&str; 16] = [
     "baseline",
     "core",
     "core-block",
@@ -136,6 +154,9 @@ const CASES: [&str; 13] = [
     "router-governor",
     "router-pass",
     "router-pass-axum",
+    "ip-baseline",
+    "ip-governor",
+    "ip-gateway",
 ];
 
 /// Each case in turn, `rounds` times, 200 000 requests a turn: on a
@@ -165,6 +186,8 @@ fn interleaved(rounds: usize) {
             .fold((f64::MAX, 0.0f64), |(lo, hi), t| (lo.min(*t), hi.max(*t)));
         let base = if case.starts_with("router") {
             CASES.iter().position(|c| *c == "router-baseline").unwrap()
+        } else if case.starts_with("ip-") {
+            CASES.iter().position(|c| *c == "ip-baseline").unwrap()
         } else {
             0
         };
@@ -299,6 +322,39 @@ fn one(case: &str, n: u64) {
             n,
             200,
         ),
+        "ip-baseline" => run_with(service_fn(ok), from_clients(), n, 200),
+        "ip-governor" => {
+            let config = GovernorConfigBuilder::default()
+                .key_extractor(PeerIpKeyExtractor)
+                .per_nanosecond(1)
+                .burst_size(u32::MAX)
+                .finish()
+                .unwrap();
+            let service = ServiceBuilder::new()
+                .layer(GovernorLayer::new(Arc::new(config)))
+                .service(service_fn(ok));
+            run_with(service, from_clients(), n, 200)
+        }
+        "ip-gateway" => {
+            use sentinel_flow_core::param_flow::MAX_PARAM_COUNT;
+            use sentinel_flow_tower::gateway::{
+                ApiDefinition, ApiPredicate, Gateway, GatewayLayer, GatewayParamItem, GatewayRule,
+            };
+            let gateway = Gateway::new(instance(vec![]));
+            gateway
+                .load(
+                    vec![ApiDefinition::new("all", vec![ApiPredicate::prefix("/**")])],
+                    vec![
+                        GatewayRule::api_group("all", MAX_PARAM_COUNT as f64)
+                            .param_item(GatewayParamItem::client_ip()),
+                    ],
+                )
+                .unwrap();
+            let service = ServiceBuilder::new()
+                .layer(GatewayLayer::new(&gateway))
+                .service(service_fn(ok));
+            run_with(service, from_clients(), n, 200)
+        }
         other => panic!("unknown case {other}"),
     }
 }

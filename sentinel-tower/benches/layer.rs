@@ -11,6 +11,11 @@
 //! - `request`: a bare `service_fn`, as `tower::ServiceBuilder` users have;
 //! - `router`: an axum `Router` with one route, the layers added with
 //!   `route_layer`, so the name comes from `MatchedPath`;
+//! - `per_ip`: a limit per client IP, 256 clients in turn (the peer's
+//!   address in `ConnectInfo`): `tower_governor` with its
+//!   `PeerIpKeyExtractor` against a gateway rule per client IP on an API
+//!   group over every path (`GatewayLayer`), each with a limit no client
+//!   reaches in a bench's time;
 //! - `two_threads`: the `request` cases on two threads at once, each
 //!   calling the same layer (its clones), as a multi-threaded runtime
 //!   does. A round is one request on each thread, in parallel: on two
@@ -39,7 +44,7 @@ use sentinel_flow_tower::SentinelLayer;
 use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
 use tower_governor::GovernorLayer;
 use tower_governor::governor::GovernorConfigBuilder;
-use tower_governor::key_extractor::GlobalKeyExtractor;
+use tower_governor::key_extractor::{GlobalKeyExtractor, PeerIpKeyExtractor};
 
 async fn ok(_: Request<Body>) -> Result<Response<Body>, Infallible> {
     Ok(Response::new(Body::from("ok")))
@@ -222,6 +227,84 @@ fn router_group(c: &mut Criterion) {
     group.finish();
 }
 
+/// A request from client `n` of 256 (`10.0.0.n`), its peer address in
+/// axum's `ConnectInfo`, as `into_make_service_with_connect_info` puts it.
+fn request_from(n: u8) -> Request<Body> {
+    let mut request = request("/orders");
+    let peer = std::net::SocketAddr::from(([10, 0, 0, n], 40_000));
+    request
+        .extensions_mut()
+        .insert(axum::extract::ConnectInfo(peer));
+    request
+}
+
+fn call_from<S>(service: &S, n: u8) -> http::StatusCode
+where
+    S: Service<Request<Body>> + Clone,
+    S::Response: HasStatus,
+    S::Error: std::fmt::Debug,
+{
+    let response = ready(service.clone().oneshot(request_from(n))).unwrap();
+    let status = response.status();
+    std::hint::black_box(response);
+    status
+}
+
+fn per_ip_group(c: &mut Criterion) {
+    use sentinel_flow_core::param_flow::MAX_PARAM_COUNT;
+    use sentinel_flow_tower::gateway::{
+        ApiDefinition, ApiPredicate, Gateway, GatewayLayer, GatewayParamItem, GatewayRule,
+    };
+
+    let mut group = c.benchmark_group("per_ip");
+    group.throughput(Throughput::Elements(1));
+    let mut next = 0u8;
+    let mut client = move || {
+        next = next.wrapping_add(1);
+        next
+    };
+
+    let direct = service_fn(ok);
+    assert_eq!(call_from(&direct, 1), 200);
+    group.bench_function("baseline: service_fn, no layer", |b| {
+        b.iter(|| call_from(&direct, client()))
+    });
+
+    let config = GovernorConfigBuilder::default()
+        .key_extractor(PeerIpKeyExtractor)
+        .per_nanosecond(1)
+        .burst_size(u32::MAX)
+        .finish()
+        .unwrap();
+    let peer = ServiceBuilder::new()
+        .layer(GovernorLayer::new(Arc::new(config)))
+        .service(service_fn(ok));
+    assert_eq!(call_from(&peer, 1), 200);
+    group.bench_function("tower_governor, peer IP key, pass", |b| {
+        b.iter(|| call_from(&peer, client()))
+    });
+
+    let sentinel = instance(vec![]);
+    let gateway = Gateway::new(sentinel);
+    gateway
+        .load(
+            vec![ApiDefinition::new("all", vec![ApiPredicate::prefix("/**")])],
+            vec![
+                GatewayRule::api_group("all", MAX_PARAM_COUNT as f64)
+                    .param_item(GatewayParamItem::client_ip()),
+            ],
+        )
+        .unwrap();
+    let ours = ServiceBuilder::new()
+        .layer(GatewayLayer::new(&gateway))
+        .service(service_fn(ok));
+    assert_eq!(call_from(&ours, 1), 200);
+    group.bench_function("sentinel gateway, client IP rule, pass", |b| {
+        b.iter(|| call_from(&ours, client()))
+    });
+    group.finish();
+}
+
 /// Two threads calling `service` (each its clone) `rounds` times each, let
 /// go together: the time from the first one's start to the last one's end,
 /// by the production clock's precise reading (the instances here run on a
@@ -282,5 +365,11 @@ fn two_threads_group(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, request_group, router_group, two_threads_group);
+criterion_group!(
+    benches,
+    request_group,
+    router_group,
+    per_ip_group,
+    two_threads_group
+);
 criterion_main!(benches);

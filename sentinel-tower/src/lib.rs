@@ -44,6 +44,7 @@ mod buffer;
 mod cache;
 mod config;
 mod future;
+pub mod gateway;
 mod headers;
 mod key;
 mod layer;

@@ -1,0 +1,171 @@
+//! A request's arguments for one resource: each rule's value, read from
+//! the request and passed through its item's pattern.
+
+use std::borrow::Cow;
+
+use http::header::{COOKIE, HOST};
+use http::{HeaderMap, Uri};
+use sentinel_flow_core::ParamValue;
+
+use super::convert::{ArgSource, Item, constant, missing, not_matched};
+use super::model::ParseStrategy;
+
+/// What the arguments are read from: the request head and the client's
+/// key, computed at most once per request.
+pub(crate) struct RequestView<'r> {
+    pub(crate) uri: &'r Uri,
+    pub(crate) headers: &'r HeaderMap,
+    pub(crate) client: &'r dyn Fn() -> Option<ParamValue>,
+}
+
+/// Appends the arguments of `sources` to `args`.
+pub(crate) fn arguments(sources: &[ArgSource], view: &RequestView<'_>, args: &mut Vec<ParamValue>) {
+    args.extend(sources.iter().map(|source| match source {
+        ArgSource::Constant => constant(),
+        ArgSource::Item(item) => argument(item, view),
+    }));
+}
+
+fn argument(item: &Item, view: &RequestView<'_>) -> ParamValue {
+    let value = match item.parse {
+        ParseStrategy::ClientIp => match (view.client)() {
+            Some(key) if item.matcher.is_any() => return key,
+            Some(key) => {
+                return match key.as_str() {
+                    Some(text) if item.matcher.matches(text) => key,
+                    _ => not_matched(),
+                };
+            }
+            None => None,
+        },
+        ParseStrategy::Host => host(view.uri, view.headers).map(Cow::Borrowed),
+        ParseStrategy::Header => item
+            .header
+            .as_ref()
+            .and_then(|name| view.headers.get(name))
+            .and_then(|value| value.to_str().ok())
+            .map(Cow::Borrowed),
+        ParseStrategy::UrlParam => query_param(view.uri.query(), &item.field),
+        ParseStrategy::Cookie => cookie(view.headers, &item.field).map(Cow::Borrowed),
+    };
+    match value {
+        Some(value) if item.matcher.matches(&value) => ParamValue::from(value.as_ref()),
+        Some(_) => not_matched(),
+        None if item.missing_as_one => missing(),
+        None => not_matched(),
+    }
+}
+
+/// The host the request names, without its port.
+fn host<'r>(uri: &'r Uri, headers: &'r HeaderMap) -> Option<&'r str> {
+    if let Some(host) = uri.host() {
+        return Some(host);
+    }
+    let host = headers.get(HOST)?.to_str().ok()?;
+    let host = match host.strip_prefix('[') {
+        // An IPv6 literal: `[::1]:8080`.
+        Some(rest) => return rest.split_once(']').map(|(addr, _)| addr),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    (!host.is_empty()).then_some(host)
+}
+
+/// The first value of the query parameter `name`, percent-decoded (`+` is
+/// a space, as in a form).
+fn query_param<'q>(query: Option<&'q str>, name: &str) -> Option<Cow<'q, str>> {
+    form_urlencoded::parse(query?.as_bytes())
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value)
+}
+
+/// The value of the cookie `name` (the first one, over every `Cookie`
+/// header), without its quotes.
+fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|line| line.split(';'))
+        .find_map(|pair| {
+            let (key, value) = pair.trim().split_once('=')?;
+            (key.trim() == name).then(|| value.trim().trim_matches('"'))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gateway::matcher::ValueMatcher;
+    use crate::gateway::model::ValueMatch;
+
+    fn item(
+        parse: ParseStrategy,
+        field: &str,
+        pattern: Option<&str>,
+        missing_as_one: bool,
+    ) -> Item {
+        Item {
+            parse,
+            header: (parse == ParseStrategy::Header).then(|| field.parse().unwrap()),
+            field: field.into(),
+            matcher: ValueMatcher::new(pattern, ValueMatch::Exact).unwrap(),
+            missing_as_one,
+        }
+    }
+
+    fn value(item: &Item, request: http::Request<()>) -> ParamValue {
+        let (parts, ()) = request.into_parts();
+        let client = || Some(ParamValue::from("192.0.2.1"));
+        argument(
+            item,
+            &RequestView {
+                uri: &parts.uri,
+                headers: &parts.headers,
+                client: &client,
+            },
+        )
+    }
+
+    #[test]
+    fn values_are_read_from_each_place() {
+        let request = || {
+            http::Request::get("/a?key=x%20y&key=second&plus=a+b")
+                .header("host", "example.com:8080")
+                .header("x-api-key", "k1")
+                .header("cookie", "a=1; session=\"s2\"")
+                .body(())
+                .unwrap()
+        };
+        let read = |parse, field| value(&item(parse, field, None, false), request());
+        assert_eq!(read(ParseStrategy::UrlParam, "key").as_str(), Some("x y"));
+        assert_eq!(read(ParseStrategy::UrlParam, "plus").as_str(), Some("a b"));
+        assert_eq!(
+            read(ParseStrategy::Header, "x-api-key").as_str(),
+            Some("k1")
+        );
+        assert_eq!(read(ParseStrategy::Cookie, "session").as_str(), Some("s2"));
+        assert_eq!(read(ParseStrategy::Host, "").as_str(), Some("example.com"));
+        assert_eq!(
+            read(ParseStrategy::ClientIp, "").as_str(),
+            Some("192.0.2.1")
+        );
+    }
+
+    #[test]
+    fn outside_the_pattern_and_missing_pass_unless_missing_counts_as_one() {
+        let request = || {
+            http::Request::get("/a")
+                .header("x-k", "b")
+                .body(())
+                .unwrap()
+        };
+        let limited = item(ParseStrategy::Header, "x-k", Some("a"), false);
+        assert_eq!(value(&limited, request()), not_matched());
+        let absent = item(ParseStrategy::Header, "x-other", None, false);
+        assert_eq!(value(&absent, request()), not_matched());
+        let counted = item(ParseStrategy::Header, "x-other", None, true);
+        assert_eq!(value(&counted, request()), missing());
+        // A client cannot send a marker: every read value is a string.
+        assert_ne!(ParamValue::from("false"), not_matched());
+    }
+}

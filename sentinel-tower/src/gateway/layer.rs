@@ -1,0 +1,337 @@
+//! `GatewayLayer` and `GatewayService`: each request enters its route's
+//! resource and every API group its path matches, with the arguments the
+//! gateway rules read.
+
+use std::cell::{Cell, OnceCell};
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{Extensions, HeaderMap, Request, Response, Uri};
+use sentinel_flow_core::flow::{FlowGrade, FlowQuota, FlowRule};
+use sentinel_flow_core::param_flow::{ParamFlowGrade, ParamFlowRule};
+use sentinel_flow_core::{BlockError, BlockKind, Entering, EntryType, ParamValue, Queued};
+use tower_layer::Layer;
+use tower_service::Service;
+
+use super::Gateway;
+use super::client_ip::{Cidr, ClientIpSettings, peer};
+use super::convert::Target;
+use super::extract::{RequestView, arguments};
+use super::future::{Entries, GatewayFuture};
+use crate::block::{BlockReply, accepts_json, blocked_response, is_grpc};
+use crate::headers::HeaderSettings;
+use crate::name::clean_path;
+
+/// A tower [`Layer`] that runs each request through a [`Gateway`]'s rules.
+///
+/// A request enters, in order, its route's resource and the resource of
+/// each API group whose predicates match its path (as Sentinel's gateway
+/// filters do), each with the arguments its gateway rules read; the first
+/// refusal answers it (`429`, `blocked by param_flow` or `flow`,
+/// `Retry-After` and, for a QPS rule, `RateLimit-Policy` / `RateLimit`
+/// stating the caller's own limit: the count of the value that was
+/// refused, per its window), and the entries made before are left. A rate
+/// limiter's queue waits on a tokio timer, the longest of the resources'
+/// waits. The entries exit when the response body ends (or is dropped);
+/// a 5xx response or an inner error is recorded as their error.
+///
+/// The route is the axum route template (`/orders/{id}`, inside a
+/// `Router`), which is entered for every request; outside a `Router`, the
+/// path through [`clean_path`](crate::clean_path), entered only when a
+/// gateway rule names it (so that random paths make no resources).
+///
+/// The client IP is the connection's peer: axum's `ConnectInfo<SocketAddr>`
+/// (serve with `into_make_service_with_connect_info::<SocketAddr>()`), or a
+/// `SocketAddr` or `IpAddr` a hyper server put in the request's
+/// extensions. Forwarding headers are read only when the peer is one of
+/// the [`trusted_proxies`](Self::trusted_proxies). A request with no known
+/// peer has no client IP (a per-IP rule lets it pass, or counts it as one
+/// with `count_missing_as_one`; a warning is logged once).
+#[derive(Clone)]
+pub struct GatewayLayer {
+    gateway: Gateway,
+    ip: ClientIpSettings,
+    headers: HeaderSettings,
+}
+
+impl GatewayLayer {
+    /// A layer on `gateway`'s rules, trusting no proxy.
+    pub fn new(gateway: &Gateway) -> Self {
+        GatewayLayer {
+            gateway: gateway.clone(),
+            ip: ClientIpSettings::default(),
+            headers: HeaderSettings::default(),
+        }
+    }
+
+    /// The proxies (load balancers, reverse proxies) whose forwarding
+    /// headers are believed: when the connection's peer is in one of
+    /// these blocks, the client is the right-most address of `Forwarded`
+    /// (else `X-Forwarded-For`, else `X-Real-IP`) that is not, read over
+    /// at most [`MAX_FORWARDED_HOPS`](super::MAX_FORWARDED_HOPS) hops.
+    /// Headers from any other peer are ignored: a client cannot choose its
+    /// address by sending one. Replaces the list given before.
+    pub fn trusted_proxies(mut self, proxies: impl IntoIterator<Item = Cidr>) -> Self {
+        self.ip.trusted = proxies.into_iter().collect();
+        self
+    }
+
+    /// IPv6 clients are limited by their first `bits` bits (default 64,
+    /// a site's usual allocation, so one host cannot mint a new key per
+    /// address; at most 128).
+    pub fn ipv6_prefix(mut self, bits: u8) -> Self {
+        self.ip.ipv6_prefix = bits.min(128);
+        self
+    }
+
+    /// IPv4 clients are limited by their first `bits` bits (default 32,
+    /// each address; at most 32).
+    pub fn ipv4_prefix(mut self, bits: u8) -> Self {
+        self.ip.ipv4_prefix = bits.min(32);
+        self
+    }
+
+    /// Whether refusals by a QPS rule carry `RateLimit-Policy` and
+    /// `RateLimit` (default on).
+    pub fn rate_limit_headers(mut self, on: bool) -> Self {
+        self.headers.ietf = on;
+        self
+    }
+}
+
+impl fmt::Debug for GatewayLayer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GatewayLayer")
+            .field("gateway", &self.gateway)
+            .field("trusted_proxies", &self.ip.trusted)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> Layer<S> for GatewayLayer {
+    type Service = GatewayService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        GatewayService {
+            inner,
+            shared: Arc::new(self.clone()),
+        }
+    }
+}
+
+/// The service made by [`GatewayLayer`].
+#[derive(Clone)]
+pub struct GatewayService<S> {
+    inner: S,
+    shared: Arc<GatewayLayer>,
+}
+
+impl<S: fmt::Debug> fmt::Debug for GatewayService<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GatewayService")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+enum Admission {
+    Entered(Entries),
+    Queued(Entries, Vec<Queued<'static>>),
+    Blocked(Response<Bytes>),
+}
+
+static NO_PEER_WARNED: AtomicBool = AtomicBool::new(false);
+
+impl GatewayLayer {
+    fn admit(&self, uri: &Uri, headers: &HeaderMap, extensions: &Extensions) -> Admission {
+        let sentinel = self.gateway.inner.sentinel;
+        let plan = self.gateway.inner.plan.load();
+        let path = uri.path();
+        let client = OnceCell::new();
+        let client = || {
+            client
+                .get_or_init(|| match peer(extensions) {
+                    Some(peer) => Some(self.ip.key(self.ip.client(peer, headers))),
+                    None => {
+                        if !NO_PEER_WARNED.swap(true, Ordering::Relaxed) {
+                            tracing::warn!(
+                                "sentinel gateway: a request without its peer address; \
+                                 serve with `into_make_service_with_connect_info::<SocketAddr>()` \
+                                 for per-IP rules"
+                            );
+                        }
+                        None
+                    }
+                })
+                .clone()
+        };
+        let view = RequestView {
+            uri,
+            headers,
+            client: &client,
+        };
+        let mut entries = Entries::default();
+        let mut queued = Vec::new();
+        // The arguments of one resource at a time, in a buffer kept per
+        // thread (no allocation per request once it has grown).
+        // (A thread past its locals' end, shutting down, gets a new one.)
+        let mut scratch = ARGS.try_with(Cell::take).unwrap_or_default();
+        let mut enter = |name: &str, target: Option<&Target>| -> Option<Response<Bytes>> {
+            scratch.clear();
+            let builder = match target {
+                Some(target) => {
+                    arguments(&target.args, &view, &mut scratch);
+                    match &target.resource {
+                        Some(resource) => resource.builder(),
+                        None => sentinel.entry_builder(name),
+                    }
+                }
+                None => sentinel.entry_builder(name),
+            };
+            let entering = builder
+                .entry_type(EntryType::Inbound)
+                .args(&scratch)
+                .enter_or_queue();
+            match entering {
+                Ok(Entering::Entered(entry)) => entries.push(entry),
+                Ok(Entering::Queued(wait)) => queued.push(wait),
+                Err(block) => return Some(self.refused(&block, &scratch, headers)),
+            }
+            None
+        };
+        let mut refused = None;
+        match route_name(extensions) {
+            Some(template) => refused = enter(template, plan.routes.get(template)),
+            None => {
+                let cleaned = clean_path(path);
+                if let Some(target) = plan.routes.get(cleaned.as_ref()) {
+                    refused = enter(&cleaned, Some(target));
+                }
+            }
+        }
+        if refused.is_none() {
+            for api in plan.apis.iter().filter(|api| api.matches(path)) {
+                refused = enter(&api.name, Some(&api.target));
+                if refused.is_some() {
+                    break;
+                }
+            }
+        }
+        scratch.clear();
+        let _ = ARGS.try_with(|args| args.set(scratch));
+        match refused {
+            Some(response) => Admission::Blocked(response),
+            None if queued.is_empty() => Admission::Entered(entries),
+            None => Admission::Queued(entries, queued),
+        }
+    }
+
+    #[cold]
+    fn refused(
+        &self,
+        block: &BlockError,
+        args: &[ParamValue],
+        headers: &HeaderMap,
+    ) -> Response<Bytes> {
+        let quota = if self.headers.any() {
+            match block.kind() {
+                BlockKind::Flow => block
+                    .rule_as::<FlowRule>()
+                    .filter(|rule| rule.grade == FlowGrade::Qps)
+                    .and_then(|rule| {
+                        let resource = self.gateway.inner.sentinel.resource(block.resource());
+                        resource.flow_quota_refused(rule)
+                    }),
+                BlockKind::ParamFlow => block
+                    .rule_as::<ParamFlowRule>()
+                    .and_then(|rule| param_quota(rule, args)),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        blocked_response(
+            block,
+            BlockReply {
+                grpc: is_grpc(headers),
+                json: accepts_json(headers),
+                quota,
+                headers: self.headers,
+                custom: None,
+            },
+        )
+    }
+}
+
+/// The quota of the value a QPS `param_flow` rule refused: its own count
+/// (an item's, else the rule's) per the rule's duration; nothing remains,
+/// and the value's bucket refills whole within the duration (the reset
+/// stated is that bound).
+fn param_quota(rule: &ParamFlowRule, args: &[ParamValue]) -> Option<FlowQuota> {
+    if rule.grade != ParamFlowGrade::Qps {
+        return None;
+    }
+    let value = args.get(usize::try_from(rule.param_idx).ok()?)?;
+    let count = rule
+        .param_flow_item_list
+        .iter()
+        .find(|item| item.value == *value)
+        .map_or(rule.count, |item| item.count);
+    let window_ms = rule.duration_in_sec.saturating_mul(1_000);
+    Some(FlowQuota {
+        // Whole numbers, as the check reads them.
+        limit: count as u64,
+        window_ms,
+        remaining: 0,
+        reset_ms: window_ms,
+    })
+}
+
+/// The route template of a request inside an axum `Router`.
+fn route_name(extensions: &Extensions) -> Option<&str> {
+    #[cfg(feature = "axum")]
+    if let Some(matched) = extensions.get::<axum::extract::MatchedPath>() {
+        return Some(matched.as_str());
+    }
+    let _ = extensions;
+    None
+}
+
+thread_local! {
+    /// Each thread's buffer for the arguments of an entry.
+    static ARGS: Cell<Vec<ParamValue>> = const { Cell::new(Vec::new()) };
+}
+
+impl<S, ReqB, ResB> Service<Request<ReqB>> for GatewayService<S>
+where
+    S: Service<Request<ReqB>, Response = Response<ResB>> + Clone,
+    ResB: http_body::Body<Data = Bytes>,
+{
+    type Response = Response<super::GatewayBody<ResB>>;
+    type Error = S::Error;
+    type Future = GatewayFuture<S, ReqB>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<ReqB>) -> Self::Future {
+        let admission = self
+            .shared
+            .admit(request.uri(), request.headers(), request.extensions());
+        match admission {
+            Admission::Entered(entries) => GatewayFuture::called(entries, self.inner.call(request)),
+            Admission::Queued(entries, queued) => {
+                // The ready service waits in the future; its clone stays
+                // for the next poll_ready (tower's usual swap).
+                let clone = self.inner.clone();
+                let ready = std::mem::replace(&mut self.inner, clone);
+                GatewayFuture::queued(entries, queued, ready, request)
+            }
+            Admission::Blocked(response) => GatewayFuture::blocked(response),
+        }
+    }
+}
