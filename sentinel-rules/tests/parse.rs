@@ -191,9 +191,9 @@ fn every_kind_of_error_at_its_position() {
         // param flow items
         (
             "param_flow:\n  - resource: r\n    param_idx: 0\n    count: 1\n    param_flow_item_list:\n\
-             \x20     - {value: 1.5, count: 1}\n      - {value: a, count: -1}\n",
+             \x20     - {value: [1], count: 1}\n      - {value: a, count: -1}\n",
             "rules.yaml:6:17: param_flow[0] (r): param_flow_item_list[0].value must be a string, a \
-             whole number or a boolean, got 1.5",
+             number or a boolean, got a list",
         ),
         (
             "param_flow:\n  - {resource: r, param_idx: 0, count: 1, \

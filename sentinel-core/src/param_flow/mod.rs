@@ -56,7 +56,9 @@ pub use rule::{
     ParamFlowItem, ParamFlowRule, TOTAL_PARAM_CAPACITY,
 };
 pub use rule::{
-    MAX_PARAM_DURATION_SEC, MAX_PARAM_ITEMS, MAX_PARAM_QUEUEING_TIME_MS, PARAM_VALUE_BYTES,
+    MAX_PARAM_CLUSTER_SAMPLE_COUNT, MAX_PARAM_CLUSTER_WINDOW_MS, MAX_PARAM_DURATION_SEC,
+    MAX_PARAM_ITEMS, MAX_PARAM_QUEUEING_TIME_MS, PARAM_CLASS_TYPES, PARAM_VALUE_BYTES,
+    ParamClassKind, ParamClusterThresholdType, ParamFlowClusterConfig, param_class_kind,
 };
 
 use std::sync::Arc;
