@@ -403,3 +403,18 @@ fn a_utf8_bom_at_the_start_is_accepted() {
         ]
     );
 }
+
+#[test]
+fn the_annotated_file_of_the_guide_loads() {
+    let guide = include_str!("../../docs/rules.md");
+    let start = guide
+        .find("```yaml\n# Rules for sentinel-flow-rules")
+        .expect("the annotated file")
+        + "```yaml\n".len();
+    let end = start + guide[start..].find("```").expect("its end");
+    let file = parse_str(&guide[start..end], "rules.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let items = &file.book.param_flow[0].param_flow_item_list;
+    assert_eq!(items[2].value, ParamValue::from(2.5));
+    assert_eq!(items[3].class_type, Some("long"));
+    assert!(file.book.validate().is_ok());
+}
