@@ -136,3 +136,58 @@ fn a_hot_parameter_rule_in_cluster_mode_was_refused_and_now_limits_locally() {
         "{error:?}"
     );
 }
+
+#[test]
+fn hot_parameter_rules_in_cluster_mode_are_shown_as_limiting_locally() {
+    let (_clock, sentinel) = instance();
+    let rule = ParamFlowRule {
+        cluster_mode: true,
+        cluster_config: ParamFlowClusterConfig {
+            flow_id: Some(3),
+            ..ParamFlowClusterConfig::default()
+        },
+        ..ParamFlowRule::new("hot", 0, 2.0)
+    };
+    sentinel
+        .param_flow_rules()
+        .load(vec![rule, ParamFlowRule::new("hot", 1, 2.0)])
+        .unwrap();
+    drop(
+        sentinel
+            .entry_builder("hot")
+            .args(&[ParamValue::from("u")])
+            .enter(),
+    );
+    let resources = sentinel.resources();
+    let hot = resources
+        .iter()
+        .find(|r| &*r.name == "hot")
+        .expect("named by rules");
+    assert_eq!(hot.cluster_param_rules_local, 1);
+}
+
+#[cfg(feature = "prometheus")]
+#[test]
+fn hot_parameter_rules_in_cluster_mode_show_in_prometheus() {
+    use sentinel_flow_core::prometheus::render_prometheus;
+    use support::prometheus::{key, parse};
+
+    let (_clock, sentinel) = instance();
+    let cluster = ParamFlowRule {
+        cluster_mode: true,
+        cluster_config: ParamFlowClusterConfig {
+            flow_id: Some(3),
+            ..ParamFlowClusterConfig::default()
+        },
+        ..ParamFlowRule::new("hot", 0, 2.0)
+    };
+    sentinel
+        .param_flow_rules()
+        .load(vec![cluster, ParamFlowRule::new("cold", 0, 2.0)])
+        .unwrap();
+    let gauge = "sentinel_cluster_param_rules_local";
+    let (samples, types) = parse(&render_prometheus(&sentinel));
+    assert_eq!(types[gauge], "gauge");
+    assert_eq!(samples[&key(gauge, &[("resource", "hot")])], 1.0);
+    assert!(!samples.contains_key(&key(gauge, &[("resource", "cold")])));
+}

@@ -39,17 +39,22 @@
 //! layout, the collision odds and what happens past capacity.
 //!
 //! The module is the kind alone: `rule.rs` the rule as loaded,
-//! `checker.rs` and `cache.rs` the compiled rule and its value table, here
-//! the check. The tables' figures are read through the instance's rule set,
+//! `checker.rs` and `cache.rs` the compiled rule and its value table,
+//! `cluster.rs` the report of rules in cluster mode (which limit locally),
+//! here the check. The tables' figures are read through the instance's rule set,
 //! which composes every kind ([`RuleManager::tables`](crate::RuleManager::tables)).
 
 mod cache;
 mod checker;
+mod cluster;
 mod rule;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use checker::{CompiledParamFlow, ParamDecision, ParamHeld};
+#[cfg(feature = "prometheus")]
+pub(crate) use cluster::by_resource as cluster_rules_by_resource;
+pub(crate) use cluster::warn as warn_cluster_rules;
 pub(crate) use rule::KIND_NAME;
 pub use rule::{
     BASE_PARAM_CAPACITY, MAX_PARAM_CAPACITY, MAX_PARAM_COUNT, ParamControlBehavior, ParamFlowGrade,
