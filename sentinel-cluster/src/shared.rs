@@ -48,6 +48,9 @@ pub(crate) struct Shared {
     up: AtomicBool,
     /// A call failed: the worker drops the connection and reconnects.
     pub(crate) broken: AtomicBool,
+    /// A refill or a registration went through: the worker's backoff goes
+    /// back to its minimum.
+    pub(crate) answered: AtomicBool,
     pub(crate) stopping: AtomicBool,
     /// The first failure to reach Redis was logged (or Redis was reached).
     start_logged: AtomicBool,
@@ -67,6 +70,7 @@ impl Shared {
             flows_lock: Mutex::new(()),
             up: AtomicBool::new(false),
             broken: AtomicBool::new(false),
+            answered: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             start_logged: AtomicBool::new(false),
             wake: tokio::sync::Notify::new(),

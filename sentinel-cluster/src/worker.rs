@@ -3,9 +3,17 @@
 //! refunds what expired leases held, and keeps the instance registered.
 //! At most one call per flow id is in flight (its `wanted` flag), plus one
 //! heartbeat round, so nothing piles up while Redis is slow.
+//!
+//! Redis counts as up only after a write went through on a fresh
+//! connection (a probe key with the instance's TTL), and a failed call is
+//! followed by the backoff before the next connection: a Redis that takes
+//! connections but answers writes with errors (out of memory, read-only
+//! replica) keeps the client in fallback, switched once, not flapping.
+//! The backoff goes back to its minimum only after a refill or a
+//! registration went through.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -52,14 +60,19 @@ impl Worker {
     async fn run(mut self) {
         let mut connection: Option<ConnectionManager> = None;
         while !self.shared.stopping.load(Acquire) {
+            if self.shared.answered.swap(false, AcqRel) {
+                self.backoff = self.shared.config.backoff_range().0;
+            }
             if self.shared.broken.swap(false, AcqRel) {
+                // A call failed: the next connection only after the backoff.
                 connection = None;
+                self.back_off().await;
+                continue;
             }
             let Some(conn) = &connection else {
                 self.shared.counters.attempts.fetch_add(1, Relaxed);
                 match self.connect().await {
                     Ok(conn) => {
-                        self.backoff = self.shared.config.backoff_range().0;
                         self.shared.counters.connects.fetch_add(1, Relaxed);
                         self.shared.broken.store(false, Relaxed);
                         self.shared.set_up(true, "");
@@ -67,9 +80,7 @@ impl Worker {
                     }
                     Err(why) => {
                         self.shared.set_up(false, &why);
-                        self.pause(self.backoff).await;
-                        let max = self.shared.config.backoff_range().1;
-                        self.backoff = (self.backoff * 2).min(max);
+                        self.back_off().await;
                     }
                 }
                 continue;
@@ -87,6 +98,21 @@ impl Worker {
     /// Sleeps `duration`, or less when woken.
     async fn pause(&self, duration: Duration) {
         let _ = tokio::time::timeout(duration, self.shared.wake.notified()).await;
+    }
+
+    /// Sleeps the whole backoff (waking only to stop), then doubles it up
+    /// to its maximum.
+    async fn back_off(&mut self) {
+        let until = Instant::now() + self.backoff;
+        while !self.shared.stopping.load(Acquire) {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            self.pause(left).await;
+        }
+        let max = self.shared.config.backoff_range().1;
+        self.backoff = (self.backoff * 2).min(max);
     }
 
     async fn connect(&self) -> Result<ConnectionManager, String> {
@@ -118,6 +144,22 @@ impl Worker {
                 Ok(Err(error)) => return Err(format!("cannot load a script: {error}")),
                 Err(_) => return Err(format!("no answer within {response:?}")),
             }
+        }
+        // A write, as the scripts make: a Redis that takes connections but
+        // refuses writes is not up.
+        let probe = format!(
+            "{}probe:{}",
+            self.shared.config.prefix(),
+            self.shared.instance
+        );
+        let ttl = self.shared.config.ttl().as_millis() as u64;
+        let mut set = redis::cmd("SET");
+        set.arg(&probe).arg(1).arg("PX").arg(ttl.max(1));
+        let write = set.query_async::<()>(&mut conn);
+        match tokio::time::timeout(response, write).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => return Err(format!("cannot write: {error}")),
+            Err(_) => return Err(format!("no answer within {response:?}")),
         }
         Ok(conn)
     }
@@ -154,7 +196,10 @@ impl Worker {
                     .arg(ttl);
                 let call = invocation.invoke_async::<u64>(&mut conn);
                 match with_timeout(&shared, call).await {
-                    Ok(live) => flow.instances.store(live, Relaxed),
+                    Ok(live) => {
+                        flow.instances.store(live, Relaxed);
+                        shared.answered.store(true, Release);
+                    }
                     Err(why) => {
                         shared.fail(&why);
                         return;
@@ -227,6 +272,7 @@ impl Refill {
                 return;
             }
         };
+        shared.answered.store(true, Release);
         // The permits are the instance's until their bucket ends on the
         // server, measured from when the entry asked: never later.
         let expiry = asked_at + grant.bucket_end_ms.saturating_sub(grant.server_now_ms);

@@ -313,3 +313,66 @@ fn an_attached_cluster_counts_as_available_only_while_redis_answers() {
     drop(cluster);
     assert_eq!(sentinel.cluster_status(), ClusterStatus::Unavailable);
 }
+
+#[test]
+fn a_redis_answering_errors_made_the_client_flap_between_cluster_and_fallback() {
+    let server = RedisServer::start();
+    let (sentinel, cluster) = instance(&server.url(), rule(50.0, true));
+    wait_until("connected", Duration::from_secs(5), || {
+        !cluster.is_fallback()
+    });
+    let before = cluster.snapshot();
+    assert_eq!(before.fallback_switches, 1, "{before:?}");
+
+    // Used memory above maxmemory: every write (the scripts, the
+    // registration) is refused with an OOM error, while the connection
+    // and PING stay fine.
+    let filler = "x".repeat(2 << 20);
+    assert_eq!(
+        server.command(&["SET", "filler", &filler]).as_deref(),
+        Some("+OK")
+    );
+    assert_eq!(
+        server
+            .command(&["CONFIG", "SET", "maxmemory", "1mb"])
+            .as_deref(),
+        Some("+OK")
+    );
+    let load = offer(&sentinel, RESOURCE, 500, Duration::from_secs(3));
+    let during = cluster.snapshot();
+    assert!(during.fallback, "{during:?}");
+    assert!(
+        during
+            .fallback_reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("OOM"),
+        "{during:?}"
+    );
+    // Down once: no switching back until a write goes through.
+    assert_eq!(during.fallback_switches, 2, "{during:?}");
+    // Reconnects are spaced by the backoff (50 ms doubling to 500 ms):
+    // a handful in 3 s, not one per failed call.
+    let reconnects = during.connect_attempts - before.connect_attempts;
+    assert!(reconnects <= 12, "{reconnects} reconnects: {during:?}");
+    assert_within_budget(&load);
+    // The local count decided: at most 50 a second.
+    let seconds = per_second(load.admitted.iter().copied());
+    assert!(seconds.values().all(|&n| n <= 50), "{seconds:?}");
+
+    // Memory back: up again after a successful write, once.
+    assert_eq!(
+        server
+            .command(&["CONFIG", "SET", "maxmemory", "0"])
+            .as_deref(),
+        Some("+OK")
+    );
+    wait_until("cluster limits back", Duration::from_secs(3), || {
+        let _ = sentinel.entry(RESOURCE);
+        !cluster.is_fallback()
+    });
+    let _ = offer(&sentinel, RESOURCE, 100, Duration::from_millis(500));
+    let after = cluster.snapshot();
+    assert!(!after.fallback, "{after:?}");
+    assert_eq!(after.fallback_switches, 3, "{after:?}");
+}

@@ -7,11 +7,14 @@ use std::sync::Arc;
 /// One argument passed with [`EntryBuilder::args`](crate::EntryBuilder::args):
 /// a small owned value that can be compared and hashed.
 ///
-/// Build it with `From` (integers, `bool`, strings, `Vec<ParamValue>`) or
-/// from any [`ParamKey`] with [`ParamValue::of`]. Strings of up to
-/// [`InlineStr::CAPACITY`] bytes are stored inline, without a heap
-/// allocation. The two string variants, and the two integer variants, compare
-/// and hash by value: `ParamValue::Str("a".into()) == ParamValue::from("a")`.
+/// Build it with `From` (integers, floats, `bool`, strings,
+/// `Vec<ParamValue>`) or from any [`ParamKey`] with [`ParamValue::of`].
+/// Strings of up to [`InlineStr::CAPACITY`] bytes are stored inline, without
+/// a heap allocation. The two string variants, and the two integer variants,
+/// compare and hash by value: `ParamValue::Str("a".into()) ==
+/// ParamValue::from("a")`. A float equals only a float, as Java's
+/// `Double.equals` decides: by its bits, so `0.0 != -0.0` and every NaN
+/// equals every NaN (and `1.0` is not the integer `1`).
 ///
 /// ```
 /// use sentinel_flow_core::ParamValue;
@@ -34,6 +37,9 @@ pub enum ParamValue {
     Int(i64),
     /// An unsigned integer too large for `Int`.
     UInt(u64),
+    /// A floating-point number (`f32` widens to this), compared and hashed
+    /// by its bits, NaNs merged, as Java's `Double.equals`.
+    Float(f64),
     /// A string, shared.
     Str(Arc<str>),
     /// A short string, stored inline (what `From<&str>` and `From<String>`
@@ -114,6 +120,8 @@ impl Hash for InlineStr {
 enum Canonical<'a> {
     Bool(bool),
     Int(i128),
+    /// The bits of a float, every NaN as the one canonical NaN.
+    Float(u64),
     Bytes(&'a [u8]),
     List(&'a [ParamValue]),
 }
@@ -158,6 +166,8 @@ impl ParamValue {
             ParamValue::Bool(v) => Canonical::Bool(*v),
             ParamValue::Int(v) => Canonical::Int(i128::from(*v)),
             ParamValue::UInt(v) => Canonical::Int(i128::from(*v)),
+            ParamValue::Float(v) if v.is_nan() => Canonical::Float(f64::NAN.to_bits()),
+            ParamValue::Float(v) => Canonical::Float(v.to_bits()),
             ParamValue::Str(s) => Canonical::Bytes(s.as_bytes()),
             ParamValue::InlineStr(s) => Canonical::Bytes(s.as_bytes()),
             ParamValue::List(list) => Canonical::List(list),
@@ -195,6 +205,10 @@ impl Hash for ParamValue {
                 state.write_u8(3);
                 list.hash(state);
             }
+            Canonical::Float(bits) => {
+                state.write_u8(4);
+                state.write_u64(bits);
+            }
         }
     }
 }
@@ -205,6 +219,7 @@ impl fmt::Debug for ParamValue {
             ParamValue::Bool(v) => write!(f, "{v}"),
             ParamValue::Int(v) => write!(f, "{v}"),
             ParamValue::UInt(v) => write!(f, "{v}"),
+            ParamValue::Float(v) => write!(f, "{v:?}"),
             ParamValue::Str(v) => write!(f, "{v:?}"),
             ParamValue::InlineStr(v) => write!(f, "{v:?}"),
             ParamValue::List(list) => f.debug_list().entries(list.iter()).finish(),
@@ -264,6 +279,20 @@ impl From<usize> for ParamValue {
 impl From<isize> for ParamValue {
     fn from(v: isize) -> Self {
         ParamValue::Int(v as i64)
+    }
+}
+
+impl From<f64> for ParamValue {
+    fn from(v: f64) -> Self {
+        ParamValue::Float(v)
+    }
+}
+
+impl From<f32> for ParamValue {
+    /// Widened to `f64`, which keeps every `f32` apart as Java's
+    /// `Float.equals` does (`-0.0` and NaN included).
+    fn from(v: f32) -> Self {
+        ParamValue::Float(f64::from(v))
     }
 }
 
@@ -353,6 +382,8 @@ key_by_from!(
     u32,
     u64,
     usize,
+    f32,
+    f64,
     String,
     Arc<str>
 );
@@ -438,6 +469,27 @@ mod tests {
         assert_ne!(ParamValue::from("1"), ParamValue::from(1));
         assert_eq!(short.to_string(), "exactly-22-bytes-long!");
         assert_eq!(std::mem::size_of::<ParamValue>(), 24);
+    }
+
+    #[test]
+    fn floats_compare_as_java_double_equals() {
+        let hasher = foldhash::quality::RandomState::default();
+        let same =
+            |a: ParamValue, b: ParamValue| a == b && hasher.hash_one(&a) == hasher.hash_one(&b);
+        assert!(same(ParamValue::from(2.5), ParamValue::from(2.5f32)));
+        assert!(!same(ParamValue::from(0.0), ParamValue::from(-0.0)));
+        assert!(same(
+            ParamValue::from(f64::NAN),
+            ParamValue::from(-f64::NAN)
+        ));
+        assert!(same(
+            ParamValue::from(f64::from_bits(0x7ff8_0000_0000_0001)),
+            ParamValue::from(f32::NAN)
+        ));
+        assert_ne!(ParamValue::from(1.0), ParamValue::from(1));
+        assert_ne!(ParamValue::from(1.0), ParamValue::from("1.0"));
+        assert_eq!(ParamValue::of(&0.1f64).to_string(), "0.1");
+        assert_eq!(format!("{:?}", ParamValue::from(3.0)), "3.0");
     }
 
     #[test]

@@ -37,6 +37,10 @@
 //!   is attached. An attached service that cannot answer shows in its own
 //!   families instead (`sentinel-flow-cluster`'s
 //!   `sentinel_cluster_fallback`).
+//! - gauge `sentinel_cluster_param_rules_local`, for each resource with
+//!   hot-parameter rules in cluster mode in force: how many of them count
+//!   each value on this instance alone (values are not counted across
+//!   instances), attached service or not.
 //!
 //! Per instance, the caps ([`Sentinel::caps`]), so that an operator sees a
 //! cap being hit:
@@ -216,6 +220,15 @@ fn cluster_unattached(out: &mut String, sentinel: &Sentinel) {
         crate::flow::cluster_rules_by_resource(set.flow_rules())
             .into_iter()
             .map(|(resource, count)| ([("resource", resource)], if attached { 0 } else { count })),
+    );
+    family(
+        out,
+        "sentinel_cluster_param_rules_local",
+        "Hot-parameter rules in cluster mode counting each value on this instance alone.",
+        "gauge",
+        crate::param_flow::cluster_rules_by_resource(set.param_flow_rules())
+            .into_iter()
+            .map(|(resource, count)| ([("resource", resource)], count)),
     );
 }
 

@@ -71,6 +71,10 @@ pub struct ResourceSnapshot {
     /// [`Sentinel::cluster_status`] and by the service's own state (e.g.
     /// `sentinel-flow-cluster`'s `fallback`).
     pub cluster_rules_unattached: usize,
+    /// Its hot-parameter rules in cluster mode, which count each value on
+    /// this instance alone (values are not counted across instances),
+    /// attached service or not.
+    pub cluster_param_rules_local: usize,
 }
 
 /// How many rules of each kind guard one resource. System rules guard
@@ -164,6 +168,12 @@ impl Sentinel {
                     named_by_rules: node.is_named_by_rules(),
                     refused_origins: node.refused_origins(),
                     cluster_rules_unattached: if attached { 0 } else { cluster_flow },
+                    cluster_param_rules_local: rules.map_or(0, |r| {
+                        r.param_flow
+                            .iter()
+                            .filter(|c| c.rule().cluster_mode)
+                            .count()
+                    }),
                 }
             })
             .collect()

@@ -179,8 +179,10 @@ fn cluster_fields_are_checked() {
     let (_clock, sentinel) = instance();
     let mut no_id = cluster_rule("a", 1.0, 0, true);
     no_id.cluster_config.flow_id = None;
+    // The concurrency grade is accepted in cluster mode (it limits locally).
     let mut concurrency = cluster_rule("b", 1.0, 2, true);
     concurrency.grade = FlowGrade::Concurrency;
+    concurrency.cluster_config.sample_count = 0;
     let mut window = cluster_rule("c", 1.0, 3, true);
     window.cluster_config.window_interval_ms = 1_000;
     window.cluster_config.sample_count = 3;
@@ -204,7 +206,7 @@ fn cluster_fields_are_checked() {
                 "cluster_config.flow_id",
                 "is required when cluster_mode is on"
             ),
-            (1, "grade", "must be qps when cluster_mode is on"),
+            (1, "cluster_config.sample_count", "must be > 0"),
             (
                 2,
                 "cluster_config.sample_count",

@@ -1221,14 +1221,6 @@ fn bad_rules_are_refused_by_field_and_the_rules_in_force_stay() {
                 ..base()
             },
         ),
-        (
-            "control_behavior",
-            FlowRule {
-                grade: FlowGrade::Concurrency,
-                control_behavior: ControlBehavior::RateLimiter,
-                ..base()
-            },
-        ),
     ];
     for (field, bad) in cases {
         // A good rule first that would lift the limit if the list went in.

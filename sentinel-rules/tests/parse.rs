@@ -191,9 +191,9 @@ fn every_kind_of_error_at_its_position() {
         // param flow items
         (
             "param_flow:\n  - resource: r\n    param_idx: 0\n    count: 1\n    param_flow_item_list:\n\
-             \x20     - {value: 1.5, count: 1}\n      - {value: a, count: -1}\n",
+             \x20     - {value: [1], count: 1}\n      - {value: a, count: -1}\n",
             "rules.yaml:6:17: param_flow[0] (r): param_flow_item_list[0].value must be a string, a \
-             whole number or a boolean, got 1.5",
+             number or a boolean, got a list",
         ),
         (
             "param_flow:\n  - {resource: r, param_idx: 0, count: 1, \
@@ -402,4 +402,19 @@ fn a_utf8_bom_at_the_start_is_accepted() {
             "rules.yaml:2:1: unknown key \"\\u{feff}degrade\" (known: version, flow, degrade, system, authority, param_flow, track_percentiles)"
         ]
     );
+}
+
+#[test]
+fn the_annotated_file_of_the_guide_loads() {
+    let guide = include_str!("../../docs/rules.md");
+    let start = guide
+        .find("```yaml\n# Rules for sentinel-flow-rules")
+        .expect("the annotated file")
+        + "```yaml\n".len();
+    let end = start + guide[start..].find("```").expect("its end");
+    let file = parse_str(&guide[start..end], "rules.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let items = &file.book.param_flow[0].param_flow_item_list;
+    assert_eq!(items[2].value, ParamValue::from(2.5));
+    assert_eq!(items[3].class_type, Some("long"));
+    assert!(file.book.validate().is_ok());
 }

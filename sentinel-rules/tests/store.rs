@@ -285,8 +285,7 @@ fn every_problem_of_hot_parameter_rules_is_listed() {
     assert_eq!(
         error.lines(),
         [
-            "param_flow[0] (a): param_flow_item_list[0].value must be a string, a whole number \
-             or a boolean, got a list",
+            "param_flow[0] (a): param_flow_item_list[0].value must be a string, a number or a boolean, got a list",
             "param_flow[1] (b): duration_in_sec must be > 0",
             "param_flow[1] (b): param_flow_item_list item 0 (\"vip\"): count must be a finite \
              number >= 0, got -1",

@@ -92,7 +92,9 @@ impl AuthorityRule {
                     "limit_app",
                     "lists an empty origin (entries without one always pass)",
                 );
-            } else if let Some(problem) = origin_problem(origin) {
+            // Names are compared as written, as Sentinel compares them:
+            // surrounding spaces are part of the name.
+            } else if let Some(problem) = origin_problem(origin.trim_matches(' ')) {
                 problems.add("limit_app", problem);
             }
         }
@@ -182,7 +184,7 @@ mod tests {
             }),
             "limit_app"
         );
-        for bad in ["", " a", "a,b", "a\n"] {
+        for bad in ["", "  ", "a,b", "a\n", " a\t"] {
             let error = AuthorityRule {
                 limit_app: vec!["ok".into(), bad.into()],
                 ..ok.clone()
@@ -191,5 +193,12 @@ mod tests {
             .unwrap_err();
             assert_eq!((error.field, error.index), ("limit_app", 3), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn origins_with_surrounding_spaces_were_refused_where_sentinel_keeps_them() {
+        // Sentinel splits "a, b" into "a" and " b" and compares untrimmed.
+        let rule = AuthorityRule::new("r", AuthorityStrategy::Black, ["a", " b "]);
+        assert!(rule.validate(0).is_ok());
     }
 }

@@ -25,7 +25,7 @@ use std::sync::{Arc, OnceLock};
 use arc_swap::ArcSwapOption;
 
 use super::cluster_config::{ClusterFlowConfig, ClusterThresholdType};
-use super::rule::FlowRule;
+use super::rule::{FlowGrade, FlowRule};
 use crate::Sentinel;
 use crate::rule::RuleError;
 
@@ -59,7 +59,12 @@ impl ClusterFlow {
     /// The cluster flow of a rule in cluster mode with a flow id (`None`
     /// for any other rule).
     pub fn of_rule(rule: &FlowRule) -> Option<Self> {
-        let flow_id = rule.cluster_config.flow_id.filter(|_| rule.cluster_mode)?;
+        // Cluster concurrency is not counted across instances: a
+        // concurrency-grade rule in cluster mode limits locally.
+        let flow_id = rule
+            .cluster_config
+            .flow_id
+            .filter(|_| rule.cluster_mode && rule.grade == FlowGrade::Qps)?;
         Some(ClusterFlow {
             flow_id,
             count: rule.count,
@@ -311,7 +316,11 @@ pub fn cluster_problems(rules: &[FlowRule]) -> Vec<RuleError> {
     let mut first: HashMap<u64, usize> = HashMap::new();
     let mut errors = Vec::new();
     for (i, rule) in rules.iter().enumerate() {
-        let Some(id) = rule.cluster_config.flow_id.filter(|_| rule.cluster_mode) else {
+        let Some(id) = rule
+            .cluster_config
+            .flow_id
+            .filter(|_| rule.cluster_mode && rule.grade == FlowGrade::Qps)
+        else {
             continue;
         };
         let j = *first.entry(id).or_insert(i);

@@ -32,6 +32,25 @@ pub struct ClusterFlowConfig {
     /// 1..=[`MAX_STAT_INTERVAL_MS`](super::MAX_STAT_INTERVAL_MS)); the count
     /// is per this window.
     pub window_interval_ms: u64,
+    /// Sentinel's cluster strategy code (`strategy`, default 0, the normal
+    /// strategy); kept as given.
+    pub strategy: u32,
+    /// Cluster concurrency: how long a token may be held before the server
+    /// takes it back, ms (Sentinel's `resourceTimeout`, default 2000).
+    /// Kept as given; cluster concurrency is not counted across instances
+    /// yet (see [`FlowRule::cluster_mode`](super::FlowRule::cluster_mode)).
+    pub resource_timeout: u64,
+    /// Cluster concurrency: what happens to a token held past
+    /// `resource_timeout` (Sentinel's `resourceTimeoutStrategy` code,
+    /// default 0); kept as given.
+    pub resource_timeout_strategy: u32,
+    /// Cluster concurrency: what a refused acquire does (Sentinel's
+    /// `acquireRefuseStrategy` code, default 0); kept as given.
+    pub acquire_refuse_strategy: u32,
+    /// Cluster concurrency: after how long without a heartbeat a client's
+    /// tokens are released, ms (Sentinel's `clientOfflineTime`, default
+    /// 2000); kept as given.
+    pub client_offline_time: u64,
 }
 
 impl Default for ClusterFlowConfig {
@@ -42,6 +61,11 @@ impl Default for ClusterFlowConfig {
             fallback_to_local_when_fail: true,
             sample_count: 10,
             window_interval_ms: 1_000,
+            strategy: 0,
+            resource_timeout: 2_000,
+            resource_timeout_strategy: 0,
+            acquire_refuse_strategy: 0,
+            client_offline_time: 2_000,
         }
     }
 }

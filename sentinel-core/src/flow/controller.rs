@@ -8,7 +8,7 @@
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 use std::sync::atomic::{AtomicI64, AtomicU64};
 
-use super::rule::{ControlBehavior, FlowRule};
+use super::rule::{ControlBehavior, FlowGrade, FlowRule};
 
 /// What a controller decided for one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +40,10 @@ pub(crate) enum Controller {
 
 impl Controller {
     pub(crate) fn new(rule: &FlowRule) -> Self {
+        // The concurrency grade only rejects, whatever behaviour it names.
+        if rule.grade == FlowGrade::Concurrency {
+            return Controller::Reject(rule.count.floor());
+        }
         match rule.control_behavior {
             ControlBehavior::Reject => Controller::Reject(rule.count.floor()),
             ControlBehavior::WarmUp => Controller::WarmUp(WarmUp::new(rule)),

@@ -103,7 +103,9 @@ pub struct FlowRule {
     pub strategy: FlowStrategy,
     /// The resource (relate) or context (chain) the strategy refers to.
     pub ref_resource: Option<String>,
-    /// What happens over the threshold (default reject).
+    /// What happens over the threshold (default reject). The concurrency
+    /// grade only rejects: another behaviour is kept (a rule comes back as
+    /// it was given) but ignored, as Sentinel ignores it.
     pub control_behavior: ControlBehavior,
     /// Warm-up: seconds from cold to full threshold (default 10, in
     /// 1..=[`MAX_WARM_UP_PERIOD_SEC`] for the warm-up behaviours).
@@ -125,8 +127,11 @@ pub struct FlowRule {
     pub stat_sample_count: u32,
     /// Whether the threshold is the cluster's: permits come from the
     /// instance's [`ClusterTokens`](super::ClusterTokens) service (default
-    /// false). Needs grade qps and a `cluster_config.flow_id`; the control
-    /// behaviour applies only when the rule falls back to local counting.
+    /// false). Needs a `cluster_config.flow_id`; the control behaviour
+    /// applies only when the rule falls back to local counting. Cluster
+    /// concurrency (the concurrency grade in cluster mode) is not counted
+    /// across instances yet: such a rule is kept and limits the calls on
+    /// this instance alone, with its `count`.
     ///
     /// The rule falls back in two cases, told apart. With no service
     /// attached ([`Sentinel::set_cluster_tokens`](crate::Sentinel::set_cluster_tokens),
@@ -198,20 +203,13 @@ impl FlowRule {
             }
             FlowStrategy::Relate | FlowStrategy::Chain => {}
         }
-        if self.grade == FlowGrade::Concurrency && self.control_behavior != ControlBehavior::Reject
-        {
-            problems.add(
-                "control_behavior",
-                format!(
-                    "{:?} needs grade qps; the concurrency grade only rejects",
-                    self.control_behavior
-                ),
+        // The concurrency grade only rejects: a behaviour left over from a
+        // QPS rule is kept but ignored, as Sentinel ignores it.
+        let warms = self.grade == FlowGrade::Qps
+            && matches!(
+                self.control_behavior,
+                ControlBehavior::WarmUp | ControlBehavior::WarmUpRateLimiter
             );
-        }
-        let warms = matches!(
-            self.control_behavior,
-            ControlBehavior::WarmUp | ControlBehavior::WarmUpRateLimiter
-        );
         if warms {
             problems.positive_at_most(
                 "warm_up_period_sec",
@@ -329,9 +327,6 @@ fn cluster_config_problems(rule: &FlowRule, problems: &mut Problems<'_>) {
             "cluster_config.flow_id",
             "is required when cluster_mode is on",
         );
-    }
-    if rule.grade != FlowGrade::Qps {
-        problems.add("grade", "must be qps when cluster_mode is on");
     }
     window_problems(
         problems,

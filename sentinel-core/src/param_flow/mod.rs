@@ -39,24 +39,31 @@
 //! layout, the collision odds and what happens past capacity.
 //!
 //! The module is the kind alone: `rule.rs` the rule as loaded,
-//! `checker.rs` and `cache.rs` the compiled rule and its value table, here
-//! the check. The tables' figures are read through the instance's rule set,
+//! `checker.rs` and `cache.rs` the compiled rule and its value table,
+//! `cluster.rs` the report of rules in cluster mode (which limit locally),
+//! here the check. The tables' figures are read through the instance's rule set,
 //! which composes every kind ([`RuleManager::tables`](crate::RuleManager::tables)).
 
 mod cache;
 mod checker;
+mod cluster;
 mod rule;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use checker::{CompiledParamFlow, ParamDecision, ParamHeld};
+#[cfg(feature = "prometheus")]
+pub(crate) use cluster::by_resource as cluster_rules_by_resource;
+pub(crate) use cluster::warn as warn_cluster_rules;
 pub(crate) use rule::KIND_NAME;
 pub use rule::{
     BASE_PARAM_CAPACITY, MAX_PARAM_CAPACITY, MAX_PARAM_COUNT, ParamControlBehavior, ParamFlowGrade,
     ParamFlowItem, ParamFlowRule, TOTAL_PARAM_CAPACITY,
 };
 pub use rule::{
-    MAX_PARAM_DURATION_SEC, MAX_PARAM_ITEMS, MAX_PARAM_QUEUEING_TIME_MS, PARAM_VALUE_BYTES,
+    MAX_PARAM_CLUSTER_SAMPLE_COUNT, MAX_PARAM_CLUSTER_WINDOW_MS, MAX_PARAM_DURATION_SEC,
+    MAX_PARAM_ITEMS, MAX_PARAM_QUEUEING_TIME_MS, PARAM_CLASS_TYPES, PARAM_VALUE_BYTES,
+    ParamClassKind, ParamClusterThresholdType, ParamFlowClusterConfig, param_class_kind,
 };
 
 use std::sync::Arc;

@@ -61,6 +61,103 @@ pub enum ParamControlBehavior {
     RateLimiter,
 }
 
+/// The Java type names an item's `class_type` may hold, each with the kind
+/// of [`ParamValue`] it describes: what Sentinel's `ParamFlowRuleUtil`
+/// parses (the primitive and the boxed names).
+pub const PARAM_CLASS_TYPES: [(&str, ParamClassKind); 18] = [
+    ("java.lang.String", ParamClassKind::Text),
+    ("String", ParamClassKind::Text),
+    ("int", ParamClassKind::Integer),
+    ("java.lang.Integer", ParamClassKind::Integer),
+    ("long", ParamClassKind::Integer),
+    ("java.lang.Long", ParamClassKind::Integer),
+    ("short", ParamClassKind::Integer),
+    ("java.lang.Short", ParamClassKind::Integer),
+    ("byte", ParamClassKind::Integer),
+    ("java.lang.Byte", ParamClassKind::Integer),
+    ("char", ParamClassKind::Text),
+    ("java.lang.Character", ParamClassKind::Text),
+    ("boolean", ParamClassKind::Boolean),
+    ("java.lang.Boolean", ParamClassKind::Boolean),
+    ("float", ParamClassKind::Float),
+    ("java.lang.Float", ParamClassKind::Float),
+    ("double", ParamClassKind::Float),
+    ("java.lang.Double", ParamClassKind::Float),
+];
+
+/// What kind of [`ParamValue`] a Java class type names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ParamClassKind {
+    /// A string (`Str`/`InlineStr`): `java.lang.String`, `char`.
+    Text,
+    /// A whole number (`Int`/`UInt`): `int`, `long`, `short`, `byte`.
+    Integer,
+    /// `Bool`: `boolean`.
+    Boolean,
+    /// `Float`: `float`, `double`.
+    Float,
+}
+
+/// The kind of value the Java class type `name` describes, if it is one
+/// of [`PARAM_CLASS_TYPES`], with the table's copy of the name.
+pub fn param_class_kind(name: &str) -> Option<(&'static str, ParamClassKind)> {
+    PARAM_CLASS_TYPES
+        .iter()
+        .find(|(known, _)| *known == name)
+        .copied()
+}
+
+/// How a cluster hot-parameter rule's count becomes the cluster-wide
+/// threshold (Sentinel's `thresholdType`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ParamClusterThresholdType {
+    /// The count is per instance (Sentinel's default for these rules).
+    #[default]
+    AvgLocal,
+    /// The count is the threshold of all instances together.
+    Global,
+}
+
+/// The longest cluster window of a hot-parameter rule: one day, in ms.
+pub const MAX_PARAM_CLUSTER_WINDOW_MS: u64 = 86_400_000;
+/// The most buckets in a hot-parameter rule's cluster window.
+pub const MAX_PARAM_CLUSTER_SAMPLE_COUNT: u32 = 1_000;
+
+/// A hot-parameter rule's cluster settings (Sentinel's
+/// `ParamFlowClusterConfig`), with Sentinel's defaults. Kept and checked;
+/// values are not yet counted across instances (see
+/// [`ParamFlowRule::cluster_mode`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamFlowClusterConfig {
+    /// The limit's id across the cluster. Required in cluster mode.
+    pub flow_id: Option<u64>,
+    /// Per instance (default) or global.
+    pub threshold_type: ParamClusterThresholdType,
+    /// When the cluster cannot answer: `true` applies the rule locally,
+    /// `false` (Sentinel's default for these rules) lets the entry pass.
+    pub fallback_to_local_when_fail: bool,
+    /// Buckets of the cluster window (default 10, in
+    /// 1..=[`MAX_PARAM_CLUSTER_SAMPLE_COUNT`], dividing `window_interval_ms`).
+    pub sample_count: u32,
+    /// The cluster window, ms (default 1000, in
+    /// 1..=[`MAX_PARAM_CLUSTER_WINDOW_MS`]).
+    pub window_interval_ms: u64,
+}
+
+impl Default for ParamFlowClusterConfig {
+    fn default() -> Self {
+        ParamFlowClusterConfig {
+            flow_id: None,
+            threshold_type: ParamClusterThresholdType::AvgLocal,
+            fallback_to_local_when_fail: false,
+            sample_count: 10,
+            window_interval_ms: 1_000,
+        }
+    }
+}
+
 /// A value with a threshold of its own (Sentinel's `ParamFlowItem`): the
 /// rule's other values keep [`ParamFlowRule::count`].
 #[derive(Clone, Debug, PartialEq)]
@@ -69,6 +166,12 @@ pub struct ParamFlowItem {
     pub value: ParamValue,
     /// Its threshold, in the rule's grade.
     pub count: f64,
+    /// The Java type the value was given as (Sentinel's `classType`, one of
+    /// [`PARAM_CLASS_TYPES`]), kept so that a rule
+    /// comes back as it was sent; `None` gives the type the value's kind
+    /// has by default (`int` or `long`, `double`, `boolean`,
+    /// `java.lang.String`). Matching reads only the value.
+    pub class_type: Option<&'static str>,
 }
 
 impl ParamFlowItem {
@@ -77,7 +180,35 @@ impl ParamFlowItem {
         ParamFlowItem {
             value: value.into(),
             count,
+            class_type: None,
         }
+    }
+
+    /// The same item, given as the Java type `class_type`.
+    pub fn with_class_type(self, class_type: &'static str) -> Self {
+        ParamFlowItem {
+            class_type: Some(class_type),
+            ..self
+        }
+    }
+
+    /// Why the item's class type does not describe its value, if it does not.
+    fn class_problem(&self) -> Option<String> {
+        let name = self.class_type?;
+        let Some((_, kind)) = param_class_kind(name) else {
+            return Some(format!(
+                "class type {name:?} is not a Java type Sentinel parses"
+            ));
+        };
+        let fits = match kind {
+            ParamClassKind::Text => self.value.as_str().is_some(),
+            ParamClassKind::Integer => {
+                matches!(self.value, ParamValue::Int(_) | ParamValue::UInt(_))
+            }
+            ParamClassKind::Boolean => matches!(self.value, ParamValue::Bool(_)),
+            ParamClassKind::Float => matches!(self.value, ParamValue::Float(_)),
+        };
+        (!fits).then(|| format!("value {:?} is not a {name}", self.value))
     }
 }
 
@@ -131,6 +262,14 @@ pub struct ParamFlowRule {
     /// [`MAX_PARAM_CAPACITY`]. The instance's rule memory budget counts
     /// the table full: [`PARAM_VALUE_BYTES`] per value.
     pub capacity: Option<usize>,
+    /// Whether the rule's threshold is the cluster's (Sentinel's
+    /// `clusterMode`, default false); needs a `cluster_config.flow_id`.
+    /// Values are not counted across instances yet: a rule in cluster
+    /// mode limits each value on this instance alone, with its `count`,
+    /// as a cluster rule does with no cluster service attached.
+    pub cluster_mode: bool,
+    /// The cluster settings, kept whether or not `cluster_mode` is on.
+    pub cluster_config: ParamFlowClusterConfig,
 }
 
 impl ParamFlowRule {
@@ -192,6 +331,34 @@ impl ParamFlowRule {
                 ),
             );
         }
+        if self.cluster_mode {
+            let c = &self.cluster_config;
+            if c.flow_id.is_none() {
+                problems.add(
+                    "cluster_config.flow_id",
+                    "is required when cluster_mode is on",
+                );
+            }
+            problems.positive_at_most(
+                "cluster_config.window_interval_ms",
+                c.window_interval_ms,
+                MAX_PARAM_CLUSTER_WINDOW_MS,
+            );
+            problems.positive_at_most(
+                "cluster_config.sample_count",
+                c.sample_count,
+                MAX_PARAM_CLUSTER_SAMPLE_COUNT,
+            );
+            if c.sample_count > 0 && c.window_interval_ms % u64::from(c.sample_count) != 0 {
+                problems.add(
+                    "cluster_config.sample_count",
+                    format!(
+                        "must divide window_interval_ms {}, got {}",
+                        c.window_interval_ms, c.sample_count
+                    ),
+                );
+            }
+        }
         // Before the items: a list past its bound ends the checks.
         match self.capacity {
             Some(0) => problems.add("capacity", "must be > 0"),
@@ -228,6 +395,8 @@ impl ParamFlowRule {
                     "param_flow_item_list",
                     format!("item {i} ({:?}): count {problem}", item.value),
                 );
+            } else if let Some(problem) = item.class_problem() {
+                problems.add("param_flow_item_list", format!("item {i}: {problem}"));
             } else if let Some(first) = repeats {
                 problems.add(
                     "param_flow_item_list",
@@ -321,6 +490,8 @@ impl Default for ParamFlowRule {
             duration_in_sec: 1,
             param_flow_item_list: Vec::new(),
             capacity: None,
+            cluster_mode: false,
+            cluster_config: ParamFlowClusterConfig::default(),
         }
     }
 }

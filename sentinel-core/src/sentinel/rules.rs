@@ -197,6 +197,9 @@ impl Sentinel {
         if !Arc::ptr_eq(&current.parts.flow, &next.parts.flow) {
             self.warn_unattached_cluster_rules(next.flow_rules());
         }
+        if !Arc::ptr_eq(&current.parts.param_flow, &next.parts.param_flow) {
+            crate::param_flow::warn_cluster_rules(next.param_flow_rules());
+        }
         Ok(next)
     }
 }

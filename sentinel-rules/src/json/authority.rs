@@ -36,11 +36,10 @@ impl JsonRule for AuthorityRule {
             id: o.unsigned("id", p),
             resource: o.string("resource", p).unwrap_or_default(),
             strategy: o.enumerated("strategy", p, STRATEGIES, AuthorityStrategy::White),
-            // As Sentinel splits it: on commas, each name trimmed, empty
-            // names dropped.
+            // As Sentinel splits it: on commas, names kept as written
+            // (Sentinel compares them untrimmed), empty names dropped.
             limit_app: origins
                 .split(',')
-                .map(str::trim)
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned)
                 .collect(),

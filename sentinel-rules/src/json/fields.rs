@@ -244,18 +244,6 @@ impl<'a> Object<'a> {
         default
     }
 
-    /// Sentinel's cluster fields: accepted off, refused on (no cluster
-    /// crate yet).
-    pub(crate) fn no_cluster(&self, problems: &mut Problems) {
-        if self.boolean("clusterMode", problems) == Some(true) {
-            self.problem(
-                problems,
-                "clusterMode",
-                "cluster flow control is not supported by sentinel-rs yet; send false",
-            );
-        }
-    }
-
     /// Sentinel's `regex` resource matching: accepted off, refused on.
     pub(crate) fn no_regex(&self, problems: &mut Problems) {
         if self.boolean("regex", problems) == Some(true) {

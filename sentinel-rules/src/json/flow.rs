@@ -65,19 +65,24 @@ impl JsonRule for FlowRule {
             "statIntervalMs": self.stat_interval_ms,
             "statSampleCount": self.stat_sample_count,
         });
-        if self.cluster_mode || self.cluster_config != ClusterFlowConfig::default() {
-            let c = &self.cluster_config;
-            let mut config = json!({
-                "thresholdType": code(THRESHOLDS, &c.threshold_type),
-                "fallbackToLocalWhenFail": c.fallback_to_local_when_fail,
-                "sampleCount": c.sample_count,
-                "windowIntervalMs": c.window_interval_ms,
-            });
-            if let Some(id) = c.flow_id {
-                config["flowId"] = json!(id);
-            }
-            value["clusterConfig"] = config;
+        // Always written, as a Java machine echoes the `clusterConfig` the
+        // dashboard always sends, cluster mode on or off.
+        let c = &self.cluster_config;
+        let mut config = json!({
+            "thresholdType": code(THRESHOLDS, &c.threshold_type),
+            "fallbackToLocalWhenFail": c.fallback_to_local_when_fail,
+            "sampleCount": c.sample_count,
+            "windowIntervalMs": c.window_interval_ms,
+            "strategy": c.strategy,
+            "resourceTimeout": c.resource_timeout,
+            "resourceTimeoutStrategy": c.resource_timeout_strategy,
+            "acquireRefuseStrategy": c.acquire_refuse_strategy,
+            "clientOfflineTime": c.client_offline_time,
+        });
+        if let Some(id) = c.flow_id {
+            config["flowId"] = json!(id);
         }
+        value["clusterConfig"] = config;
         if let Some(id) = self.id {
             value["id"] = json!(id);
         }
@@ -127,12 +132,14 @@ impl JsonRule for FlowRule {
 }
 
 /// Sentinel's `clusterConfig`, read whether or not `clusterMode` is on (the
-/// dashboard sends it either way); absent fields keep their defaults.
+/// dashboard sends it either way); its absent fields take Java's defaults
+/// (per instance, with fallback). A rule without one (Java's null) has the
+/// core's defaults, which a rule file leaves out.
 fn cluster_config(o: &Object<'_>, p: &mut Problems) -> ClusterFlowConfig {
-    let d = ClusterFlowConfig::default();
     let Some(c) = o.nested("clusterConfig", p) else {
-        return d;
+        return ClusterFlowConfig::default();
     };
+    let d = java_cluster_default();
     ClusterFlowConfig {
         flow_id: c.unsigned("flowId", p),
         threshold_type: c.enumerated("thresholdType", p, THRESHOLDS, d.threshold_type),
@@ -143,5 +150,27 @@ fn cluster_config(o: &Object<'_>, p: &mut Problems) -> ClusterFlowConfig {
         window_interval_ms: c
             .unsigned("windowIntervalMs", p)
             .unwrap_or(d.window_interval_ms),
+        strategy: c.unsigned("strategy", p).unwrap_or(d.strategy),
+        resource_timeout: c
+            .unsigned("resourceTimeout", p)
+            .unwrap_or(d.resource_timeout),
+        resource_timeout_strategy: c
+            .unsigned("resourceTimeoutStrategy", p)
+            .unwrap_or(d.resource_timeout_strategy),
+        acquire_refuse_strategy: c
+            .unsigned("acquireRefuseStrategy", p)
+            .unwrap_or(d.acquire_refuse_strategy),
+        client_offline_time: c
+            .unsigned("clientOfflineTime", p)
+            .unwrap_or(d.client_offline_time),
+    }
+}
+
+/// Java's `ClusterFlowConfig` as constructed: its threshold type is the
+/// average per instance, where a rule file's default is global.
+fn java_cluster_default() -> ClusterFlowConfig {
+    ClusterFlowConfig {
+        threshold_type: ClusterThresholdType::AvgLocal,
+        ..ClusterFlowConfig::default()
     }
 }

@@ -2,7 +2,8 @@
 //! `{object, count, classType}` exceptions.
 
 use sentinel_flow_core::param_flow::{
-    ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule,
+    ParamClassKind, ParamClusterThresholdType, ParamControlBehavior, ParamFlowClusterConfig,
+    ParamFlowGrade, ParamFlowItem, ParamFlowRule, param_class_kind,
 };
 use sentinel_flow_core::{ParamValue, RuleError};
 use serde_json::{Value, json};
@@ -14,6 +15,16 @@ use super::flow::code;
 const GRADES: &[(i64, ParamFlowGrade, &str)] = &[
     (0, ParamFlowGrade::Concurrency, "thread count"),
     (1, ParamFlowGrade::Qps, "QPS"),
+];
+
+/// Sentinel's `ClusterRuleConstant`: 0 the average per instance, 1 global.
+const THRESHOLDS: &[(i64, ParamClusterThresholdType, &str)] = &[
+    (
+        0,
+        ParamClusterThresholdType::AvgLocal,
+        "average per instance",
+    ),
+    (1, ParamClusterThresholdType::Global, "global"),
 ];
 
 const BEHAVIORS: &[(i64, ParamControlBehavior, &str)] = &[
@@ -41,8 +52,21 @@ impl JsonRule for ParamFlowRule {
             "burstCount": self.burst_count,
             "durationInSec": self.duration_in_sec,
             "paramFlowItemList": items,
-            "clusterMode": false,
+            "clusterMode": self.cluster_mode,
         });
+        // Always written, as a Java machine echoes the `clusterConfig` the
+        // dashboard's dialog always sends.
+        let c = &self.cluster_config;
+        let mut config = json!({
+            "thresholdType": code(THRESHOLDS, &c.threshold_type),
+            "fallbackToLocalWhenFail": c.fallback_to_local_when_fail,
+            "sampleCount": c.sample_count,
+            "windowIntervalMs": c.window_interval_ms,
+        });
+        if let Some(id) = c.flow_id {
+            config["flowId"] = json!(id);
+        }
+        value["clusterConfig"] = config;
         if let Some(id) = self.id {
             value["id"] = json!(id);
         }
@@ -54,7 +78,6 @@ impl JsonRule for ParamFlowRule {
 
     fn from_json(o: &Object<'_>, p: &mut Problems) -> Self {
         o.default_limit_app(p);
-        o.no_cluster(p);
         o.no_regex(p);
         let d = ParamFlowRule::default();
         let param_idx = o.integer("paramIdx", p).and_then(|i| {
@@ -81,6 +104,8 @@ impl JsonRule for ParamFlowRule {
             duration_in_sec: o.unsigned("durationInSec", p).unwrap_or(d.duration_in_sec),
             param_flow_item_list: items(o, p),
             capacity: o.unsigned("capacity", p),
+            cluster_mode: o.boolean("clusterMode", p).unwrap_or(d.cluster_mode),
+            cluster_config: cluster_config(o, p),
         }
     }
 
@@ -89,15 +114,41 @@ impl JsonRule for ParamFlowRule {
     }
 }
 
-/// One exception item as Sentinel's `ParamFlowItem`; `None` for a list
-/// value, which Sentinel's items cannot hold.
+/// Sentinel's `ParamFlowClusterConfig`, read whether or not `clusterMode`
+/// is on; absent fields take Java's defaults.
+fn cluster_config(o: &Object<'_>, p: &mut Problems) -> ParamFlowClusterConfig {
+    let d = ParamFlowClusterConfig::default();
+    let Some(c) = o.nested("clusterConfig", p) else {
+        return d;
+    };
+    ParamFlowClusterConfig {
+        flow_id: c.unsigned("flowId", p),
+        threshold_type: c.enumerated("thresholdType", p, THRESHOLDS, d.threshold_type),
+        fallback_to_local_when_fail: c
+            .boolean("fallbackToLocalWhenFail", p)
+            .unwrap_or(d.fallback_to_local_when_fail),
+        sample_count: c.unsigned("sampleCount", p).unwrap_or(d.sample_count),
+        window_interval_ms: c
+            .unsigned("windowIntervalMs", p)
+            .unwrap_or(d.window_interval_ms),
+    }
+}
+
+/// One exception item as Sentinel's `ParamFlowItem`, with the class type it
+/// was given as (or its value's usual one); `None` for a list value, which
+/// Sentinel's items cannot hold.
 fn item_json(item: &ParamFlowItem) -> Option<Value> {
-    let (object, class) = match &item.value {
-        ParamValue::Bool(b) => (b.to_string(), "boolean"),
-        ParamValue::Int(i) if i32::try_from(*i).is_ok() => (i.to_string(), "int"),
-        ParamValue::Int(i) => (i.to_string(), "long"),
-        ParamValue::UInt(u) => (u.to_string(), "long"),
-        value => (value.as_str()?.to_owned(), "java.lang.String"),
+    let object = match &item.value {
+        ParamValue::Bool(b) => b.to_string(),
+        ParamValue::Int(i) => i.to_string(),
+        ParamValue::UInt(u) => u.to_string(),
+        // A `float` was read as an `f32`: its shortest `f32` form is what
+        // was sent.
+        ParamValue::Float(f) if matches!(item.class_type, Some("float" | "java.lang.Float")) => {
+            java_float(*f as f32)
+        }
+        ParamValue::Float(f) => java_double(*f),
+        value => value.as_str()?.to_owned(),
     };
     // Sentinel's item count is an Integer.
     let count = if item.count.fract() == 0.0 && item.count.abs() < 9.0e15 {
@@ -105,7 +156,58 @@ fn item_json(item: &ParamFlowItem) -> Option<Value> {
     } else {
         json!(item.count)
     };
+    let class = item.class_type.unwrap_or_else(|| usual_class(&item.value));
     Some(json!({ "object": object, "count": count, "classType": class }))
+}
+
+/// The class type a value is written with when its item names none.
+fn usual_class(value: &ParamValue) -> &'static str {
+    match value {
+        ParamValue::Bool(_) => "boolean",
+        ParamValue::Int(i) if i32::try_from(*i).is_ok() => "int",
+        ParamValue::Int(_) | ParamValue::UInt(_) => "long",
+        ParamValue::Float(_) => "double",
+        _ => "java.lang.String",
+    }
+}
+
+/// `value` as Java's `Double.toString` spells the specials (the digits are
+/// Rust's shortest round-trip form, which `Double.parseDouble` reads back).
+fn java_double(value: f64) -> String {
+    match value {
+        v if v.is_nan() => "NaN".into(),
+        f64::INFINITY => "Infinity".into(),
+        f64::NEG_INFINITY => "-Infinity".into(),
+        v => format!("{v:?}"),
+    }
+}
+
+fn java_float(value: f32) -> String {
+    match value {
+        v if v.is_nan() => "NaN".into(),
+        f32::INFINITY => "Infinity".into(),
+        f32::NEG_INFINITY => "-Infinity".into(),
+        v => format!("{v:?}"),
+    }
+}
+
+/// A float as Java's `Double.parseDouble` reads one: decimal digits and
+/// the names `NaN` and `Infinity` (Rust's parser also takes `inf` and
+/// `nan`, which Java refuses).
+fn parse_java_float(text: &str) -> Option<f64> {
+    let t = text.trim();
+    match t.trim_start_matches(['+', '-']) {
+        "NaN" => Some(f64::NAN),
+        "Infinity" if t.starts_with('-') => Some(f64::NEG_INFINITY),
+        "Infinity" => Some(f64::INFINITY),
+        rest if rest
+            .chars()
+            .all(|c| c.is_ascii_digit() || ".eE+-".contains(c)) =>
+        {
+            t.parse::<f64>().ok()
+        }
+        _ => None,
+    }
 }
 
 fn items(o: &Object<'_>, p: &mut Problems) -> Vec<ParamFlowItem> {
@@ -151,6 +253,7 @@ fn item(entry: &Value) -> Result<ParamFlowItem, String> {
         Some(other) => return Err(format!("count: must be a number, got {}", type_name(other))),
         None => return Err("count: is required".into()),
     };
+    let sent = matches!(map.get("classType"), Some(Value::String(_)));
     let class = match map.get("classType") {
         None | Some(Value::Null) => "java.lang.String",
         Some(Value::String(s)) => s.as_str(),
@@ -161,9 +264,11 @@ fn item(entry: &Value) -> Result<ParamFlowItem, String> {
             ));
         }
     };
-    let value = match class {
-        "int" | "long" | "short" | "byte" | "java.lang.Integer" | "java.lang.Long"
-        | "java.lang.Short" | "java.lang.Byte" => {
+    let Some((class, kind)) = param_class_kind(class) else {
+        return Err(format!("classType: unknown type {class:?}"));
+    };
+    let value = match kind {
+        ParamClassKind::Integer => {
             if let Ok(i) = object.trim().parse::<i64>() {
                 ParamValue::Int(i)
             } else if let Ok(u) = object.trim().parse::<u64>() {
@@ -174,18 +279,28 @@ fn item(entry: &Value) -> Result<ParamFlowItem, String> {
                 ));
             }
         }
-        "boolean" | "java.lang.Boolean" => match object.trim() {
+        ParamClassKind::Boolean => match object.trim() {
             "true" => ParamValue::Bool(true),
             "false" => ParamValue::Bool(false),
             _ => return Err(format!("object: {object:?} is not true or false")),
         },
-        "java.lang.String" | "String" | "char" | "java.lang.Character" => ParamValue::from(object),
-        "float" | "double" | "java.lang.Float" | "java.lang.Double" => {
-            return Err(format!(
-                "classType: {class} values are not supported by sentinel-rs (no float arguments)"
-            ));
-        }
-        other => return Err(format!("classType: unknown type {other:?}")),
+        ParamClassKind::Float => match parse_java_float(&object) {
+            // A Java `float` argument is an `f32`: read the item as one so
+            // that it matches the argument's widened value.
+            Some(f) if matches!(class, "float" | "java.lang.Float") => ParamValue::from(f as f32),
+            Some(f) => ParamValue::from(f),
+            None => return Err(format!("object: {object:?} is not a number ({class})")),
+        },
+        _ => ParamValue::from(object),
     };
-    Ok(ParamFlowItem::new(value, count))
+    let item = ParamFlowItem::new(value, count);
+    // Kept only where writing the item back would not give it: `int` for
+    // 42 needs no keeping. (An absent `classType` is written back as the
+    // value's usual one.)
+    let implied = usual_class(&item.value) == class;
+    Ok(if sent && !implied {
+        item.with_class_type(class)
+    } else {
+        item
+    })
 }

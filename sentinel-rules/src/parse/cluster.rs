@@ -5,6 +5,7 @@
 
 use sentinel_flow_core::RuleError;
 use sentinel_flow_core::flow::{ClusterFlowConfig, ClusterThresholdType};
+use sentinel_flow_core::param_flow::{ParamClusterThresholdType, ParamFlowClusterConfig};
 
 use super::fields::RuleFields;
 use super::scalar::{Scalar, resolve};
@@ -18,6 +19,11 @@ const KNOWN: &[&str] = &[
     "fallback_to_local_when_fail",
     "sample_count",
     "window_interval_ms",
+    "strategy",
+    "resource_timeout",
+    "resource_timeout_strategy",
+    "acquire_refuse_strategy",
+    "client_offline_time",
 ];
 
 /// `cluster_config` as read, with where each of its fields was written.
@@ -82,6 +88,18 @@ pub(crate) fn config(f: &mut RuleFields<'_>) -> Read {
                 .map(|n| c.sample_count = n.map_or(c.sample_count, |n| n as u32)),
             "window_interval_ms" => whole(value, u64::MAX.into())
                 .map(|n| c.window_interval_ms = n.map_or(c.window_interval_ms, |n| n as u64)),
+            "strategy" => whole(value, u32::MAX.into())
+                .map(|n| c.strategy = n.map_or(c.strategy, |n| n as u32)),
+            "resource_timeout" => whole(value, u64::MAX.into())
+                .map(|n| c.resource_timeout = n.map_or(c.resource_timeout, |n| n as u64)),
+            "resource_timeout_strategy" => whole(value, u32::MAX.into()).map(|n| {
+                c.resource_timeout_strategy = n.map_or(c.resource_timeout_strategy, |n| n as u32)
+            }),
+            "acquire_refuse_strategy" => whole(value, u32::MAX.into()).map(|n| {
+                c.acquire_refuse_strategy = n.map_or(c.acquire_refuse_strategy, |n| n as u32)
+            }),
+            "client_offline_time" => whole(value, u64::MAX.into())
+                .map(|n| c.client_offline_time = n.map_or(c.client_offline_time, |n| n as u64)),
             "fallback_to_local_when_fail" => flag(value).map(|b| {
                 c.fallback_to_local_when_fail = b.unwrap_or(c.fallback_to_local_when_fail)
             }),
@@ -137,6 +155,38 @@ fn threshold_type(node: &Node<'_>) -> Result<Option<ClusterThresholdType>, Strin
             "must be one of global, avg_local, got {}",
             other.describe()
         )),
+    }
+}
+
+impl Read {
+    /// Whether `cluster_config.<name>` was written.
+    pub(crate) fn written(&self, name: &str) -> bool {
+        self.positions
+            .iter()
+            .any(|(part, _)| part.strip_prefix("cluster_config.") == Some(name))
+    }
+
+    /// The settings as a hot-parameter rule's: the fields written, the
+    /// others at that kind's defaults.
+    pub(crate) fn param_config(&self) -> ParamFlowClusterConfig {
+        let d = ParamFlowClusterConfig::default();
+        let c = &self.config;
+        let pick = |name: &str| self.written(name);
+        ParamFlowClusterConfig {
+            flow_id: c.flow_id,
+            threshold_type: match (pick("threshold_type"), c.threshold_type) {
+                (false, _) => d.threshold_type,
+                (true, ClusterThresholdType::Global) => ParamClusterThresholdType::Global,
+                (true, _) => ParamClusterThresholdType::AvgLocal,
+            },
+            fallback_to_local_when_fail: if pick("fallback_to_local_when_fail") {
+                c.fallback_to_local_when_fail
+            } else {
+                d.fallback_to_local_when_fail
+            },
+            sample_count: c.sample_count,
+            window_interval_ms: c.window_interval_ms,
+        }
     }
 }
 

@@ -307,6 +307,8 @@ pub(crate) fn param_flow(
         "duration_in_sec",
         "param_flow_item_list",
         "capacity",
+        "cluster_mode",
+        "cluster_config",
     ];
     let mut f = RuleFields::new("param_flow", index, node, KNOWN, problems)?;
     let d = ParamFlowRule::default();
@@ -317,6 +319,7 @@ pub(crate) fn param_flow(
         .and_then(|i| i32::try_from(i).ok());
     let count = f.number("count");
     let count = f.required("count", count);
+    let cluster = super::cluster::config(&mut f);
     let mut positions = Vec::new();
     let items = match f.list("param_flow_item_list") {
         Some(nodes) => items(&mut f, nodes, &mut positions),
@@ -354,6 +357,8 @@ pub(crate) fn param_flow(
         capacity: f
             .integer("capacity", 0, usize::MAX as i128)
             .and_then(|c| usize::try_from(c).ok()),
+        cluster_mode: f.boolean("cluster_mode").unwrap_or(d.cluster_mode),
+        cluster_config: cluster.param_config(),
     };
     // The core names an item by its index in its message: "item 2 (...): count ...".
     let locate = |error: &sentinel_flow_core::RuleError| {
@@ -366,12 +371,14 @@ pub(crate) fn param_flow(
             *value
         })
     };
+    let mut errors = with_names(
+        rule.problems(index),
+        rule.name_problems(index, max_name_len),
+    );
+    errors.retain(|e| !cluster.reported(e));
     f.finish(
-        with_names(
-            rule.problems(index),
-            rule.name_problems(index, max_name_len),
-        ),
-        locate,
+        errors,
+        |e| cluster.position_of(e).or_else(|| locate(e)),
         problems,
     );
     Some(rule)
@@ -397,7 +404,7 @@ fn items(
             f.report_in(FIELD, part(""), node.pos, message);
             continue;
         };
-        let (mut value, mut count) = (None, None);
+        let (mut value, mut count, mut class) = (None, None, None);
         let mut ok = true;
         for (key, v) in entries {
             let name = match &key.value {
@@ -407,8 +414,10 @@ fn items(
             match name {
                 "value" => value = Some(v),
                 "count" => count = Some(v),
+                "class_type" => class = Some(v),
                 _ => {
-                    let message = "is not a field of an item (known: value, count)".to_owned();
+                    let message =
+                        "is not a field of an item (known: value, count, class_type)".to_owned();
                     f.report_in(FIELD, part(&format!(".{name}")), key.pos, message);
                     ok = false;
                 }
@@ -437,9 +446,23 @@ fn items(
                 None
             }
         };
-        if let (Some((value_pos, value)), Some((count_pos, count)), true) = (value, count, ok) {
+        let class_type = match class.map(|c| (c, class_type(c))) {
+            None => Some(None),
+            Some((_, Ok(name))) => Some(Some(name)),
+            Some((c, Err(message))) => {
+                f.report_in(FIELD, part(".class_type"), c.pos, message);
+                None
+            }
+        };
+        if let (Some((value_pos, value)), Some((count_pos, count)), Some(class_type), true) =
+            (value, count, class_type, ok)
+        {
             positions.push((value_pos, count_pos));
-            items.push(ParamFlowItem { value, count });
+            items.push(ParamFlowItem {
+                value,
+                count,
+                class_type,
+            });
         }
     }
     items
@@ -456,12 +479,12 @@ fn number(node: &Node<'_>) -> Option<f64> {
     }
 }
 
-/// An item's value: a string, a whole number or a boolean, as written
-/// (`7` is a number, `"7"` a string).
+/// An item's value: a string, a number or a boolean, as written
+/// (`7` is a whole number, `7.0` a float, `"7"` a string).
 fn item_value(node: &Node<'_>) -> Result<ParamValue, String> {
     let got = || {
         format!(
-            "must be a string, a whole number or a boolean, got {}",
+            "must be a string, a number or a boolean, got {}",
             node.value.describe()
         )
     };
@@ -475,6 +498,27 @@ fn item_value(node: &Node<'_>) -> Result<ParamValue, String> {
             .map(ParamValue::from)
             .or_else(|_| u64::try_from(i).map(ParamValue::from))
             .map_err(|_| format!("must fit in 64 bits, got {i}")),
-        Scalar::Float(_) | Scalar::Null => Err(got()),
+        Scalar::Float(v) => Ok(ParamValue::from(v)),
+        Scalar::Null => Err(got()),
+    }
+}
+
+/// An item's `class_type`: one of the Java type names Sentinel parses.
+fn class_type(node: &Node<'_>) -> Result<&'static str, String> {
+    let names = || {
+        sentinel_flow_core::param_flow::PARAM_CLASS_TYPES
+            .iter()
+            .map(|(name, _)| *name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match &node.value {
+        Value::Scalar { text, .. } => sentinel_flow_core::param_flow::param_class_kind(text)
+            .map(|(name, _)| name)
+            .ok_or_else(|| format!("must be one of {}, got {text:?}", names())),
+        other => Err(format!(
+            "must be a Java type name, got {}",
+            other.describe()
+        )),
     }
 }

@@ -185,6 +185,7 @@ pub(super) fn flow() -> impl Strategy<Value = FlowRule> {
                     fallback_to_local_when_fail: fallback,
                     sample_count,
                     window_interval_ms: bucket_ms * u64::from(sample_count),
+                    ..ClusterFlowConfig::default()
                 },
             };
             rule.problems(0).is_empty().then_some(rule)
@@ -278,6 +279,7 @@ fn param_value() -> impl Strategy<Value = ParamValue> {
         any::<i64>().prop_map(ParamValue::from),
         any::<u64>().prop_map(ParamValue::from),
         any::<bool>().prop_map(ParamValue::from),
+        any::<f64>().prop_map(ParamValue::from),
         name().prop_map(ParamValue::from),
         Just(ParamValue::from("")),
     ]
@@ -310,7 +312,7 @@ pub(super) fn param_flow() -> impl Strategy<Value = ParamFlowRule> {
             let mut list: Vec<ParamFlowItem> = Vec::new();
             for (value, count) in items {
                 if !list.iter().any(|item| item.value == value) {
-                    list.push(ParamFlowItem { value, count });
+                    list.push(ParamFlowItem::new(value, count));
                 }
             }
             let rule = ParamFlowRule {
@@ -325,6 +327,7 @@ pub(super) fn param_flow() -> impl Strategy<Value = ParamFlowRule> {
                 duration_in_sec: duration,
                 param_flow_item_list: list,
                 capacity,
+                ..ParamFlowRule::default()
             };
             rule.problems(0).is_empty().then_some(rule)
         },

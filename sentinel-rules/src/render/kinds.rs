@@ -8,7 +8,9 @@ use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::{
     ClusterFlowConfig, ClusterThresholdType, ControlBehavior, FlowGrade, FlowRule, FlowStrategy,
 };
-use sentinel_flow_core::param_flow::{ParamControlBehavior, ParamFlowGrade, ParamFlowRule};
+use sentinel_flow_core::param_flow::{
+    ParamControlBehavior, ParamFlowClusterConfig, ParamFlowGrade, ParamFlowRule,
+};
 use sentinel_flow_core::system::SystemRule;
 
 use super::scalar::{float, string};
@@ -104,6 +106,48 @@ fn cluster_config(config: &ClusterFlowConfig) -> Option<String> {
     }
     if config.threshold_type == ClusterThresholdType::AvgLocal {
         f.push(("threshold_type", "avg_local".to_owned()));
+    }
+    let text = |b: bool| b.to_string();
+    let (b, db) = (
+        config.fallback_to_local_when_fail,
+        d.fallback_to_local_when_fail,
+    );
+    unless(&mut f, "fallback_to_local_when_fail", b, db, text);
+    let number = |n: u64| n.to_string();
+    let (s, ds) = (config.sample_count.into(), d.sample_count.into());
+    unless(&mut f, "sample_count", s, ds, number);
+    let (w, dw) = (config.window_interval_ms, d.window_interval_ms);
+    unless(&mut f, "window_interval_ms", w, dw, number);
+    let (v, dv) = (config.strategy.into(), d.strategy.into());
+    unless(&mut f, "strategy", v, dv, number);
+    let (v, dv) = (config.resource_timeout, d.resource_timeout);
+    unless(&mut f, "resource_timeout", v, dv, number);
+    let (v, dv) = (
+        config.resource_timeout_strategy.into(),
+        d.resource_timeout_strategy.into(),
+    );
+    unless(&mut f, "resource_timeout_strategy", v, dv, number);
+    let (v, dv) = (
+        config.acquire_refuse_strategy.into(),
+        d.acquire_refuse_strategy.into(),
+    );
+    unless(&mut f, "acquire_refuse_strategy", v, dv, number);
+    let (v, dv) = (config.client_offline_time, d.client_offline_time);
+    unless(&mut f, "client_offline_time", v, dv, number);
+    let fields: Vec<String> = f.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    (!fields.is_empty()).then(|| format!("{{{}}}", fields.join(", ")))
+}
+
+/// A hot-parameter rule's `cluster_config` as a flow mapping of the fields
+/// not at that kind's defaults, `None` when all are.
+fn param_cluster_config(config: &ParamFlowClusterConfig) -> Option<String> {
+    let d = ParamFlowClusterConfig::default();
+    let mut f = Fields::new();
+    if let Some(id) = config.flow_id {
+        f.push(("flow_id", id.to_string()));
+    }
+    if config.threshold_type != d.threshold_type {
+        f.push(("threshold_type", "global".to_owned()));
     }
     let text = |b: bool| b.to_string();
     let (b, db) = (
@@ -216,12 +260,22 @@ pub(crate) fn param_flow(rule: &ParamFlowRule) -> Rendered {
     if let Some(capacity) = rule.capacity {
         f.push(("capacity", capacity.to_string()));
     }
+    if rule.cluster_mode {
+        f.push(("cluster_mode", "true".to_owned()));
+    }
+    if let Some(config) = param_cluster_config(&rule.cluster_config) {
+        f.push(("cluster_config", config));
+    }
     if !rule.param_flow_item_list.is_empty() {
         let mut items = String::new();
         for item in &rule.param_flow_item_list {
             let value = param_value(&item.value)?;
+            let class = item
+                .class_type
+                .map(|name| format!(", class_type: {}", string(name)))
+                .unwrap_or_default();
             items.push_str(&format!(
-                "\n      - {{value: {value}, count: {}}}",
+                "\n      - {{value: {value}, count: {}{class}}}",
                 float(item.count)
             ));
         }
@@ -243,6 +297,11 @@ fn param_value(value: &ParamValue) -> Result<String, String> {
         ParamValue::Bool(b) => Ok(b.to_string()),
         ParamValue::Int(i) => Ok(i.to_string()),
         ParamValue::UInt(u) => Ok(u.to_string()),
+        // Always with a fraction or an exponent, so that it reads back as
+        // a float and not as a whole number.
+        ParamValue::Float(v) if v.is_nan() => Ok(".nan".into()),
+        ParamValue::Float(v) if v.is_infinite() => Ok(float(*v)),
+        ParamValue::Float(v) => Ok(format!("{v:?}")),
         ParamValue::List(list) => {
             let items: Result<Vec<String>, String> = list.iter().map(param_value).collect();
             Ok(format!("[{}]", items?.join(", ")))

@@ -113,7 +113,7 @@ fn defaults_are_left_out_and_words_are_the_readmes() {
         error.lines(),
         [
             "rules.yaml:6:17: param_flow[0] (a): param_flow_item_list[0].value must be a string, \
-          a whole number or a boolean, got a list"
+          a number or a boolean, got a list"
         ]
     );
 }
@@ -136,4 +136,69 @@ fn cluster_fields_are_written_as_one_flow_mapping() {
          cluster_config: {flow_id: 7, threshold_type: avg_local}\n"
     );
     assert_eq!(read_back(&change).flow, vec![rule]);
+}
+
+#[test]
+fn what_the_dashboard_saves_reads_back_from_the_rule_file() {
+    use sentinel_flow_core::flow::{ClusterFlowConfig, ControlBehavior, FlowGrade};
+    use sentinel_flow_core::param_flow::{ParamClusterThresholdType, ParamFlowClusterConfig};
+
+    let flow = vec![
+        FlowRule {
+            grade: FlowGrade::Concurrency,
+            control_behavior: ControlBehavior::WarmUp,
+            warm_up_period_sec: 0,
+            ..FlowRule::new("threads", 5.0)
+        },
+        FlowRule {
+            grade: FlowGrade::Concurrency,
+            cluster_mode: true,
+            cluster_config: ClusterFlowConfig {
+                flow_id: Some(4),
+                strategy: 1,
+                resource_timeout: 3_000,
+                resource_timeout_strategy: 1,
+                acquire_refuse_strategy: 1,
+                client_offline_time: 5_000,
+                ..ClusterFlowConfig::default()
+            },
+            ..FlowRule::new("cluster-threads", 10.0)
+        },
+    ];
+    let change = RuleChange::Flow(flow.clone());
+    assert_eq!(read_back(&change).flow, flow);
+
+    let param = vec![ParamFlowRule {
+        cluster_mode: true,
+        cluster_config: ParamFlowClusterConfig {
+            flow_id: Some(9),
+            threshold_type: ParamClusterThresholdType::Global,
+            fallback_to_local_when_fail: true,
+            sample_count: 5,
+            window_interval_ms: 2_000,
+        },
+        param_flow_item_list: vec![
+            ParamFlowItem::new(2.5, 1.0),
+            ParamFlowItem::new(3.0, 2.0),
+            ParamFlowItem::new(-0.0, 3.0),
+            ParamFlowItem::new(0.0, 4.0),
+            ParamFlowItem::new(f64::NAN, 5.0),
+            ParamFlowItem::new(f64::NEG_INFINITY, 6.0),
+            ParamFlowItem::new(0.1f32, 7.0).with_class_type("float"),
+            ParamFlowItem::new(7, 8.0).with_class_type("short"),
+            ParamFlowItem::new("c", 9.0).with_class_type("char"),
+        ],
+        ..ParamFlowRule::new("hot", 0, 1.0)
+    }];
+    let change = RuleChange::ParamFlow(param.clone());
+    let text = section(&change).unwrap();
+    assert!(text.contains("{value: 3.0, count: 2}"), "{text}");
+    assert!(text.contains("class_type: short"), "{text}");
+    let back = read_back(&change).param_flow;
+    // NaN != NaN as an f64 but the same value as a parameter.
+    assert_eq!(format!("{back:?}"), format!("{param:?}"));
+    assert_eq!(
+        back[0].param_flow_item_list[4].value,
+        ParamValue::from(f64::NAN)
+    );
 }

@@ -14,10 +14,16 @@ use super::{Params, State as Ctx, bad_request, json, text};
 /// The root of the tree, as Sentinel names it.
 const ROOT: &str = "machine-root";
 
-/// A node as Sentinel's `NodeVo`.
-fn node_vo(id: &str, parent: Option<&str>, resource: &str, s: &NodeSnapshot, now: u64) -> Value {
+/// A node as Sentinel's `NodeVo`: with an `id` in the tree, without one
+/// for a resource's cluster node (Java's `fromClusterNode` sets none).
+fn node_vo(
+    id: Option<&str>,
+    parent: Option<&str>,
+    resource: &str,
+    s: &NodeSnapshot,
+    now: u64,
+) -> Value {
     let mut vo = json!({
-        "id": id,
         "resource": resource,
         "threadNum": s.concurrency,
         "passQps": s.pass_qps as u64,
@@ -32,6 +38,9 @@ fn node_vo(id: &str, parent: Option<&str>, resource: &str, s: &NodeSnapshot, now
         "oneMinuteTotal": s.total_pass + s.total_block,
         "timestamp": now,
     });
+    if let Some(id) = id {
+        vo["id"] = json!(id);
+    }
     if let Some(parent) = parent {
         vo["parentId"] = json!(parent);
     }
@@ -50,7 +59,7 @@ pub(super) async fn cluster_nodes(State(ctx): Ctx, params: Params) -> Response {
         .resources()
         .iter()
         .filter(|r| !skip_zero || r.stats.total_pass + r.stats.total_block > 0)
-        .map(|r| node_vo(&r.name, None, &r.name, &r.stats, now))
+        .map(|r| node_vo(None, None, &r.name, &r.stats, now))
         .collect();
     json(&Value::Array(list))
 }
@@ -62,7 +71,7 @@ pub(super) async fn cluster_node_by_id(State(ctx): Ctx, params: Params) -> Respo
     };
     let now = ctx.sentinel.now_ms();
     match ctx.sentinel.resource_node(id) {
-        Some(node) => json(&node_vo(id, None, id, &node.stats().snapshot(now), now)),
+        Some(node) => json(&node_vo(None, None, id, &node.stats().snapshot(now), now)),
         None => json(&json!({})),
     }
 }
@@ -196,7 +205,7 @@ fn walk_tree(tree: &[sentinel_flow_core::snapshot::TreeSnapshot]) -> Walk<'_> {
 pub(super) async fn json_tree(State(ctx): Ctx) -> Response {
     fn visit(n: &Walk<'_>, parent: Option<&str>, now: u64, out: &mut Vec<Value>) {
         let id = out.len().to_string();
-        out.push(node_vo(&id, parent, n.name, &n.stats, now));
+        out.push(node_vo(Some(&id), parent, n.name, &n.stats, now));
         for child in &n.children {
             visit(child, Some(&id), now, out);
         }

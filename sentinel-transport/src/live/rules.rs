@@ -138,6 +138,7 @@ fn flow(rule: &FlowRule) -> RuleView {
         FlowGrade::Concurrency => format!("≤ {} concurrent", num(rule.count)),
     };
     let mut details = vec![match rule.control_behavior {
+        _ if rule.grade == FlowGrade::Concurrency => "reject past the limit".to_owned(),
         ControlBehavior::Reject => "reject past the limit".to_owned(),
         ControlBehavior::WarmUp => format!(
             "warm up over {} s (cold factor {})",
@@ -151,6 +152,15 @@ fn flow(rule: &FlowRule) -> RuleView {
             rule.warm_up_period_sec, rule.max_queueing_time_ms
         ),
     }];
+    if rule.grade == FlowGrade::Concurrency && rule.control_behavior != ControlBehavior::Reject {
+        details.push(format!(
+            "{} ignored: the concurrency grade only rejects",
+            behavior_name(rule.control_behavior)
+        ));
+    }
+    if rule.cluster_mode && rule.grade == FlowGrade::Concurrency {
+        details.push("cluster mode: concurrency limited on this instance".to_owned());
+    }
     details.push(match rule.limit_app.as_str() {
         "default" => "callers: all".to_owned(),
         "other" => "callers: others".to_owned(),
@@ -166,6 +176,15 @@ fn flow(rule: &FlowRule) -> RuleView {
         resource: rule.resource.clone(),
         headline,
         details: with_id(details, rule.id),
+    }
+}
+
+fn behavior_name(behavior: ControlBehavior) -> &'static str {
+    match behavior {
+        ControlBehavior::WarmUp => "warm up",
+        ControlBehavior::RateLimiter => "queueing",
+        ControlBehavior::WarmUpRateLimiter => "warm up and queueing",
+        _ => "behaviour",
     }
 }
 
@@ -274,6 +293,9 @@ fn param_flow(rule: &ParamFlowRule) -> RuleView {
     if rule.burst_count > 0 {
         details.push(format!("burst {}", rule.burst_count));
     }
+    if rule.cluster_mode {
+        details.push("cluster mode: values counted on this instance".to_owned());
+    }
     for item in rule.param_flow_item_list.iter().take(ITEMS_SHOWN) {
         details.push(format!("{} → {}", item.value, num(item.count)));
     }
@@ -323,9 +345,22 @@ mod tests {
         assert_eq!(
             view.details,
             [
-                "pace evenly, queue ≤ 500 ms",
+                "reject past the limit",
+                "queueing ignored: the concurrency grade only rejects",
                 "callers: others",
                 "counts db (relate)"
+            ]
+        );
+        let view = flow_with(|r| {
+            r.grade = FlowGrade::Concurrency;
+            r.cluster_mode = true;
+        });
+        assert_eq!(
+            view.details,
+            [
+                "reject past the limit",
+                "cluster mode: concurrency limited on this instance",
+                "callers: all"
             ]
         );
         let view = flow_with(|r| r.stat_interval_ms = 5_000);
