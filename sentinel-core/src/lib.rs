@@ -37,6 +37,9 @@
 //! `authority/`, `param_flow/`) knows only its own rule and `rule/`, and
 //! `rules/` composes them. Imports go one way (checked in CI).
 
+#[macro_use]
+mod kinds;
+
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;

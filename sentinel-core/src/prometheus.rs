@@ -213,7 +213,7 @@ fn cluster_unattached(out: &mut String, sentinel: &Sentinel) {
         "sentinel_cluster_rules_unattached",
         "Flow rules in cluster mode falling back because no cluster service is attached.",
         "gauge",
-        crate::flow::cluster_rules_by_resource(set.flow_rules())
+        crate::flow::cluster_rules_by_resource(set.rules_of::<crate::flow::FlowKind>())
             .into_iter()
             .map(|(resource, count)| ([("resource", resource)], if attached { 0 } else { count })),
     );

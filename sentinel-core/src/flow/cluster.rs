@@ -310,7 +310,7 @@ impl Sentinel {
         let was_attached = self.cluster.set(tokens, self.now_ms());
         if detaching && was_attached {
             unattached::warn(
-                self.rule_set().flow_rules(),
+                self.rule_set().rules_of::<super::FlowKind>(),
                 "the cluster service was taken away",
             );
         }

@@ -9,7 +9,7 @@ use crate::rule::names::{NameOf, Names, RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError, origin_problem};
 
 /// The kind's name in errors and logs.
-pub(crate) const KIND_NAME: &str = "flow";
+pub(crate) const KIND_NAME: &str = BlockKind::Flow.as_str();
 
 /// `limit_app` value: the rule counts every caller together.
 pub const LIMIT_APP_DEFAULT: &str = "default";

@@ -23,8 +23,8 @@
 
 mod book;
 pub(crate) mod budget;
-mod kind_set;
 pub(crate) mod kinds;
+pub(crate) mod list;
 mod listeners;
 mod manager;
 pub(crate) mod names;
@@ -34,4 +34,4 @@ pub use crate::rule::Listener;
 pub use book::RuleBook;
 pub(crate) use listeners::AllListeners;
 pub use manager::RuleManager;
-pub(crate) use set::{ResourceRules, RuleSet, RuleSetParts};
+pub(crate) use set::{RuleSet, RuleSetParts};
