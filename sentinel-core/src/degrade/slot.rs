@@ -84,7 +84,7 @@ fn complete<F: InForce<List<CircuitBreaker>>>(x: &Exiting<'_, '_>) {
     let sentinel = x.sentinel;
     let notify = |change: &StateChange<'_>| sentinel.listeners.states.notify(change);
     let inbound = x.active.entry_type == EntryType::Inbound;
-    F::with(sentinel, x.active.resource, inbound, &mut |breakers| {
+    F::with(sentinel, x.active.resource, inbound, |breakers| {
         for breaker in breakers.iter() {
             let held = x.active.holds.find::<DegradeKind, _>(|hold| {
                 Arc::ptr_eq(&hold.breaker, breaker).then_some(hold.probe)

@@ -49,14 +49,16 @@ macro_rules! block_kinds {
             /// The kind's place in the list of rule kinds, from 1 (the
             /// custom kinds after the last): its code in the block tally.
             pub(crate) const fn code(&self) -> usize {
-                let mut code = 1;
-                $(
-                    if let BlockKind::$variant = self {
-                        return code;
-                    }
-                    code += 1;
-                )*
-                code
+                /// The kinds' places in the list.
+                #[allow(dead_code)]
+                enum Code {
+                    $($variant,)*
+                    Custom,
+                }
+                1 + match self {
+                    $(BlockKind::$variant => Code::$variant as usize,)*
+                    BlockKind::Custom(_) => Code::Custom as usize,
+                }
             }
         }
     };

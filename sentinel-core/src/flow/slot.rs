@@ -151,7 +151,7 @@ impl RuleSlot for FlowKind {
     #[cold]
     fn admitted<F: InForce<FlowRules>>(ctx: &EntryContext<'_>) {
         let inbound = ctx.entry_type == EntryType::Inbound;
-        F::with(ctx.sentinel, ctx.resource, inbound, &mut |rules| {
+        F::with(ctx.sentinel, ctx.resource, inbound, |rules| {
             super::count_windows(ctx.sentinel, &rules.list, |o| rules.names_origin(o), ctx);
         });
     }
@@ -169,7 +169,7 @@ impl RuleSlot for FlowKind {
         if entry.outcome.leased() {
             // The entry type is of no matter here: a resource's flow rules
             // are the same either way.
-            F::with(entry.sentinel, entry.node, false, &mut |rules| {
+            F::with(entry.sentinel, entry.node, false, |rules| {
                 super::give_back(&rules.list, entry.batch, entry.pass_ms);
             });
         }

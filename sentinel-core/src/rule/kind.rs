@@ -53,7 +53,7 @@ pub(crate) trait RuleKind: Sized + 'static {
 }
 
 /// A kind's rules, compiled: per resource (the usual case), or over every
-/// entry of a type (system rules, `PER_RESOURCE = false`).
+/// inbound entry (system rules, `PER_RESOURCE = false`).
 pub(crate) trait CompiledKind: Default + Send + Sync + 'static {
     /// The rule as loaded.
     type Rule: Clone + 'static;
@@ -82,12 +82,12 @@ pub(crate) trait CompiledKind: Default + Send + Sync + 'static {
     /// check.
     fn select_own(own: &Self::PerResource) -> Option<&Self::Checked>;
 
-    /// What the slot reads from the whole kind for an entry, `inbound` or
-    /// not; `None`: nothing to check.
-    fn select_all(&self, inbound: bool) -> Option<&Self::Checked>;
+    /// What the slot reads from the whole kind for an inbound entry;
+    /// `None`: nothing to check.
+    fn select_all(&self) -> Option<&Self::Checked>;
 
     /// Whether every inbound entry has something to check (a kind over
-    /// every entry, with rules in force).
+    /// every inbound entry, with rules in force).
     fn checks_inbound(&self) -> bool {
         false
     }

@@ -184,7 +184,7 @@ impl<C: CompiledRule> CompiledKind for KindSet<C> {
     }
 
     #[inline(always)]
-    fn select_all(&self, _: bool) -> Option<&C::PerResource> {
+    fn select_all(&self) -> Option<&C::PerResource> {
         None
     }
 }

@@ -87,8 +87,10 @@ impl<'r> View<'r> {
     pub(crate) fn select<K: Listed>(&self) -> Option<&'r Checked<K>> {
         if <K::Compiled as CompiledKind>::PER_RESOURCE {
             <K::Compiled as CompiledKind>::select_own(K::own(self.resource?))
+        } else if self.inbound {
+            K::part(&self.set?.parts).select_all()
         } else {
-            K::part(&self.set?.parts).select_all(self.inbound)
+            None
         }
     }
 }
@@ -98,11 +100,12 @@ impl<'r> View<'r> {
 pub(crate) struct Found<K>(PhantomData<fn() -> K>);
 
 impl<K: Listed> InForce<Checked<K>> for Found<K> {
+    #[inline(always)]
     fn with(
         sentinel: &Sentinel,
         resource: &ResourceNode,
         inbound: bool,
-        f: &mut dyn FnMut(&Checked<K>),
+        f: impl FnOnce(&Checked<K>),
     ) {
         let version = sentinel.rules_version();
         sentinel.with_rules(version, |set| {

@@ -15,7 +15,7 @@ use crate::entry::Active;
 use crate::node::ResourceNode;
 use crate::{BlockError, BlockKind, Rule, Sentinel};
 
-use super::{EntryContext, Holds, Outcome, Slot};
+use super::{EntryContext, Holds, Outcome};
 
 /// A refusal; its reason is left in the [`Verdict`].
 #[derive(Debug)]
@@ -74,7 +74,7 @@ pub(crate) trait RuleSlot {
 pub(crate) trait InForce<T: ?Sized> {
     /// Calls `f` with the kind's rules for `resource` (an `inbound` entry
     /// or not), if it has any.
-    fn with(sentinel: &Sentinel, resource: &ResourceNode, inbound: bool, f: &mut dyn FnMut(&T));
+    fn with(sentinel: &Sentinel, resource: &ResourceNode, inbound: bool, f: impl FnOnce(&T));
 }
 
 /// An entry that passed its checks and will not be admitted, with what the
@@ -106,20 +106,15 @@ impl Checking<'_, '_> {
     #[inline(always)]
     pub(crate) fn user_slots(&mut self, at: usize) -> Result<(), Refused> {
         let ctx = self.ctx;
-        match ctx.sentinel.user_slots.checks.get(at) {
-            Some(slots) if !slots.is_empty() => self.run_user_slots(slots),
-            _ => Ok(()),
+        let Some(slots) = ctx.sentinel.user_slots.checks.get(at) else {
+            return Ok(());
+        };
+        for slot in slots.iter() {
+            if let Err(block) = slot.entry(ctx) {
+                return self.refuse_with(block, false);
+            }
         }
-    }
-
-    /// Runs `slots`, the first refusal wins.
-    #[inline(never)]
-    fn run_user_slots(&mut self, slots: &[Arc<dyn Slot>]) -> Result<(), Refused> {
-        let ctx = self.ctx;
-        match slots.iter().try_for_each(|slot| slot.entry(ctx)) {
-            Ok(()) => Ok(()),
-            Err(block) => self.refuse_with(block, false),
-        }
+        Ok(())
     }
 
     /// Refuses by `rule` of `kind` (a rule of the resource).

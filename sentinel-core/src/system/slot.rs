@@ -65,8 +65,8 @@ impl CompiledKind for SystemLimits {
     }
 
     #[inline(always)]
-    fn select_all(&self, inbound: bool) -> Option<&SystemLimits> {
-        Some(self).filter(|limits| inbound && limits.is_on())
+    fn select_all(&self) -> Option<&SystemLimits> {
+        Some(self).filter(|limits| limits.is_on())
     }
 
     fn checks_inbound(&self) -> bool {
