@@ -67,7 +67,7 @@ pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
 pub use entry::{BlockError, BlockKind, Entry, EntryBuilder, EntryType, Resource};
 pub use param::{InlineStr, ParamKey, ParamValue};
 pub use rule::{Rule, RuleError, RuleErrors};
-pub use rules::{Listener, RuleBook, RuleManager};
+pub use rules::{Listener, RuleBook, RuleManager, UserKind, UserKindRules};
 pub use sentinel::DEFAULT_RULE_MEMORY_BUDGET;
 pub use sentinel::{
     CapUsage, Caps, DEFAULT_CONTEXT, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_NAME_LEN,

@@ -29,9 +29,12 @@ mod listeners;
 mod manager;
 pub(crate) mod names;
 mod set;
+mod user_kind;
 
 pub use crate::rule::Listener;
 pub use book::RuleBook;
 pub(crate) use listeners::AllListeners;
 pub use manager::RuleManager;
 pub(crate) use set::{RuleSet, RuleSetParts};
+pub(crate) use user_kind::UserKindSlot;
+pub use user_kind::{UserKind, UserKindRules};
