@@ -11,7 +11,7 @@ use crate::rule::footprint::Footprint;
 use crate::rule::kind::RuleKind;
 use crate::rule::kind_set::KindSet;
 use crate::rule::names::Names;
-use crate::slot::holds::NoHold;
+use crate::slot::holds::{Holding, NoHold};
 use crate::slot::order;
 use crate::slot::rule_slot::{Checking, Refused, RuleSlot};
 
@@ -22,7 +22,6 @@ impl RuleKind for AuthorityKind {
     type Rule = AuthorityRule;
     type Compiled = KindSet<CompiledAuthority>;
     type Slot = Self;
-    type Held = NoHold;
     const BLOCK: BlockKind = BlockKind::Authority;
 
     fn problems(rule: &AuthorityRule, index: usize) -> Vec<RuleError> {
@@ -36,6 +35,10 @@ impl RuleKind for AuthorityKind {
     fn footprint(rule: &AuthorityRule) -> Footprint {
         rule.footprint()
     }
+}
+
+impl Holding for AuthorityKind {
+    type Held = NoHold;
 }
 
 impl RuleSlot for AuthorityKind {

@@ -15,7 +15,7 @@ use crate::rule::footprint::Footprint;
 use crate::rule::kind::RuleKind;
 use crate::rule::kind_set::KindSet;
 use crate::rule::names::Names;
-use crate::slot::holds::Held;
+use crate::slot::holds::{Held, Holding};
 use crate::slot::order;
 use crate::slot::rule_slot::{Checking, Exiting, InForce, Refused, RuleSlot};
 use crate::{BlockKind, EntryType};
@@ -27,7 +27,6 @@ impl RuleKind for DegradeKind {
     type Rule = DegradeRule;
     type Compiled = KindSet<CircuitBreaker>;
     type Slot = Self;
-    type Held = ProbeHold;
     const BLOCK: BlockKind = BlockKind::Degrade;
 
     fn problems(rule: &DegradeRule, index: usize) -> Vec<RuleError> {
@@ -41,6 +40,10 @@ impl RuleKind for DegradeKind {
     fn footprint(rule: &DegradeRule) -> Footprint {
         rule.footprint()
     }
+}
+
+impl Holding for DegradeKind {
+    type Held = ProbeHold;
 }
 
 impl RuleSlot for DegradeKind {

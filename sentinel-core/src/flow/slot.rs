@@ -22,7 +22,7 @@ use crate::rule::kind::RuleKind;
 use crate::rule::kind_set::KindSet;
 use crate::rule::names::Names;
 use crate::slot::EntryContext;
-use crate::slot::holds::NoHold;
+use crate::slot::holds::{Holding, NoHold};
 use crate::slot::order;
 #[cfg(feature = "tokio")]
 use crate::slot::rule_slot::Abandoned;
@@ -36,7 +36,6 @@ impl RuleKind for FlowKind {
     type Rule = FlowRule;
     type Compiled = KindSet<CompiledFlow>;
     type Slot = Self;
-    type Held = NoHold;
     const BLOCK: BlockKind = BlockKind::Flow;
 
     fn problems(rule: &FlowRule, index: usize) -> Vec<RuleError> {
@@ -107,6 +106,10 @@ impl Deref for FlowRules {
     fn deref(&self) -> &[Arc<CompiledFlow>] {
         &self.list
     }
+}
+
+impl Holding for FlowKind {
+    type Held = NoHold;
 }
 
 impl RuleSlot for FlowKind {

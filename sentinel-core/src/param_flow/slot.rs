@@ -15,7 +15,7 @@ use crate::rule::footprint::Footprint;
 use crate::rule::kind::RuleKind;
 use crate::rule::kind_set::KindSet;
 use crate::rule::names::Names;
-use crate::slot::holds::Held;
+use crate::slot::holds::{Held, Holding};
 use crate::slot::order;
 use crate::slot::rule_slot::{Checking, Refused, RuleSlot};
 
@@ -26,7 +26,6 @@ impl RuleKind for ParamFlowKind {
     type Rule = ParamFlowRule;
     type Compiled = KindSet<CompiledParamFlow>;
     type Slot = Self;
-    type Held = ParamFlowHold;
     const BLOCK: BlockKind = BlockKind::ParamFlow;
 
     fn problems(rule: &ParamFlowRule, index: usize) -> Vec<RuleError> {
@@ -40,6 +39,10 @@ impl RuleKind for ParamFlowKind {
     fn footprint(rule: &ParamFlowRule) -> Footprint {
         rule.footprint()
     }
+}
+
+impl Holding for ParamFlowKind {
+    type Held = ParamFlowHold;
 }
 
 impl RuleSlot for ParamFlowKind {

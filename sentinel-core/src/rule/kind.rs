@@ -13,7 +13,6 @@ use super::RuleError;
 use super::footprint::Footprint;
 use super::names::Names;
 use crate::BlockKind;
-use crate::slot::holds::Held;
 use crate::slot::rule_slot::RuleSlot;
 
 /// One kind of rule.
@@ -25,9 +24,6 @@ pub(crate) trait RuleKind: Sized + 'static {
     /// The kind's check in the chain; it reads what
     /// [`CompiledKind::select`] finds for an entry.
     type Slot: RuleSlot<Rules = <Self::Compiled as CompiledKind>::Checked>;
-    /// What an entry holds of the kind's rules until it exits
-    /// ([`NoHold`](crate::slot::holds::NoHold) for most kinds).
-    type Held: Held;
 
     /// What its blocks are; the kind's name (`as_str`) and Sentinel's
     /// exception name come with it.

@@ -6,8 +6,9 @@
 use std::sync::Arc;
 
 use super::list::Listed;
+use super::list::RuleSetParts;
 use super::listeners::Listeners;
-use super::set::{RuleSet, RuleSetParts};
+use super::set::RuleSet;
 use crate::Sentinel;
 use crate::rule::RuleError;
 use crate::rule::footprint::Footprint;

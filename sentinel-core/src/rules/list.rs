@@ -1,17 +1,12 @@
-//! The list of kinds (`crate::kinds`) made into code: where each kind's
-//! part of the rule set, its per-resource rules and its listeners are
-//! (`Listed`), a visit of every kind in chain order (`each_kind`), and how
-//! the chain finds a kind's rules for an entry (`View`, `Found`).
+//! The list of kinds (`crate::kinds`) made into code: the parts of a rule
+//! set and a resource's rules, kind by kind (`RuleSetParts`,
+//! `ResourceRules`), where each kind's part and listeners are (`Listed`),
+//! and a visit of every kind in chain order (`each_kind`).
 
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::listeners::{AllListeners, Listeners};
-use super::set::{ResourceRules, RuleSet, RuleSetParts};
-use crate::Sentinel;
-use crate::node::ResourceNode;
 use crate::rule::kind::{CompiledKind, RuleKind};
-use crate::slot::rule_slot::InForce;
 
 /// What a kind's slot reads for one entry.
 pub(crate) type Checked<K> = <<K as RuleKind>::Compiled as CompiledKind>::Checked;
@@ -36,6 +31,42 @@ pub(crate) trait EachKind {
     /// Does it for kind `K`.
     fn kind<K: Listed>(&mut self);
 }
+
+/// Makes the rule set's parts and per-resource rules from the list of
+/// kinds.
+macro_rules! rule_set {
+    ($($field:ident $variant:ident [$($kind:tt)*] [$($rule:tt)*] $accessor:ident $name:literal $exception:literal
+        $doc:literal $book_doc:literal;)*) => {
+        /// The compiled rules of every kind, the parts a set is built from.
+        #[derive(Clone, Debug, Default)]
+        pub(crate) struct RuleSetParts {
+            $(
+                #[doc = $book_doc]
+                pub(crate) $field: Arc<<crate::$($kind)* as RuleKind>::Compiled>,
+            )*
+        }
+
+        /// The rules of one resource, every kind: each kind's list shared
+        /// with the kind's compiled set.
+        #[derive(Debug)]
+        pub(crate) struct ResourceRules {
+            $(
+                #[doc = $book_doc]
+                pub(crate) $field: PerResource<crate::$($kind)*>,
+            )*
+        }
+
+        impl ResourceRules {
+            /// The rules of `resource` in `parts`.
+            pub(crate) fn of(parts: &RuleSetParts, resource: &str) -> Self {
+                ResourceRules {
+                    $($field: parts.$field.of(resource),)*
+                }
+            }
+        }
+    };
+}
+rule_kinds!(rule_set);
 
 macro_rules! listed {
     ($($field:ident $variant:ident [$($kind:tt)*] [$($rule:tt)*] $accessor:ident $name:literal $exception:literal
@@ -69,54 +100,3 @@ macro_rules! listed {
     };
 }
 rule_kinds!(listed);
-
-/// What the chain finds each kind's rules in, for one entry.
-#[derive(Clone, Copy)]
-pub(crate) struct View<'r> {
-    /// The set in force (`None` before any rule was loaded).
-    pub(crate) set: Option<&'r RuleSet>,
-    /// The rules of the entry's resource, if it has any.
-    pub(crate) resource: Option<&'r ResourceRules>,
-    /// The entry is inbound.
-    pub(crate) inbound: bool,
-}
-
-impl<'r> View<'r> {
-    /// What kind `K`'s slot reads for the entry; `None`: nothing to check.
-    #[inline(always)]
-    pub(crate) fn select<K: Listed>(&self) -> Option<&'r Checked<K>> {
-        if <K::Compiled as CompiledKind>::PER_RESOURCE {
-            <K::Compiled as CompiledKind>::select_own(K::own(self.resource?))
-        } else if self.inbound {
-            K::part(&self.set?.parts).select_all()
-        } else {
-            None
-        }
-    }
-}
-
-/// Where kind `K`'s rules for an entry's resource are found, in the set
-/// in force, when a hook asks (at admission, at the exit).
-pub(crate) struct Found<K>(PhantomData<fn() -> K>);
-
-impl<K: Listed> InForce<Checked<K>> for Found<K> {
-    #[inline(always)]
-    fn with(
-        sentinel: &Sentinel,
-        resource: &ResourceNode,
-        inbound: bool,
-        f: impl FnOnce(&Checked<K>),
-    ) {
-        let version = sentinel.rules_version();
-        sentinel.with_rules(version, |set| {
-            let view = View {
-                set: Some(set),
-                resource: set.for_resource(resource),
-                inbound,
-            };
-            if let Some(rules) = view.select::<K>() {
-                f(rules);
-            }
-        });
-    }
-}

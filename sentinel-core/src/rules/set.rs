@@ -10,45 +10,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::list::{EachKind, Listed, each_kind};
+use super::list::{EachKind, Listed, ResourceRules, RuleSetParts, each_kind};
 use crate::node::ResourceNode;
-use crate::rule::kind::{CompiledKind, RuleKind};
-
-/// Makes the rule set's parts and per-resource rules from the list of
-/// kinds.
-macro_rules! rule_set {
-    ($($field:ident $variant:ident [$($kind:tt)*] [$($rule:tt)*] $accessor:ident $name:literal $exception:literal
-        $doc:literal $book_doc:literal;)*) => {
-        /// The compiled rules of every kind, the parts a set is built from.
-        #[derive(Clone, Debug, Default)]
-        pub(crate) struct RuleSetParts {
-            $(
-                #[doc = $book_doc]
-                pub(crate) $field: Arc<<crate::$($kind)* as RuleKind>::Compiled>,
-            )*
-        }
-
-        /// The rules of one resource, every kind: each kind's list shared
-        /// with the kind's compiled set.
-        #[derive(Debug)]
-        pub(crate) struct ResourceRules {
-            $(
-                #[doc = $book_doc]
-                pub(crate) $field: super::list::PerResource<crate::$($kind)*>,
-            )*
-        }
-
-        impl ResourceRules {
-            /// The rules of `resource` in `parts`.
-            fn of(parts: &RuleSetParts, resource: &str) -> Self {
-                ResourceRules {
-                    $($field: parts.$field.of(resource),)*
-                }
-            }
-        }
-    };
-}
-rule_kinds!(rule_set);
+use crate::rule::kind::CompiledKind;
 
 /// Every rule kind of an instance, compiled.
 #[derive(Debug, Default)]

@@ -43,7 +43,7 @@ use super::{EntryContext, ExitContext, Holds, Outcome};
 use crate::entry::{Active, Request};
 use crate::node::{OriginNode, ResourceNode, StatisticNode};
 use crate::rules::RuleSet;
-use crate::rules::list::View;
+use crate::rules::view::View;
 use crate::{BlockError, Entry, EntryType, Sentinel};
 
 /// Enters `request`'s resource, sleeping the thread through a rate

@@ -1,14 +1,13 @@
 //! What an entry holds from its checks until it exits, besides the exact
 //! concurrency of its nodes (a hot-parameter rule's count for a value, a
 //! half-open breaker's probe): each kind says what it holds (its
-//! [`RuleKind::Held`](crate::rule::kind::RuleKind::Held), a [`Held`]), and
+//! [`Holding::Held`], a [`Held`]), and
 //! the list of kinds makes the one enum an entry's holds are kept in.
 
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
 
 use crate::Sentinel;
-use crate::rule::kind::RuleKind;
 
 /// What an entry holds of one kind's rule, until it ends.
 pub(crate) trait Held: Sized {
@@ -35,8 +34,14 @@ impl Held for NoHold {
     }
 }
 
+/// What a kind's entries hold of its rules until they exit.
+pub(crate) trait Holding {
+    /// The hold ([`NoHold`] for a kind that holds nothing).
+    type Held: Held;
+}
+
 /// A kind whose holds an entry can keep (every kind of the list).
-pub(crate) trait HoldOf: RuleKind {
+pub(crate) trait HoldOf: Holding {
     /// `held` among an entry's holds.
     fn wrap(held: Self::Held) -> Hold;
 
@@ -50,7 +55,7 @@ macro_rules! holds {
         $doc:literal $book_doc:literal;)*) => {
         /// One thing held, of one kind.
         pub(crate) enum Hold {
-            $($variant(<crate::$($kind)* as RuleKind>::Held),)*
+            $($variant(<crate::$($kind)* as Holding>::Held),)*
         }
 
         impl Hold {

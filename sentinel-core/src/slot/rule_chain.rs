@@ -11,7 +11,8 @@ use super::EntryContext;
 #[cfg(feature = "tokio")]
 use super::rule_slot::Abandoned;
 use super::rule_slot::{Checking, Exiting, Refused, RuleSlot};
-use crate::rules::list::{Found, Listed, View};
+use crate::rules::list::Listed;
+use crate::rules::view::{Found, View};
 
 /// Rule slots in a row.
 pub(crate) trait RuleChecks {

@@ -16,7 +16,7 @@ use super::rule_slot::{Checking, Verdict};
 use super::{EntryContext, Outcome};
 use crate::entry::Active;
 use crate::node::{OriginNode, ResourceNode, StatisticNode};
-use crate::rules::list::View;
+use crate::rules::view::View;
 use crate::stat::tally::{self, BlockKey, BlockRule, BlockSource};
 use crate::{BlockError, BlockKind, EntryType, Rule, Sentinel};
 

@@ -11,7 +11,7 @@ use crate::rule::RuleError;
 use crate::rule::footprint::Footprint;
 use crate::rule::kind::{CompiledKind, RuleKind};
 use crate::rule::names::Names;
-use crate::slot::holds::NoHold;
+use crate::slot::holds::{Holding, NoHold};
 use crate::slot::order;
 use crate::slot::rule_slot::{Checking, Refused, RuleSlot};
 use crate::{BlockError, BlockKind, Rule};
@@ -23,7 +23,6 @@ impl RuleKind for SystemKind {
     type Rule = SystemRule;
     type Compiled = SystemLimits;
     type Slot = Self;
-    type Held = NoHold;
     const BLOCK: BlockKind = BlockKind::System;
 
     fn problems(rule: &SystemRule, index: usize) -> Vec<RuleError> {
@@ -72,6 +71,10 @@ impl CompiledKind for SystemLimits {
     fn checks_inbound(&self) -> bool {
         self.is_on()
     }
+}
+
+impl Holding for SystemKind {
+    type Held = NoHold;
 }
 
 impl RuleSlot for SystemKind {
