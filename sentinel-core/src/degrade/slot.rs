@@ -66,13 +66,13 @@ impl RuleSlot for DegradeKind {
                 Admission::Block => return c.refuse(Self::BLOCK, spare::share(breaker.rule())),
             }
         }
-        c.outcome = c.outcome.with_breakers();
+        c.outcome = c.outcome.hear_exit();
         Ok(())
     }
 
     #[inline(always)]
     fn exit<F: InForce<List<CircuitBreaker>>>(x: &Exiting<'_, '_>) {
-        if x.active.breakers {
+        if x.active.hears_exit {
             complete::<F>(x);
         }
     }

@@ -129,7 +129,7 @@ impl RuleSlot for FlowKind {
             Ok(passed) => {
                 c.outcome = c.outcome.merge(passed);
                 if rules.windows {
-                    c.outcome = c.outcome.with_windows();
+                    c.outcome = c.outcome.hear_admission();
                 }
                 Ok(())
             }

@@ -187,7 +187,7 @@ pub(crate) fn admit<'a, 's>(
         request.entry_type,
     );
     StatisticSlot::count_pass(&nodes, now, request.batch);
-    if checked.outcome.windows() {
+    if checked.outcome.hears_admission() {
         RuleChain::admitted(&EntryContext {
             resource: checked.resource,
             entry_type: request.entry_type,
@@ -213,7 +213,7 @@ pub(crate) fn admit<'a, 's>(
         checked.start_ms,
         request.batch,
         checked.outcome.reserved(),
-        checked.outcome.breakers(),
+        checked.outcome.hears_exit(),
         std::mem::take(&mut checked.holds),
     ))
 }

@@ -47,7 +47,8 @@ pub(crate) trait RuleSlot {
     }
 
     /// Hears the admission of an entry whose outcome asks for it
-    /// ([`Outcome::windows`]): every check passed, any queue was waited.
+    /// ([`Outcome::hear_admission`]): every check passed, any queue was
+    /// waited.
     #[inline(always)]
     fn admitted<F: InForce<Self::Rules>>(ctx: &EntryContext<'_>) {
         let _ = ctx;
@@ -62,7 +63,8 @@ pub(crate) trait RuleSlot {
         let _ = entry;
     }
 
-    /// Hears the exit of an entry that passed the whole chain.
+    /// Hears the exit of an entry that passed the whole chain (a slot
+    /// that needs it there asks with [`Outcome::hear_exit`]).
     #[inline(always)]
     fn exit<F: InForce<Self::Rules>>(x: &Exiting<'_, '_>) {
         let _ = x;
