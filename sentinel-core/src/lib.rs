@@ -31,11 +31,15 @@
 //! [`entry`] or a [`Resource`] handle kept in a `static`.
 //!
 //! Reading the code: `slot/chain.rs` is the chain an entry goes through,
-//! top to bottom, with a file per built-in slot beside it; `sentinel/` is
-//! the facade that holds an instance together; `stat/` and `node/` keep
-//! the counts; each rule kind (`flow/`, `degrade/`, `system/`,
-//! `authority/`, `param_flow/`) knows only its own rule and `rule/`, and
-//! `rules/` composes them. Imports go one way (checked in CI).
+//! top to bottom; `kinds.rs` lists the rule kinds once, in chain order;
+//! each kind (`flow/`, `degrade/`, `system/`, `authority/`,
+//! `param_flow/`) is a folder with its rule, compiled form and slot,
+//! knowing only `rule/` and the slot base, and `rules/` composes them;
+//! `sentinel/` is the facade that holds an instance together; `stat/` and
+//! `node/` keep the counts. Imports go one way (checked in CI).
+
+#[macro_use]
+mod kinds;
 
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]
@@ -68,7 +72,7 @@ pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
 pub use entry::{BlockError, BlockKind, Entry, EntryBuilder, EntryType, Resource};
 pub use param::{InlineStr, ParamKey, ParamValue};
 pub use rule::{Rule, RuleError, RuleErrors};
-pub use rules::{Listener, RuleBook, RuleManager};
+pub use rules::{Listener, RuleBook, RuleManager, UserKind, UserKindRules};
 pub use sentinel::DEFAULT_RULE_MEMORY_BUDGET;
 pub use sentinel::{
     CapUsage, Caps, DEFAULT_CONTEXT, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_NAME_LEN,

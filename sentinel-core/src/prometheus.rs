@@ -217,7 +217,7 @@ fn cluster_unattached(out: &mut String, sentinel: &Sentinel) {
         "sentinel_cluster_rules_unattached",
         "Flow rules in cluster mode falling back because no cluster service is attached.",
         "gauge",
-        crate::flow::cluster_rules_by_resource(set.flow_rules())
+        crate::flow::cluster_rules_by_resource(set.rules_of::<crate::flow::FlowKind>())
             .into_iter()
             .map(|(resource, count)| ([("resource", resource)], if attached { 0 } else { count })),
     );
@@ -226,9 +226,11 @@ fn cluster_unattached(out: &mut String, sentinel: &Sentinel) {
         "sentinel_cluster_param_rules_local",
         "Hot-parameter rules in cluster mode counting each value on this instance alone.",
         "gauge",
-        crate::param_flow::cluster_rules_by_resource(set.param_flow_rules())
-            .into_iter()
-            .map(|(resource, count)| ([("resource", resource)], count)),
+        crate::param_flow::cluster_rules_by_resource(
+            set.rules_of::<crate::param_flow::ParamFlowKind>(),
+        )
+        .into_iter()
+        .map(|(resource, count)| ([("resource", resource)], count)),
     );
 }
 

@@ -10,6 +10,8 @@
 
 pub(crate) mod compiled;
 pub(crate) mod footprint;
+pub(crate) mod kind;
+pub(crate) mod kind_set;
 pub(crate) mod names;
 
 use std::any::Any;

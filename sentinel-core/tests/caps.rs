@@ -360,12 +360,13 @@ fn names_over_the_length_limit_are_refused_by_rules_and_never_stored() {
         .collect();
     assert_eq!(
         fields,
+        // Kind by kind, in the chain's order (the book's fields).
         [
+            ("authority", 0, "limit_app"),
+            ("param_flow", 0, "resource"),
             ("flow", 0, "ref_resource"),
             ("flow", 1, "limit_app"),
             ("degrade", 0, "resource"),
-            ("authority", 0, "limit_app"),
-            ("param_flow", 0, "resource"),
         ]
     );
     assert!(sentinel.rule_book().flow.is_empty(), "nothing changed");

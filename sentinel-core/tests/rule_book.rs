@@ -57,10 +57,11 @@ fn one_bad_rule_refuses_the_whole_book_and_every_error_is_reported() {
         .unwrap_err();
     assert_eq!(
         refusals(&errors),
+        // Kind by kind, in the chain's order (the book's fields).
         [
+            ("authority", 0, "resource"),
             ("flow", 1, "count"),
-            ("degrade", 0, "time_window_sec"),
-            ("authority", 0, "resource")
+            ("degrade", 0, "time_window_sec")
         ]
     );
     assert_eq!(sentinel.rule_book(), good, "nothing changed");
@@ -83,7 +84,8 @@ fn each_kinds_listeners_hear_a_book() {
             ..RuleBook::default()
         })
         .unwrap();
-    assert_eq!(*heard.lock().unwrap(), [("flow", 2), ("system", 0)]);
+    // In the chain's order.
+    assert_eq!(*heard.lock().unwrap(), [("system", 0), ("flow", 2)]);
 }
 
 #[test]

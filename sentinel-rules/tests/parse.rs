@@ -24,11 +24,11 @@ fn the_example_file_loads_every_kind() {
     assert_eq!(
         book.counts(),
         [
-            ("flow", 2),
-            ("degrade", 2),
-            ("system", 1),
             ("authority", 1),
-            ("param_flow", 1)
+            ("system", 1),
+            ("param_flow", 1),
+            ("flow", 2),
+            ("degrade", 2)
         ]
     );
     assert_eq!(file.track_percentiles, ["GET:/orders"]);

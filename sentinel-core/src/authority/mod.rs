@@ -32,15 +32,14 @@
 
 mod in_force;
 mod rule;
+mod slot;
 
 use std::sync::Arc;
 
-pub(crate) use rule::KIND_NAME;
 pub use rule::{AuthorityRule, AuthorityStrategy, MAX_AUTHORITY_ORIGINS};
+pub(crate) use slot::AuthorityKind;
 
-use crate::Rule;
-use crate::entry::spare;
-use crate::rule::compiled::CompiledRule;
+use crate::rule::compiled::{CompiledRule, List};
 
 /// An authority rule with its origins sorted for lookup.
 #[derive(Debug)]
@@ -65,6 +64,7 @@ impl CompiledAuthority {
 
 impl CompiledRule for CompiledAuthority {
     type Rule = AuthorityRule;
+    type PerResource = List<Self>;
 
     fn compile(rule: &AuthorityRule) -> Self {
         let mut origins: Vec<Box<str>> = rule.limit_app.iter().map(|o| o.as_str().into()).collect();
@@ -83,63 +83,8 @@ impl CompiledRule for CompiledAuthority {
     fn resource(rule: &AuthorityRule) -> &str {
         &rule.resource
     }
-}
 
-/// Runs the authority rules of one resource for a caller named `origin`
-/// (`""`: none): `Err(rule)` names the first rule that keeps it out.
-#[inline]
-pub(crate) fn check(rules: &[Arc<CompiledAuthority>], origin: &str) -> Result<(), Arc<dyn Rule>> {
-    if origin.is_empty() {
-        return Ok(());
-    }
-    match rules.iter().find(|rule| !rule.admits(origin)) {
-        Some(refusing) => Err(spare::share(&refusing.rule)),
-        None => Ok(()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn compiled(strategy: AuthorityStrategy, origins: &[&str]) -> Arc<CompiledAuthority> {
-        Arc::new(CompiledAuthority::compile(&AuthorityRule::new(
-            "r",
-            strategy,
-            origins.iter().copied(),
-        )))
-    }
-
-    #[test]
-    fn white_lists_admit_only_their_origins_and_black_lists_the_rest() {
-        let white = [compiled(AuthorityStrategy::White, &["a", "b"])];
-        assert!(check(&white, "a").is_ok());
-        assert!(check(&white, "b").is_ok());
-        assert!(check(&white, "c").is_err());
-        assert!(check(&white, "ab").is_err(), "exact match, not a prefix");
-        let black = [compiled(AuthorityStrategy::Black, &["a"])];
-        assert!(check(&black, "a").is_err());
-        assert!(check(&black, "b").is_ok());
-    }
-
-    #[test]
-    fn no_origin_passes_every_list() {
-        let rules = [
-            compiled(AuthorityStrategy::White, &["a"]),
-            compiled(AuthorityStrategy::Black, &["a"]),
-        ];
-        assert!(check(&rules, "").is_ok());
-    }
-
-    #[test]
-    fn every_rule_must_pass_and_the_first_refusal_is_named() {
-        let rules = [
-            compiled(AuthorityStrategy::White, &["a", "b"]),
-            compiled(AuthorityStrategy::Black, &["b"]),
-        ];
-        assert!(check(&rules, "a").is_ok());
-        let refused = check(&rules, "b").unwrap_err();
-        let rule = refused.as_any().downcast_ref::<AuthorityRule>().unwrap();
-        assert_eq!(rule.strategy, AuthorityStrategy::Black);
+    fn per_resource(list: List<Self>) -> List<Self> {
+        list
     }
 }

@@ -9,7 +9,7 @@ use crate::rule::names::{Names, RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError, origin_problem};
 
 /// The kind's name in errors and logs.
-pub(crate) const KIND_NAME: &str = "authority";
+pub(crate) const KIND_NAME: &str = BlockKind::Authority.as_str();
 
 /// The most origins one authority rule may list.
 pub const MAX_AUTHORITY_ORIGINS: usize = 1_000;

@@ -61,6 +61,7 @@
 
 mod breaker;
 mod rule;
+mod slot;
 mod window;
 
 use std::sync::Arc;
@@ -69,20 +70,18 @@ use arc_swap::ArcSwap;
 
 pub(crate) use breaker::{Admission, CircuitBreaker, Probe};
 pub use breaker::{BreakerSnapshot, BreakerState, StateChange};
-pub(crate) use rule::KIND_NAME;
 pub use rule::{
     DegradeGrade, DegradeRule, MAX_ERROR_COUNT, MAX_MIN_REQUEST_AMOUNT, MAX_PROBE_NUM,
     MAX_SLOW_RT_MS, MAX_STAT_INTERVAL_MS, MAX_TIME_WINDOW_SEC,
 };
+pub(crate) use slot::DegradeKind;
 
-use crate::Rule;
-use crate::entry::spare;
-use crate::rule::compiled::CompiledRule;
+use crate::rule::compiled::{CompiledRule, List};
 use crate::rule::footprint::Footprint;
-use crate::slot::Holds;
 
 impl CompiledRule for CircuitBreaker {
     type Rule = DegradeRule;
+    type PerResource = List<Self>;
 
     fn compile(rule: &DegradeRule) -> Self {
         CircuitBreaker::new(Arc::new(rule.clone()))
@@ -94,6 +93,10 @@ impl CompiledRule for CircuitBreaker {
 
     fn resource(rule: &DegradeRule) -> &str {
         &rule.resource
+    }
+
+    fn per_resource(list: List<Self>) -> List<Self> {
+        list
     }
 }
 
@@ -141,49 +144,5 @@ impl StateListeners {
             list.push(Arc::clone(&listener));
             list
         });
-    }
-}
-
-/// Runs the breakers of one resource at `now`: `Err(rule)` names the first
-/// that refuses; probes taken are added to `holds` (the caller gives them
-/// back on a refusal).
-#[inline]
-pub(crate) fn check(
-    breakers: &[Arc<CircuitBreaker>],
-    now: u64,
-    notify: &dyn Fn(&StateChange<'_>),
-    holds: &mut Holds,
-) -> Result<(), Arc<dyn Rule>> {
-    for breaker in breakers {
-        match breaker.try_pass(now, notify) {
-            Admission::Pass => {}
-            Admission::Probe(probe) => holds.probe(breaker, probe),
-            Admission::Block => return Err(spare::share(breaker.rule())),
-        }
-    }
-    Ok(())
-}
-
-/// Reports an admitted entry's completion to the breakers of its resource;
-/// a breaker whose probe this entry holds hears it as the probe's outcome.
-/// A probe of an entry that `panicked` (its thread unwinding) failed,
-/// whatever its response time.
-pub(crate) fn complete(
-    breakers: &[Arc<CircuitBreaker>],
-    holds: &Holds,
-    now: u64,
-    rt_ms: u64,
-    error: bool,
-    panicked: bool,
-    notify: &dyn Fn(&StateChange<'_>),
-) {
-    for breaker in breakers {
-        match holds.probe_of(breaker) {
-            Some(probe) if panicked => {
-                breaker.on_complete(now, rt_ms, error, None, notify);
-                breaker.on_probe_panicked(now, probe, notify);
-            }
-            probe => breaker.on_complete(now, rt_ms, error, probe, notify),
-        }
     }
 }

@@ -10,7 +10,7 @@ use crate::rule::names::{Names, RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError};
 
 /// The kind's name in errors and logs.
-pub(crate) const KIND_NAME: &str = "degrade";
+pub(crate) const KIND_NAME: &str = BlockKind::Degrade.as_str();
 
 /// The longest statistics window a rule may ask for, in milliseconds (two
 /// minutes, Sentinel's bound).

@@ -46,8 +46,9 @@ pub(crate) struct Active<'s> {
     pub(crate) batch: u32,
     /// Nodes whose exact concurrency the entry holds (flow concurrency rules).
     pub(crate) reserved: u8,
-    /// The resource had circuit breakers when the entry passed them.
-    pub(crate) breakers: bool,
+    /// A check asked to hear of the entry's exit (see
+    /// [`Outcome::hears_exit`](crate::slot::Outcome::hears_exit)).
+    pub(crate) hears_exit: bool,
     /// Hot-parameter counts and half-open probes the entry holds, ended by
     /// the exit.
     pub(crate) holds: Holds,
@@ -69,7 +70,7 @@ impl<'s> Active<'s> {
         start_ms: u64,
         batch: u32,
         reserved: u8,
-        breakers: bool,
+        hears_exit: bool,
         holds: Holds,
     ) -> Self {
         let origin_uncounted = match origin {
@@ -89,7 +90,7 @@ impl<'s> Active<'s> {
             start_ms,
             batch,
             reserved,
-            breakers,
+            hears_exit,
             holds,
             error: AtomicBool::new(false),
         }

@@ -14,7 +14,6 @@
 //! ([`ClusterStatus::Unavailable`], shown by the service's own state, e.g.
 //! `sentinel_cluster_fallback`).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,7 +26,6 @@ use arc_swap::ArcSwapOption;
 use super::cluster_config::{ClusterFlowConfig, ClusterThresholdType};
 use super::rule::{FlowGrade, FlowRule};
 use crate::Sentinel;
-use crate::rule::RuleError;
 
 /// What a [`ClusterTokens`] service answered for some permits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -276,7 +274,7 @@ impl Sentinel {
         let was_attached = self.cluster.set(tokens, self.now_ms());
         if detaching && was_attached {
             unattached::warn(
-                self.rule_set().flow_rules(),
+                self.rule_set().rules_of::<super::FlowKind>(),
                 "the cluster service was taken away",
             );
         }
@@ -307,49 +305,6 @@ impl Sentinel {
             unattached::warn(rules, "no cluster service is attached");
         }
     }
-}
-
-/// Problems between rules: every cluster rule of one flow id must agree on
-/// the threshold (count, threshold type, window), since they share one
-/// window. Each later rule that disagrees with the first is reported.
-pub fn cluster_problems(rules: &[FlowRule]) -> Vec<RuleError> {
-    let mut first: HashMap<u64, usize> = HashMap::new();
-    let mut errors = Vec::new();
-    for (i, rule) in rules.iter().enumerate() {
-        let Some(id) = rule
-            .cluster_config
-            .flow_id
-            .filter(|_| rule.cluster_mode && rule.grade == FlowGrade::Qps)
-        else {
-            continue;
-        };
-        let j = *first.entry(id).or_insert(i);
-        let other = &rules[j];
-        let (a, b) = (&rule.cluster_config, &other.cluster_config);
-        let same = rule.count.to_bits() == other.count.to_bits()
-            && a.threshold_type == b.threshold_type
-            && a.window_interval_ms == b.window_interval_ms
-            && a.sample_count == b.sample_count;
-        if !same {
-            errors.push(RuleError::new(
-                super::KIND_NAME,
-                i,
-                &rule.resource,
-                "cluster_config.flow_id",
-                format!(
-                    "flow id {id} is also rule {j}'s (on {}) with another threshold \
-                     (count {} {:?} per {} ms / {}); rules sharing a flow id must agree \
-                     on count, threshold_type, window_interval_ms and sample_count",
-                    other.resource,
-                    other.count,
-                    b.threshold_type,
-                    b.window_interval_ms,
-                    b.sample_count
-                ),
-            ));
-        }
-    }
-    errors
 }
 
 /// `service.acquire(..)`, with a panic in the service taken as no answer:

@@ -45,26 +45,28 @@ mod unattached;
 
 use quota::Acquired;
 mod rule;
+mod slot;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 pub(crate) use cluster::ClusterHook;
-pub use cluster::{ClusterFlow, ClusterStatus, ClusterTokens, TokenAnswer, cluster_problems};
+pub use cluster::{ClusterFlow, ClusterStatus, ClusterTokens, TokenAnswer};
 pub use cluster_config::{ClusterFlowConfig, ClusterThresholdType};
 pub use remaining::FlowQuota;
-pub(crate) use rule::KIND_NAME;
+pub use rule::cluster_problems;
 pub use rule::{
     ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
     MAX_QUEUEING_TIME_MS, MAX_STAT_INTERVAL_MS, MAX_STAT_SAMPLE_COUNT, MAX_WARM_UP_COLD_FACTOR,
     MAX_WARM_UP_PERIOD_SEC,
 };
+pub(crate) use slot::{FlowKind, FlowRules};
 #[cfg(feature = "prometheus")]
 pub(crate) use unattached::by_resource as cluster_rules_by_resource;
 
 use crate::entry::spare;
 use crate::node::StatisticNode;
-use crate::rule::compiled::CompiledRule;
+use crate::rule::compiled::{CompiledRule, List};
 use crate::rule::{Listener, RuleErrors};
 use crate::slot::EntryContext;
 use crate::slot::Outcome;
@@ -139,6 +141,7 @@ impl CompiledFlow {
 
 impl CompiledRule for CompiledFlow {
     type Rule = FlowRule;
+    type PerResource = FlowRules;
 
     fn compile(rule: &FlowRule) -> Self {
         let limit = match rule.limit_app.as_str() {
@@ -188,6 +191,10 @@ impl CompiledRule for CompiledFlow {
             Limit::Other => 1,
             Limit::Default => 2,
         }
+    }
+
+    fn per_resource(list: List<Self>) -> FlowRules {
+        FlowRules::new(list)
     }
 }
 

@@ -10,7 +10,7 @@ use crate::rule::names::{NameOf, Names, RuleName, name_problems};
 use crate::rule::{Problems, Rule, RuleError, origin_problem};
 
 /// The kind's name in errors and logs.
-pub(crate) const KIND_NAME: &str = "flow";
+pub(crate) const KIND_NAME: &str = BlockKind::Flow.as_str();
 
 /// `limit_app` value: the rule counts every caller together.
 pub const LIMIT_APP_DEFAULT: &str = "default";
@@ -410,4 +410,47 @@ impl Rule for FlowRule {
     fn as_any(&self) -> &dyn Any {
         self
     }
+}
+
+/// Problems between rules: every cluster rule of one flow id must agree on
+/// the threshold (count, threshold type, window), since they share one
+/// window. Each later rule that disagrees with the first is reported.
+pub fn cluster_problems(rules: &[FlowRule]) -> Vec<RuleError> {
+    let mut first: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    let mut errors = Vec::new();
+    for (i, rule) in rules.iter().enumerate() {
+        let Some(id) = rule
+            .cluster_config
+            .flow_id
+            .filter(|_| rule.cluster_mode && rule.grade == FlowGrade::Qps)
+        else {
+            continue;
+        };
+        let j = *first.entry(id).or_insert(i);
+        let other = &rules[j];
+        let (a, b) = (&rule.cluster_config, &other.cluster_config);
+        let same = rule.count.to_bits() == other.count.to_bits()
+            && a.threshold_type == b.threshold_type
+            && a.window_interval_ms == b.window_interval_ms
+            && a.sample_count == b.sample_count;
+        if !same {
+            errors.push(RuleError::new(
+                KIND_NAME,
+                i,
+                &rule.resource,
+                "cluster_config.flow_id",
+                format!(
+                    "flow id {id} is also rule {j}'s (on {}) with another threshold \
+                     (count {} {:?} per {} ms / {}); rules sharing a flow id must agree \
+                     on count, threshold_type, window_interval_ms and sample_count",
+                    other.resource,
+                    other.count,
+                    b.threshold_type,
+                    b.window_interval_ms,
+                    b.sample_count
+                ),
+            ));
+        }
+    }
+    errors
 }

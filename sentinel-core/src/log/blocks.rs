@@ -347,14 +347,7 @@ impl BlockLine {
 
     /// The kind as Sentinel's exception name.
     pub fn exception_name(&self) -> &'static str {
-        match self.kind {
-            BlockKind::Flow => "FlowException",
-            BlockKind::Degrade => "DegradeException",
-            BlockKind::System => "SystemBlockException",
-            BlockKind::Authority => "AuthorityException",
-            BlockKind::ParamFlow => "ParamFlowException",
-            BlockKind::Custom(kind) => kind,
-        }
+        self.kind.exception_name()
     }
 
     /// Sends the line as a `tracing` event at `level`.

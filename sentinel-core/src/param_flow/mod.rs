@@ -48,6 +48,7 @@ mod cache;
 mod checker;
 mod cluster;
 mod rule;
+mod slot;
 #[cfg(test)]
 mod tests;
 
@@ -55,7 +56,6 @@ pub(crate) use checker::{CompiledParamFlow, ParamDecision, ParamHeld};
 #[cfg(feature = "prometheus")]
 pub(crate) use cluster::by_resource as cluster_rules_by_resource;
 pub(crate) use cluster::warn as warn_cluster_rules;
-pub(crate) use rule::KIND_NAME;
 pub use rule::{
     BASE_PARAM_CAPACITY, MAX_PARAM_CAPACITY, MAX_PARAM_COUNT, ParamControlBehavior, ParamFlowGrade,
     ParamFlowItem, ParamFlowRule, TOTAL_PARAM_CAPACITY,
@@ -65,15 +65,10 @@ pub use rule::{
     MAX_PARAM_ITEMS, MAX_PARAM_QUEUEING_TIME_MS, PARAM_CLASS_TYPES, PARAM_VALUE_BYTES,
     ParamClassKind, ParamClusterThresholdType, ParamFlowClusterConfig, param_class_kind,
 };
+pub(crate) use slot::ParamFlowKind;
 
-use std::sync::Arc;
-
-use crate::Rule;
-use crate::entry::spare;
-use crate::rule::compiled::CompiledRule;
+use crate::rule::compiled::{CompiledRule, List};
 use crate::rule::footprint::Footprint;
-use crate::slot::Outcome;
-use crate::slot::{EntryContext, Holds};
 
 impl ParamFlowRule {
     /// The most memory the rule may take once loaded: the rule, its
@@ -85,6 +80,7 @@ impl ParamFlowRule {
 
 impl CompiledRule for CompiledParamFlow {
     type Rule = ParamFlowRule;
+    type PerResource = List<Self>;
 
     fn compile(rule: &ParamFlowRule) -> Self {
         CompiledParamFlow::new(rule.clone())
@@ -96,6 +92,10 @@ impl CompiledRule for CompiledParamFlow {
 
     fn resource(rule: &ParamFlowRule) -> &str {
         &rule.resource
+    }
+
+    fn per_resource(list: List<Self>) -> List<Self> {
+        list
     }
 }
 
@@ -116,28 +116,4 @@ pub struct ParamTableStats {
     /// (at most 8 KiB), growing by chunks as values arrive, up to about
     /// 24 bytes per value of [`ParamFlowRule::effective_capacity`].
     pub bytes: usize,
-}
-
-/// Runs the hot-parameter rules of one resource for `ctx`: `Err(rule)`
-/// names the first that refuses (the caller gives back what `holds` took);
-/// a rate limiter's wait goes into `outcome`.
-#[inline]
-pub(crate) fn check(
-    rules: &[Arc<CompiledParamFlow>],
-    ctx: &EntryContext<'_>,
-    outcome: &mut Outcome,
-    holds: &mut Holds,
-) -> Result<(), Arc<dyn Rule>> {
-    if ctx.args.is_empty() {
-        return Ok(());
-    }
-    for rule in rules {
-        match rule.check(ctx.args, ctx.batch, ctx.now_ms, || ctx.sentinel.now_nanos()) {
-            ParamDecision::Pass => {}
-            ParamDecision::Wait(ns) => outcome.wait_at_least(ns),
-            ParamDecision::Held(held) => holds.param_flow(rule, held),
-            ParamDecision::Block => return Err(spare::share(rule.rule())),
-        }
-    }
-    Ok(())
 }

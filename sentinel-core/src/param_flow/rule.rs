@@ -12,7 +12,7 @@ use crate::rule::{Problems, Rule, RuleError};
 use crate::{BlockKind, ParamValue};
 
 /// The kind's name in errors and logs.
-pub(crate) const KIND_NAME: &str = "param_flow";
+pub(crate) const KIND_NAME: &str = BlockKind::ParamFlow.as_str();
 
 /// Values a rule tracks by default: 4 000 per second of its duration
 /// (Sentinel's `BASE_PARAM_MAX_CAPACITY`)...

@@ -7,10 +7,12 @@
 //! budget ([`SentinelBuilder::rule_memory_budget`](crate::SentinelBuilder::rule_memory_budget)),
 //! naming the rule that takes it past, with the figures.
 
-use super::kinds::{self, Kind};
+use super::kinds::Kind;
+use super::list::{EachKind, Listed, each_kind};
 use super::set::RuleSet;
 use crate::rule::RuleError;
 use crate::rule::footprint::Footprint;
+use crate::rule::kind::RuleKind;
 
 /// The rule that took a sum past the budget.
 struct Crossing {
@@ -40,30 +42,52 @@ impl Tally {
     /// Adds every rule of the kinds in force in `set` but `except` (the
     /// kind being loaded), which stay in force.
     pub(crate) fn in_force_except(&mut self, set: &RuleSet, except: &str) {
-        fn add<R>(tally: &mut Tally, kind: &Kind<R>, set: &RuleSet, except: &str) {
-            if kind.name != except {
-                let rules = (kind.rules)(set);
-                let bytes = rules.iter().map(|rule| (kind.footprint)(rule).bytes);
-                tally.total = bytes.fold(tally.total, u64::saturating_add);
+        struct InForce<'t, 's> {
+            tally: &'t mut Tally,
+            set: &'s RuleSet,
+            except: &'s str,
+        }
+        impl EachKind for InForce<'_, '_> {
+            fn kind<K: Listed>(&mut self) {
+                if K::NAME != self.except {
+                    let rules = self.set.rules_of::<K>();
+                    let bytes = rules.iter().map(|rule| K::footprint(rule).bytes);
+                    self.tally.total = bytes.fold(self.tally.total, u64::saturating_add);
+                }
             }
         }
-        add(self, &kinds::FLOW, set, except);
-        add(self, &kinds::DEGRADE, set, except);
-        add(self, &kinds::SYSTEM, set, except);
-        add(self, &kinds::AUTHORITY, set, except);
-        add(self, &kinds::PARAM_FLOW, set, except);
+        each_kind(&mut InForce {
+            tally: self,
+            set,
+            except,
+        });
     }
 
-    /// Adds `rules` of `kind`, being loaded; the first that takes the sum
-    /// past the budget is remembered.
-    pub(crate) fn loaded<R>(&mut self, kind: &Kind<R>, rules: &[R]) {
+    /// Adds `rules` of kind `K`, being loaded; the first that takes the
+    /// sum past the budget is remembered.
+    pub(crate) fn loaded<K: RuleKind>(&mut self, rules: &[K::Rule]) {
+        self.add(K::NAME, K::footprint, K::names, rules);
+    }
+
+    /// Adds `rules` of `kind`, being loaded.
+    pub(crate) fn loaded_of<R>(&mut self, kind: &Kind<R>, rules: &[R]) {
+        self.add(kind.name, kind.footprint, kind.names, rules);
+    }
+
+    fn add<R>(
+        &mut self,
+        kind: &'static str,
+        footprint: fn(&R) -> crate::rule::footprint::Footprint,
+        names: crate::rule::names::NamesOf<R>,
+        rules: &[R],
+    ) {
         for (index, rule) in rules.iter().enumerate() {
-            let footprint = (kind.footprint)(rule);
+            let footprint = footprint(rule);
             self.total = self.total.saturating_add(footprint.bytes);
             if self.total > self.budget && self.crossing.is_none() {
-                let names = (kind.names)(rule);
+                let names = names(rule);
                 self.crossing = Some(Crossing {
-                    kind: kind.name,
+                    kind,
                     index,
                     resource: names.first().map_or("", |name| name.name).to_owned(),
                     footprint,

@@ -1,25 +1,19 @@
-//! What the rule set knows of each kind: a [`Kind`] descriptor per kind,
-//! built from what the kind exports (its name, its rule's `problems` and
-//! `names`, problems across a list, its compiled form) and from where the set and
-//! the instance keep that kind's rules and listeners.
+//! What a manager knows of its kind: a [`Kind`] descriptor, made for any
+//! kind of the list from its [`RuleKind`] and where the instance keeps its
+//! rules and listeners ([`Listed`]), so that a `RuleManager` is one type
+//! for every kind's rules.
 
 use std::sync::Arc;
 
-use super::kind_set::KindSet;
+use super::list::Listed;
+use super::list::RuleSetParts;
 use super::listeners::Listeners;
-use super::set::{RuleSet, RuleSetParts};
+use super::set::RuleSet;
 use crate::Sentinel;
-use crate::authority::{self, AuthorityRule};
-use crate::degrade::{self, DegradeRule};
-use crate::flow::{self, FlowRule};
-use crate::param_flow::{self, ParamFlowRule};
 use crate::rule::RuleError;
 use crate::rule::footprint::Footprint;
+use crate::rule::kind::CompiledKind;
 use crate::rule::names::NamesOf;
-use crate::system::{self, SystemLimits, SystemRule};
-
-/// The problems between the rules of one list.
-pub(crate) type Across<R> = fn(&[R]) -> Vec<RuleError>;
 
 /// What a manager needs to know of its kind.
 pub(crate) struct Kind<R: 'static> {
@@ -33,7 +27,7 @@ pub(crate) struct Kind<R: 'static> {
     pub(crate) footprint: fn(&R) -> Footprint,
     /// Problems between the rules of one list (flow ids shared by cluster
     /// rules with different thresholds), after each rule's own.
-    pub(crate) across: Option<Across<R>>,
+    pub(crate) across: fn(&[R]) -> Vec<RuleError>,
     /// The kind's rules in a set, as loaded.
     pub(crate) rules: fn(&RuleSet) -> &[R],
     /// Puts `rules`, compiled, into the parts of the next set (which hold
@@ -43,62 +37,37 @@ pub(crate) struct Kind<R: 'static> {
     pub(crate) listeners: fn(&Sentinel) -> &Listeners<R>,
 }
 
-/// The flow kind.
-pub(crate) static FLOW: Kind<FlowRule> = Kind {
-    name: flow::KIND_NAME,
-    problems: FlowRule::problems,
-    names: FlowRule::names,
-    footprint: FlowRule::footprint,
-    across: Some(flow::cluster_problems),
-    rules: RuleSet::flow_rules,
-    replace: |parts, rules| parts.flow = Arc::new(KindSet::compile(rules, &parts.flow)),
-    listeners: |sentinel| &sentinel.listeners.flow,
-};
+impl<R> Kind<R> {
+    /// The descriptor of kind `K`.
+    pub(crate) const fn of<K: Listed<Rule = R>>() -> Self {
+        Kind {
+            name: K::NAME,
+            problems: K::problems,
+            names: K::names,
+            footprint: K::footprint,
+            across: K::across,
+            rules: RuleSet::rules_of::<K>,
+            replace: replace::<K>,
+            listeners: listeners::<K>,
+        }
+    }
+}
 
-/// The degrade kind.
-pub(crate) static DEGRADE: Kind<DegradeRule> = Kind {
-    name: degrade::KIND_NAME,
-    problems: DegradeRule::problems,
-    names: DegradeRule::names,
-    footprint: DegradeRule::footprint,
-    across: None,
-    rules: RuleSet::degrade_rules,
-    replace: |parts, rules| parts.degrade = Arc::new(KindSet::compile(rules, &parts.degrade)),
-    listeners: |sentinel| &sentinel.listeners.degrade,
-};
+/// Puts `rules` of kind `K`, compiled, into `parts`.
+pub(crate) fn replace<K: Listed>(parts: &mut RuleSetParts, rules: Vec<K::Rule>) {
+    let part = K::part_mut(parts);
+    *part = Arc::new(<K::Compiled as CompiledKind>::compile(rules, part));
+}
 
-/// The hot-parameter kind.
-pub(crate) static PARAM_FLOW: Kind<ParamFlowRule> = Kind {
-    name: param_flow::KIND_NAME,
-    problems: ParamFlowRule::problems,
-    names: ParamFlowRule::names,
-    footprint: ParamFlowRule::footprint,
-    across: None,
-    rules: RuleSet::param_flow_rules,
-    replace: |parts, rules| parts.param_flow = Arc::new(KindSet::compile(rules, &parts.param_flow)),
-    listeners: |sentinel| &sentinel.listeners.param_flow,
-};
+fn listeners<K: Listed>(sentinel: &Sentinel) -> &Listeners<K::Rule> {
+    K::listeners(&sentinel.listeners)
+}
 
-/// The authority kind.
-pub(crate) static AUTHORITY: Kind<AuthorityRule> = Kind {
-    name: authority::KIND_NAME,
-    problems: AuthorityRule::problems,
-    names: AuthorityRule::names,
-    footprint: AuthorityRule::footprint,
-    across: None,
-    rules: RuleSet::authority_rules,
-    replace: |parts, rules| parts.authority = Arc::new(KindSet::compile(rules, &parts.authority)),
-    listeners: |sentinel| &sentinel.listeners.authority,
-};
+/// A kind's descriptor, a constant of the kind (so that a manager holds a
+/// `&'static` one).
+pub(crate) trait Described: Listed {
+    /// The kind's descriptor.
+    const KIND: Kind<Self::Rule> = Kind::of::<Self>();
+}
 
-/// The system kind.
-pub(crate) static SYSTEM: Kind<SystemRule> = Kind {
-    name: system::KIND_NAME,
-    problems: SystemRule::problems,
-    names: SystemRule::names,
-    footprint: SystemRule::footprint,
-    across: None,
-    rules: RuleSet::system_rules,
-    replace: |parts, rules| parts.system = Arc::new(SystemLimits::compile(rules)),
-    listeners: |sentinel| &sentinel.listeners.system,
-};
+impl<K: Listed> Described for K {}

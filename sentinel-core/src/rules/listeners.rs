@@ -5,24 +5,27 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use parking_lot::Mutex;
 
-use crate::authority::AuthorityRule;
-use crate::degrade::{DegradeRule, StateListeners};
-use crate::flow::FlowRule;
-use crate::param_flow::ParamFlowRule;
+use crate::degrade::StateListeners;
 use crate::rule::Listener;
-use crate::system::SystemRule;
+use crate::rule::kind::RuleKind;
 
-/// An instance's rule listeners, per kind.
-#[derive(Default)]
-pub(crate) struct AllListeners {
-    pub(crate) flow: Listeners<FlowRule>,
-    pub(crate) authority: Listeners<AuthorityRule>,
-    pub(crate) system: Listeners<SystemRule>,
-    pub(crate) degrade: Listeners<DegradeRule>,
-    pub(crate) param_flow: Listeners<ParamFlowRule>,
-    /// Listeners of breaker states.
-    pub(crate) states: StateListeners,
+/// Makes [`AllListeners`] from the list of kinds.
+macro_rules! all_listeners {
+    ($($field:ident $variant:ident [$($kind:tt)*] [$($rule:tt)*] $accessor:ident $name:literal $exception:literal
+        $doc:literal $book_doc:literal;)*) => {
+        /// An instance's rule listeners, per kind.
+        #[derive(Default)]
+        pub(crate) struct AllListeners {
+            $(
+                #[doc = $book_doc]
+                pub(crate) $field: Listeners<<crate::$($kind)* as RuleKind>::Rule>,
+            )*
+            /// Listeners of breaker states.
+            pub(crate) states: StateListeners,
+        }
+    };
 }
+rule_kinds!(all_listeners);
 
 /// An instance's listeners of one kind.
 pub(crate) struct Listeners<R: 'static> {

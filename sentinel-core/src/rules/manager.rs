@@ -68,9 +68,7 @@ impl<'s, R: Clone + Send + Sync + 'static> RuleManager<'s, R> {
                 found
             })
             .collect();
-        if let Some(across) = self.kind.across {
-            errors.extend(across(&rules));
-        }
+        errors.extend((self.kind.across)(&rules));
         if !errors.is_empty() {
             let errors = RuleErrors(errors);
             tracing::warn!(kind = self.kind.name, %errors, "sentinel: rules refused");
@@ -82,7 +80,7 @@ impl<'s, R: Clone + Send + Sync + 'static> RuleManager<'s, R> {
             .sentinel
             .update_rules(|current, tally, parts| {
                 tally.in_force_except(current, kind.name);
-                tally.loaded(kind, &rules);
+                tally.loaded_of(kind, &rules);
                 let footprint = tally.finish()?;
                 (kind.replace)(parts, rules);
                 Ok(footprint)

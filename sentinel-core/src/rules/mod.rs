@@ -1,37 +1,46 @@
 //! The rules of an instance, every kind together, swapped as one.
 //!
 //! Imports go one way: this folder composes the rule kinds (`flow/`,
-//! `degrade/`, `param_flow/`, `authority/`, `system/`) and knows them all; a
-//! kind knows only its own rule, its compiled form and the small shared
-//! layer below both (`crate::rule`: `Rule`, `CompiledRule`, the names a
-//! rule mentions, `Problems`). Within the folder, too, no two modules need
-//! each other:
+//! `degrade/`, `param_flow/`, `authority/`, `system/`) from the list of
+//! kinds (`crate::kinds`), through what each kind gives (its `RuleKind`);
+//! a kind knows only its own rule, its compiled form, its slot and the
+//! small shared layers below both (`crate::rule`: `Rule`, `RuleKind`,
+//! `CompiledRule`, `KindSet`, the names a rule mentions, `Problems`; the
+//! slot base in `crate::slot`). Within the folder, too, no two modules
+//! need each other:
 //!
 //! ```text
-//! file                 holds                                         needs, in rules/
-//! kind_set.rs          KindSet: one kind compiled per resource       -
-//! set.rs               RuleSet, RuleSetParts, ResourceRules          kind_set
-//! listeners.rs         Listeners of one kind, AllListeners           -
-//! kinds.rs             Kind descriptors: FLOW, DEGRADE, PARAM, ...   set, kind_set, listeners
-//! manager.rs           RuleManager: load, read, listen               kinds, budget
-//! manager/degrade.rs   breakers(), on_state_change()                 manager
-//! manager/param_flow.rs   tables()                                      manager
-//! book.rs              RuleBook: every kind in one swap              kinds, set, budget
-//! budget.rs            Tally: the rule memory budget's sum           kinds, set
-//! names.rs             each kind's names, for the instance's caps    -
+//! file                 holds                                          needs, in rules/
+//! listeners.rs         Listeners of one kind, AllListeners (listed)   -
+//! list.rs              RuleSetParts, ResourceRules, Listed, each_kind listeners
+//! set.rs               RuleSet: the set in force, its index           list
+//! view.rs              View, Found: a kind's rules for an entry       list, set
+//! kinds.rs             Kind: a manager's descriptor of any kind       list, set, listeners
+//! manager.rs           RuleManager: load, read, listen                kinds, budget
+//! manager/degrade.rs   breakers(), on_state_change()                  manager
+//! manager/param_flow.rs tables()                                      manager
+//! book.rs              RuleBook (listed): every kind in one swap      list, kinds, set, budget
+//! budget.rs            Tally: the rule memory budget's sum            list, kinds, set
+//! names.rs             the names rules mention, for the caps          -
+//! user_kind.rs         UserKind, UserKindRules: an application's kinds -
 //! ```
 
 mod book;
 pub(crate) mod budget;
-mod kind_set;
 pub(crate) mod kinds;
+pub(crate) mod list;
 mod listeners;
 mod manager;
 pub(crate) mod names;
 mod set;
+mod user_kind;
+pub(crate) mod view;
 
 pub use crate::rule::Listener;
 pub use book::RuleBook;
+pub(crate) use list::RuleSetParts;
 pub(crate) use listeners::AllListeners;
 pub use manager::RuleManager;
-pub(crate) use set::{ResourceRules, RuleSet, RuleSetParts};
+pub(crate) use set::RuleSet;
+pub(crate) use user_kind::UserKindSlot;
+pub use user_kind::{UserKind, UserKindRules};

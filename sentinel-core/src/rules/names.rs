@@ -1,40 +1,14 @@
-//! The names each kind's rules mention, kind by kind, for the instance's
-//! caps (which reserve them when rules load). Each kind lists its rule's
-//! names itself (`names()` on the rule); the types are in
-//! `crate::rule::names`.
+//! The names rules mention, for the instance's caps (which reserve them
+//! when rules load). Each kind lists its rule's names itself
+//! (`RuleKind::names`); the types are in `crate::rule::names`.
 
-pub(crate) use crate::rule::names::{NameOf, Names};
-
-use crate::authority::AuthorityRule;
-use crate::degrade::DegradeRule;
-use crate::flow::FlowRule;
-use crate::param_flow::ParamFlowRule;
-
-/// The names of a flow rule.
-pub(crate) fn flow(rule: &FlowRule) -> Names<'_> {
-    rule.names()
-}
-
-/// The names of a degrade rule.
-pub(crate) fn degrade(rule: &DegradeRule) -> Names<'_> {
-    rule.names()
-}
-
-/// The names of a hot-parameter rule.
-pub(crate) fn param_flow(rule: &ParamFlowRule) -> Names<'_> {
-    rule.names()
-}
-
-/// The names of an authority rule.
-pub(crate) fn authority(rule: &AuthorityRule) -> Names<'_> {
-    rule.names()
-}
+pub(crate) use crate::rule::names::NameOf;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::authority::AuthorityStrategy;
-    use crate::flow::FlowStrategy;
+    use crate::authority::{AuthorityRule, AuthorityStrategy};
+    use crate::flow::{FlowRule, FlowStrategy};
 
     #[test]
     fn every_name_of_a_rule_is_listed() {
@@ -42,7 +16,7 @@ mod tests {
         rule.limit_app = "app".into();
         rule.strategy = FlowStrategy::Chain;
         rule.ref_resource = Some(" ctx ".into());
-        let names: Vec<_> = flow(&rule).iter().map(|n| (n.of, n.name)).collect();
+        let names: Vec<_> = rule.names().iter().map(|n| (n.of, n.name)).collect();
         assert_eq!(
             names,
             [
@@ -53,11 +27,11 @@ mod tests {
         );
         rule.limit_app = "other".into();
         rule.strategy = FlowStrategy::Relate;
-        let names: Vec<_> = flow(&rule).iter().map(|n| (n.of, n.name)).collect();
+        let names: Vec<_> = rule.names().iter().map(|n| (n.of, n.name)).collect();
         assert_eq!(names, [(NameOf::Resource, "a"), (NameOf::Resource, "ctx")]);
 
         let rule = AuthorityRule::new("b", AuthorityStrategy::White, ["x", "y"]);
-        assert_eq!(authority(&rule).len(), 3);
+        assert_eq!(rule.names().len(), 3);
     }
 
     #[test]

@@ -10,23 +10,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::kind_set::{KindSet, List};
-use crate::authority::{AuthorityRule, CompiledAuthority};
-use crate::degrade::{CircuitBreaker, DegradeRule};
-use crate::flow::{CompiledFlow, FlowRule};
+use super::list::{EachKind, Listed, ResourceRules, RuleSetParts, each_kind};
 use crate::node::ResourceNode;
-use crate::param_flow::{CompiledParamFlow, ParamFlowRule};
-use crate::system::{SystemLimits, SystemRule};
-
-/// The compiled rules of every kind, the parts a set is built from.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct RuleSetParts {
-    pub(crate) flow: Arc<KindSet<CompiledFlow>>,
-    pub(crate) authority: Arc<KindSet<CompiledAuthority>>,
-    pub(crate) system: Arc<SystemLimits>,
-    pub(crate) degrade: Arc<KindSet<CircuitBreaker>>,
-    pub(crate) param_flow: Arc<KindSet<CompiledParamFlow>>,
-}
+use crate::rule::kind::CompiledKind;
 
 /// Every rule kind of an instance, compiled.
 #[derive(Debug, Default)]
@@ -37,108 +23,65 @@ pub(crate) struct RuleSet {
     pub(crate) parts: RuleSetParts,
     index: HashMap<Arc<str>, u32, foldhash::quality::RandomState>,
     resources: Vec<ResourceRules>,
-}
-
-/// The rules of one resource, every kind: each kind's list shared with
-/// its [`KindSet`].
-#[derive(Debug)]
-pub(crate) struct ResourceRules {
-    pub(crate) authority: List<CompiledAuthority>,
-    pub(crate) param_flow: List<CompiledParamFlow>,
-    pub(crate) flow: List<CompiledFlow>,
-    pub(crate) degrade: List<CircuitBreaker>,
-    /// Origins that flow rules of the resource name (for `limit_app: other`).
-    named_origins: Box<[Box<str>]>,
-    /// A flow rule of the resource keeps a window of its own.
-    pub(crate) flow_windows: bool,
-}
-
-impl ResourceRules {
-    /// Whether a flow rule of the resource names `origin`.
-    pub(crate) fn names_origin(&self, origin: &str) -> bool {
-        self.named_origins.iter().any(|name| **name == *origin)
-    }
+    /// A kind over every inbound entry has rules in force.
+    inbound: bool,
 }
 
 impl RuleSet {
     pub(crate) fn build(version: u32, parts: RuleSetParts) -> Self {
-        // Each resource once, in no particular order (a resource's place
-        // is only ever found through `index`): the flow rules' resources
-        // with their lists at hand, then the other kinds' not among them.
-        let most = parts.flow.by_resource.len()
-            + parts.authority.by_resource.len()
-            + parts.degrade.by_resource.len()
-            + parts.param_flow.by_resource.len();
-        let mut index: HashMap<Arc<str>, u32, _> =
-            HashMap::with_capacity_and_hasher(most, Default::default());
-        let mut resources = Vec::with_capacity(most);
-        let of = |resource: &str, flow: List<CompiledFlow>| {
-            let mut named: Vec<Box<str>> = flow
-                .iter()
-                .filter(|c| c.rule().names_origin())
-                .map(|c| c.rule().limit_app.as_str().into())
-                .collect();
-            named.sort();
-            named.dedup();
-            ResourceRules {
-                authority: parts.authority.of(resource),
-                degrade: parts.degrade.of(resource),
-                param_flow: parts.param_flow.of(resource),
-                flow_windows: flow.iter().any(|c| c.has_window()),
-                flow,
-                named_origins: named.into_boxed_slice(),
+        /// Each resource once, in no particular order (a resource's place
+        /// is only ever found through `index`).
+        struct Resources<'p> {
+            parts: &'p RuleSetParts,
+            index: HashMap<Arc<str>, u32, foldhash::quality::RandomState>,
+            resources: Vec<ResourceRules>,
+            inbound: bool,
+        }
+        impl EachKind for Resources<'_> {
+            fn kind<K: Listed>(&mut self) {
+                let part = K::part(self.parts);
+                self.inbound |= part.checks_inbound();
+                for resource in part.resources() {
+                    if !self.index.contains_key(&**resource) {
+                        let at = self.resources.len() as u32;
+                        self.index.insert(Arc::clone(resource), at);
+                        self.resources.push(ResourceRules::of(self.parts, resource));
+                    }
+                }
             }
+        }
+        let mut all = Resources {
+            parts: &parts,
+            index: HashMap::default(),
+            resources: Vec::new(),
+            inbound: false,
         };
-        for (resource, flow) in &parts.flow.by_resource {
-            index.insert(Arc::clone(resource), resources.len() as u32);
-            resources.push(of(resource, Arc::clone(flow)));
-        }
-        let others = (parts.authority.by_resource.keys())
-            .chain(parts.degrade.by_resource.keys())
-            .chain(parts.param_flow.by_resource.keys());
-        for resource in others {
-            if !index.contains_key(&**resource) {
-                index.insert(Arc::clone(resource), resources.len() as u32);
-                resources.push(of(resource, parts.flow.of(resource)));
-            }
-        }
-        RuleSet {
-            version,
-            parts,
+        each_kind(&mut all);
+        let Resources {
             index,
             resources,
+            inbound,
+            ..
+        } = all;
+        RuleSet {
+            version,
+            index,
+            resources,
+            inbound,
+            parts,
         }
     }
 
-    /// The flow rules, as loaded.
-    pub(crate) fn flow_rules(&self) -> &[FlowRule] {
-        &self.parts.flow.rules
+    /// Kind `K`'s rules, as loaded.
+    pub(crate) fn rules_of<K: Listed>(&self) -> &[K::Rule] {
+        K::part(&self.parts).rules()
     }
 
-    /// The authority rules, as loaded.
-    pub(crate) fn authority_rules(&self) -> &[AuthorityRule] {
-        &self.parts.authority.rules
-    }
-
-    /// The degrade rules, as loaded.
-    pub(crate) fn degrade_rules(&self) -> &[DegradeRule] {
-        &self.parts.degrade.rules
-    }
-
-    /// The hot-parameter rules, as loaded.
-    pub(crate) fn param_flow_rules(&self) -> &[ParamFlowRule] {
-        &self.parts.param_flow.rules
-    }
-
-    /// The system rules, as loaded.
-    pub(crate) fn system_rules(&self) -> &[SystemRule] {
-        &self.parts.system.rules
-    }
-
-    /// The system limits, when any is set.
+    /// Whether every inbound entry has something to check (system limits
+    /// are set).
     #[inline]
-    pub(crate) fn system(&self) -> Option<&SystemLimits> {
-        Some(&*self.parts.system).filter(|limits| limits.is_on())
+    pub(crate) fn checks_inbound(&self) -> bool {
+        self.inbound
     }
 
     /// The rules of `node`'s resource, if it has any.
@@ -171,7 +114,9 @@ impl RuleSet {
 mod tests {
     use super::*;
     use crate::degrade::{DegradeGrade, DegradeRule};
+    use crate::flow::{CompiledFlow, FlowRule};
     use crate::rule::compiled::CompiledRule;
+    use crate::rule::kind_set::KindSet;
 
     /// A set is built per load of any kind: a kind's per-resource lists
     /// are shared with it, not copied resource by resource.
@@ -193,7 +138,7 @@ mod tests {
         let set = RuleSet::build(1, parts);
         for (resource, list) in &set.parts.flow.by_resource {
             let rules = &set.resources[set.index[&**resource] as usize];
-            assert!(Arc::ptr_eq(&rules.flow, list));
+            assert!(Arc::ptr_eq(rules.flow.list(), list));
             assert_eq!(CompiledFlow::resource(rules.flow[0].rule()), &**resource);
         }
         let c = &set.resources[set.index["c"] as usize];

@@ -18,7 +18,7 @@ use crate::node::invocation::InvocationTree;
 use crate::node::overflow::{OriginCap, Overflow};
 use crate::node::registry::Registry;
 use crate::node::reserved::{DEFAULT_MAX_RULE_NAMES, RuleNames};
-use crate::rules::AllListeners;
+use crate::rules::{AllListeners, UserKind, UserKindRules, UserKindSlot};
 use crate::slot::{Slot, UserSlots};
 use crate::stat::StatConfig;
 use crate::system::{ProcStatus, SystemStatus};
@@ -172,6 +172,13 @@ impl SentinelBuilder {
     pub fn slot(mut self, slot: impl Slot) -> Self {
         self.slots.push(Arc::new(slot));
         self
+    }
+
+    /// Adds a rule kind of the application's: `rules` are checked at the
+    /// kind's [`ORDER`](UserKind::ORDER) for every entry of this instance
+    /// (see [`UserKind`]).
+    pub fn kind<K: UserKind>(self, rules: &UserKindRules<K>) -> Self {
+        self.slot(UserKindSlot(rules.clone()))
     }
 
     /// The instance.

@@ -6,9 +6,11 @@ use std::sync::atomic::Ordering;
 
 use crate::node::ResourceNode;
 use crate::node::reserved::{ReservedNames, TooManyNames};
+use crate::rule::kind::CompiledKind;
 use crate::rule::{RuleError, RuleErrors};
-use crate::rules::names::{self, NameOf, Names};
-use crate::rules::{RuleSetParts, kinds};
+use crate::rules::RuleSetParts;
+use crate::rules::list::{EachKind, Listed, each_kind};
+use crate::rules::names::NameOf;
 
 use super::Sentinel;
 
@@ -157,53 +159,70 @@ impl Sentinel {
     /// the resource did.
     pub(super) fn reserve_names(&self, parts: &RuleSetParts) -> Result<(), RuleErrors> {
         let max = self.max_rule_names;
-        // Each resource with rules is named (room for all, up to the cap;
-        // a resource with rules of two kinds is counted twice).
-        let resources = parts.flow.by_resource.len()
-            + parts.degrade.by_resource.len()
-            + parts.param_flow.by_resource.len()
-            + parts.authority.by_resource.len();
-        let mut reserved = ReservedNames::with_capacity(resources.min(max));
-        let mut add = |kind: &'static str, rules: &mut dyn Iterator<Item = Names<'_>>| {
-            for (index, names) in rules.enumerate() {
-                let resource = names.first().map_or("", |n| n.name);
-                for name in names.iter() {
-                    let added = match name.of {
-                        NameOf::Resource => reserved.add_resource(name.name, max),
-                        NameOf::Context => reserved.add_context(name.name, max),
-                        NameOf::Origin => reserved.add_origin(resource, name.name, max),
-                    };
-                    if let Err(TooManyNames { max }) = added {
-                        self.refused_rule_loads.fetch_add(1, Ordering::Relaxed);
-                        let message = format!(
-                            "the rules in force would mention more than {max} distinct \
-                             names (resources, contexts, origins per resource; \
-                             max_rule_names)"
-                        );
-                        return Err(RuleErrors(vec![RuleError::new(
-                            kind, index, resource, name.field, message,
-                        )]));
+        /// Every name of every kind's rules, up to the first past the cap.
+        struct Reserve<'p> {
+            parts: &'p RuleSetParts,
+            max: usize,
+            reserved: ReservedNames,
+            refused: Option<RuleError>,
+        }
+        impl EachKind for Reserve<'_> {
+            fn kind<K: Listed>(&mut self) {
+                if self.refused.is_some() {
+                    return;
+                }
+                let rules = K::part(self.parts).rules();
+                for (index, names) in rules.iter().map(K::names).enumerate() {
+                    let resource = names.first().map_or("", |n| n.name);
+                    for name in names.iter() {
+                        let added = match name.of {
+                            NameOf::Resource => self.reserved.add_resource(name.name, self.max),
+                            NameOf::Context => self.reserved.add_context(name.name, self.max),
+                            NameOf::Origin => {
+                                self.reserved.add_origin(resource, name.name, self.max)
+                            }
+                        };
+                        if let Err(TooManyNames { max }) = added {
+                            let message = format!(
+                                "the rules in force would mention more than {max} distinct \
+                                 names (resources, contexts, origins per resource; \
+                                 max_rule_names)"
+                            );
+                            self.refused = Some(RuleError::new(
+                                K::NAME,
+                                index,
+                                resource,
+                                name.field,
+                                message,
+                            ));
+                            return;
+                        }
                     }
                 }
             }
-            Ok(())
+        }
+        // Each resource with rules is named (room for all, up to the cap;
+        // a resource with rules of two kinds is counted twice).
+        struct Resources<'p>(&'p RuleSetParts, usize);
+        impl EachKind for Resources<'_> {
+            fn kind<K: Listed>(&mut self) {
+                self.1 += K::part(self.0).resources().count();
+            }
+        }
+        let mut resources = Resources(parts, 0);
+        each_kind(&mut resources);
+        let mut reserve = Reserve {
+            parts,
+            max,
+            reserved: ReservedNames::with_capacity(resources.1.min(max)),
+            refused: None,
         };
-        add(
-            kinds::FLOW.name,
-            &mut parts.flow.rules.iter().map(names::flow),
-        )?;
-        add(
-            kinds::DEGRADE.name,
-            &mut parts.degrade.rules.iter().map(names::degrade),
-        )?;
-        add(
-            kinds::PARAM_FLOW.name,
-            &mut parts.param_flow.rules.iter().map(names::param_flow),
-        )?;
-        add(
-            kinds::AUTHORITY.name,
-            &mut parts.authority.rules.iter().map(names::authority),
-        )?;
+        each_kind(&mut reserve);
+        if let Some(refused) = reserve.refused {
+            self.refused_rule_loads.fetch_add(1, Ordering::Relaxed);
+            return Err(RuleErrors(vec![refused]));
+        }
+        let reserved = reserve.reserved;
 
         // Under the resources' creation lock: a resource made meanwhile is
         // made with the mark of the names in force.

@@ -53,7 +53,7 @@ impl<'s> Queued<'s> {
         request: &Request<'_, 's>,
         checked: Checked<'_, 's>,
     ) -> Self {
-        let wait = Duration::from_nanos(checked.wait_ns);
+        let wait = Duration::from_nanos(checked.outcome.wait_ns());
         let origin: Box<str> = checked.origin_name.into();
         Queued(Box::new(Waiting {
             unadmitted: Unadmitted {
@@ -118,7 +118,7 @@ impl Sentinel {
         let Some(mut checked) = chain::check(self, &request)? else {
             return Ok(Entering::Entered(Entry::pass_through()));
         };
-        if checked.wait_ns == 0 {
+        if checked.outcome.wait_ns() == 0 {
             let now = checked.pass_ms;
             return Ok(Entering::Entered(chain::admit(
                 self,

@@ -9,14 +9,11 @@ use arc_swap::{ArcSwap, Guard};
 use parking_lot::Mutex;
 
 use super::Sentinel;
-use crate::authority::AuthorityRule;
-use crate::degrade::DegradeRule;
-use crate::flow::FlowRule;
-use crate::param_flow::ParamFlowRule;
+use crate::flow::FlowKind;
 use crate::rule::{RuleError, RuleErrors};
 use crate::rules::budget::Tally;
-use crate::rules::{RuleManager, RuleSet, RuleSetParts, kinds};
-use crate::system::SystemRule;
+use crate::rules::kinds::Described;
+use crate::rules::{RuleManager, RuleSet, RuleSetParts};
 
 /// Instance ids, for the per-thread rule cache.
 static NEXT_UID: AtomicU64 = AtomicU64::new(1);
@@ -58,33 +55,23 @@ impl InstanceRules {
     }
 }
 
+/// Makes the managers' accessors from the list of kinds.
+macro_rules! managers {
+    ($($field:ident $variant:ident [$($kind:tt)*] [$($rule:tt)*] $accessor:ident $name:literal $exception:literal
+        $doc:literal $book_doc:literal;)*) => {
+        impl Sentinel {
+            $(
+                #[doc = concat!("The ", $name, " rules of this instance (", $book_doc, "): load, read, listen.")]
+                pub fn $accessor(&self) -> RuleManager<'_, crate::$($rule)*> {
+                    RuleManager::new(self, &<crate::$($kind)* as Described>::KIND)
+                }
+            )*
+        }
+    };
+}
+rule_kinds!(managers);
+
 impl Sentinel {
-    /// The flow rules of this instance: load, read, listen.
-    pub fn flow_rules(&self) -> RuleManager<'_, FlowRule> {
-        RuleManager::new(self, &kinds::FLOW)
-    }
-
-    /// The authority rules (origin white and black lists) of this instance.
-    pub fn authority_rules(&self) -> RuleManager<'_, AuthorityRule> {
-        RuleManager::new(self, &kinds::AUTHORITY)
-    }
-
-    /// The degrade rules (circuit breakers) of this instance; see also
-    /// [`RuleManager::on_state_change`] and [`RuleManager::breakers`].
-    pub fn degrade_rules(&self) -> RuleManager<'_, DegradeRule> {
-        RuleManager::new(self, &kinds::DEGRADE)
-    }
-
-    /// The hot-parameter rules of this instance.
-    pub fn param_flow_rules(&self) -> RuleManager<'_, ParamFlowRule> {
-        RuleManager::new(self, &kinds::PARAM_FLOW)
-    }
-
-    /// The system rules of this instance.
-    pub fn system_rules(&self) -> RuleManager<'_, SystemRule> {
-        RuleManager::new(self, &kinds::SYSTEM)
-    }
-
     /// This instance among all.
     pub(crate) fn uid(&self) -> u64 {
         self.rules.uid
@@ -195,10 +182,12 @@ impl Sentinel {
         drop(guard);
         // Once per load of flow rules, not per entry.
         if !Arc::ptr_eq(&current.parts.flow, &next.parts.flow) {
-            self.warn_unattached_cluster_rules(next.flow_rules());
+            self.warn_unattached_cluster_rules(next.rules_of::<FlowKind>());
         }
         if !Arc::ptr_eq(&current.parts.param_flow, &next.parts.param_flow) {
-            crate::param_flow::warn_cluster_rules(next.param_flow_rules());
+            crate::param_flow::warn_cluster_rules(
+                next.rules_of::<crate::param_flow::ParamFlowKind>(),
+            );
         }
         Ok(next)
     }

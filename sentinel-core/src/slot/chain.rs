@@ -32,29 +32,19 @@
 //! on the entry's resource (or a system limit, for an inbound entry).
 //! Otherwise an entry pays for the node lookups and the statistics alone.
 
-use super::authority::AuthoritySlot;
 use super::cluster_builder::ClusterBuilderSlot;
-use super::degrade::DegradeSlot;
-use super::flow::FlowSlot;
 use super::node_selector::NodeSelectorSlot;
-use super::param_flow::ParamFlowSlot;
-use super::rule_slot::{Exiting, RuleChecks, Verdict, rule_slots};
+use super::rule_chain::{RuleChain, RuleChecks};
+#[cfg(feature = "tokio")]
+use super::rule_slot::Abandoned;
+use super::rule_slot::{Exiting, Verdict};
 use super::statistic::{Counted, StatisticSlot};
-use super::system::SystemSlot;
-use super::{EntryContext, ExitContext, Holds};
+use super::{EntryContext, ExitContext, Holds, Outcome};
 use crate::entry::{Active, Request};
 use crate::node::{OriginNode, ResourceNode, StatisticNode};
 use crate::rules::RuleSet;
+use crate::rules::view::View;
 use crate::{BlockError, Entry, EntryType, Sentinel};
-
-/// The rule checks, in Sentinel's order.
-pub(crate) type RuleChain = rule_slots![
-    AuthoritySlot,
-    SystemSlot,
-    ParamFlowSlot,
-    FlowSlot,
-    DegradeSlot
-];
 
 /// Enters `request`'s resource, waiting out a rate limiter's queue on the
 /// instance's clock ([`Clock::sleep`](crate::Clock::sleep): the thread
@@ -67,7 +57,7 @@ pub(crate) fn enter<'s>(
     let Some(mut checked) = check(sentinel, &request)? else {
         return Ok(Entry::pass_through());
     };
-    let now = match checked.wait_ns {
+    let now = match checked.outcome.wait_ns() {
         0 => checked.pass_ms,
         wait => {
             // A rate limiter's queue: wait with nothing held, then count.
@@ -88,11 +78,11 @@ pub(crate) async fn enter_async<'s>(
     let Some(mut checked) = check(sentinel, &request)? else {
         return Ok(Entry::pass_through());
     };
-    if checked.wait_ns == 0 {
+    if checked.outcome.wait_ns() == 0 {
         let now = checked.pass_ms;
         return Ok(admit(sentinel, &request, &mut checked, now));
     }
-    let wait = std::time::Duration::from_nanos(checked.wait_ns);
+    let wait = std::time::Duration::from_nanos(checked.outcome.wait_ns());
     // Dropped while waiting (a cancelled future), the guard gives back
     // what the checks took (concurrency, probes); nothing is counted.
     let mut guard = Unadmitted {
@@ -138,13 +128,18 @@ pub(crate) fn check<'a, 's>(
         #[inline(always)]
         |rules: Option<&RuleSet>| {
             let resource_rules = rules.and_then(|set| set.for_resource(resource));
-            let system = match request.entry_type {
-                EntryType::Inbound => rules.and_then(RuleSet::system),
-                EntryType::Outbound => None,
-            };
-            if sentinel.user_slots.is_empty() && resource_rules.is_none() && system.is_none() {
+            let inbound = request.entry_type == EntryType::Inbound;
+            if sentinel.user_slots.is_empty()
+                && resource_rules.is_none()
+                && !(inbound && rules.is_some_and(RuleSet::checks_inbound))
+            {
                 return Some(Default::default());
             }
+            let view = View {
+                set: rules,
+                resource: resource_rules,
+                inbound,
+            };
             let ctx = EntryContext {
                 resource,
                 entry_type: request.entry_type,
@@ -157,7 +152,7 @@ pub(crate) fn check<'a, 's>(
                 args: request.args,
                 now_ms: now,
             };
-            StatisticSlot::check::<RuleChain>(&ctx, resource_rules, system, verdict)
+            StatisticSlot::check::<RuleChain>(&ctx, &view, verdict)
         },
     );
     let Some(outcome) = outcome else {
@@ -172,12 +167,7 @@ pub(crate) fn check<'a, 's>(
         origin_name,
         start_ms: now,
         pass_ms: now.max(verdict.pass_ms),
-        wait_ns: outcome.wait_ns(),
-        reserved: outcome.reserved(),
-        windows: outcome.windows(),
-        breakers: outcome.breakers(),
-        #[cfg(feature = "tokio")]
-        leased: outcome.leased(),
+        outcome,
         holds: std::mem::take(&mut verdict.holds),
     }))
 }
@@ -198,8 +188,8 @@ pub(crate) fn admit<'a, 's>(
         request.entry_type,
     );
     StatisticSlot::count_pass(&nodes, now, request.batch);
-    if checked.windows {
-        FlowSlot::admitted(&EntryContext {
+    if checked.outcome.hears_admission() {
+        RuleChain::admitted(&EntryContext {
             resource: checked.resource,
             entry_type: request.entry_type,
             batch: request.batch,
@@ -223,8 +213,8 @@ pub(crate) fn admit<'a, 's>(
         request.entry_type,
         checked.start_ms,
         request.batch,
-        checked.reserved,
-        checked.breakers,
+        checked.outcome.reserved(),
+        checked.outcome.hears_exit(),
         std::mem::take(&mut checked.holds),
     ))
 }
@@ -294,16 +284,9 @@ pub(crate) struct Checked<'a, 's> {
     /// When the pass is counted, unless it waits: `start_ms`, or later
     /// (see `Verdict::pass_ms`).
     pub(crate) pass_ms: u64,
-    pub(crate) wait_ns: u64,
-    reserved: u8,
-    /// A flow rule of the resource keeps a window of its own.
-    windows: bool,
-    /// The resource has circuit breakers, to hear of the exit.
-    breakers: bool,
-    /// The entry spent permits of reject rules' quotas (given back if a
-    /// queued entry's wait is cancelled).
-    #[cfg(feature = "tokio")]
-    leased: bool,
+    /// What the checks decided: the wait, what the entry took, which
+    /// slots hear of its admission and exit.
+    pub(crate) outcome: Outcome,
     /// Hot-parameter counts and half-open probes the entry holds.
     holds: Holds,
 }
@@ -322,11 +305,7 @@ impl<'s> Checked<'_, 's> {
             origin: self.origin,
             start_ms: self.start_ms,
             pass_ms: self.pass_ms,
-            wait_ns: self.wait_ns,
-            reserved: self.reserved,
-            windows: self.windows,
-            breakers: self.breakers,
-            leased: self.leased,
+            outcome: self.outcome,
             holds: self.holds,
         }
     }
@@ -348,23 +327,16 @@ impl Drop for Unadmitted<'_, '_> {
         };
         let sentinel = self.sentinel;
         // The entry type is of no matter here: nothing is counted.
-        let nodes = Counted::new(
+        RuleChain::unadmitted(&Abandoned {
             sentinel,
-            checked.resource,
-            checked.context_stats,
-            checked.origin,
-            EntryType::Outbound,
-        );
-        FlowSlot::unadmitted(
-            sentinel,
-            &nodes,
-            checked.reserved,
-            checked.leased,
-            self.batch,
-            checked.pass_ms,
-        );
-        checked.holds.give_back(sentinel.now_ms(), &|change| {
-            sentinel.listeners.states.notify(change)
+            node: checked.resource,
+            resource: checked.resource.stats(),
+            origin: checked.origin.map(OriginNode::stats),
+            context: checked.context_stats,
+            outcome: checked.outcome,
+            batch: self.batch,
+            pass_ms: checked.pass_ms,
         });
+        checked.holds.give_back(sentinel.now_ms(), sentinel);
     }
 }

@@ -1,19 +1,97 @@
 //! What an entry holds from its checks until it exits, besides the exact
-//! concurrency of its nodes: hot-parameter concurrency counts and circuit
-//! breakers' half-open probes.
+//! concurrency of its nodes (a hot-parameter rule's count for a value, a
+//! half-open breaker's probe): each kind says what it holds (its
+//! [`Holding::Held`], a [`Held`]), and
+//! the list of kinds makes the one enum an entry's holds are kept in.
 
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
-use std::sync::Arc;
 
-use crate::degrade::{CircuitBreaker, Probe, StateChange};
-use crate::param_flow::{CompiledParamFlow, ParamHeld};
+use crate::Sentinel;
 
-/// One thing held.
-enum Hold {
-    ParamFlow(Arc<CompiledParamFlow>, ParamHeld),
-    Probe(Arc<CircuitBreaker>, Probe),
+/// What an entry holds of one kind's rule, until it ends.
+pub(crate) trait Held: Sized {
+    /// Ends the hold of an entry that exited (a probe was reported with the
+    /// entry's completion already): gives its counts back.
+    fn finish(self);
+
+    /// Gives back the hold of an entry that will not run (a later check
+    /// refused it, or it was dropped before it was admitted).
+    fn give_back(self, now: u64, sentinel: &Sentinel);
 }
+
+/// What a kind that holds nothing holds: no value.
+#[derive(Debug)]
+pub(crate) enum NoHold {}
+
+impl Held for NoHold {
+    fn finish(self) {
+        match self {}
+    }
+
+    fn give_back(self, _: u64, _: &Sentinel) {
+        match self {}
+    }
+}
+
+/// What a kind's entries hold of its rules until they exit.
+pub(crate) trait Holding {
+    /// The hold ([`NoHold`] for a kind that holds nothing).
+    type Held: Held;
+}
+
+/// A kind whose holds an entry can keep (every kind of the list).
+pub(crate) trait HoldOf: Holding {
+    /// `held` among an entry's holds.
+    fn wrap(held: Self::Held) -> Hold;
+
+    /// The kind's hold in `hold`, if it is one.
+    fn unwrap(hold: &Hold) -> Option<&Self::Held>;
+}
+
+/// Makes [`Hold`] from the list of kinds.
+macro_rules! holds {
+    ($($field:ident $variant:ident [$($kind:tt)*] [$($rule:tt)*] $accessor:ident $name:literal $exception:literal
+        $doc:literal $book_doc:literal;)*) => {
+        /// One thing held, of one kind.
+        pub(crate) enum Hold {
+            $($variant(<crate::$($kind)* as Holding>::Held),)*
+        }
+
+        impl Hold {
+            fn finish(self) {
+                match self {
+                    $(Hold::$variant(held) => held.finish(),)*
+                }
+            }
+
+            fn give_back(self, now: u64, sentinel: &Sentinel) {
+                match self {
+                    $(Hold::$variant(held) => held.give_back(now, sentinel),)*
+                }
+            }
+        }
+
+        $(
+            impl HoldOf for crate::$($kind)* {
+                #[inline]
+                fn wrap(held: Self::Held) -> Hold {
+                    Hold::$variant(held)
+                }
+
+                #[inline]
+                #[allow(unreachable_patterns)]
+                fn unwrap(hold: &Hold) -> Option<&Self::Held> {
+                    match hold {
+                        Hold::$variant(held) => Some(held),
+                        _ => None,
+                    }
+                }
+            }
+        )*
+    };
+}
+rule_kinds!(holds);
 
 /// What an entry holds: one word, empty for almost every entry, so that
 /// entries move no more than that through the hot path. The list behind it
@@ -46,23 +124,18 @@ impl Holds {
         })
     }
 
-    /// Holds `held` of `rule` until the entry ends.
-    pub(crate) fn param_flow(&mut self, rule: &Arc<CompiledParamFlow>, held: ParamHeld) {
-        self.list().push(Hold::ParamFlow(Arc::clone(rule), held));
+    /// Holds `held`, of kind `K`, until the entry ends.
+    pub(crate) fn hold<K: HoldOf>(&mut self, held: K::Held) {
+        self.list().push(K::wrap(held));
     }
 
-    /// Holds a half-open `probe` of `breaker` until the entry ends.
-    pub(crate) fn probe(&mut self, breaker: &Arc<CircuitBreaker>, probe: Probe) {
-        self.list().push(Hold::Probe(Arc::clone(breaker), probe));
-    }
-
-    /// The probe this entry holds of `breaker`, if any.
+    /// The first hold of kind `K` that `pick` picks, if any.
     #[inline]
-    pub(crate) fn probe_of(&self, breaker: &Arc<CircuitBreaker>) -> Option<Probe> {
-        self.0.as_ref()?.iter().find_map(|hold| match hold {
-            Hold::Probe(held, probe) if Arc::ptr_eq(held, breaker) => Some(*probe),
-            _ => None,
-        })
+    pub(crate) fn find<K: HoldOf, T>(&self, pick: impl Fn(&K::Held) -> Option<T>) -> Option<T> {
+        self.0
+            .as_ref()?
+            .iter()
+            .find_map(|hold| pick(K::unwrap(hold)?))
     }
 
     /// Ends the holds of an entry that exited (its probes were reported to
@@ -70,70 +143,34 @@ impl Holds {
     #[inline]
     pub(crate) fn finish(&mut self) {
         if self.0.is_some() {
-            self.end(|_, _| {});
+            self.end(Hold::finish);
         }
     }
 
     /// Gives back everything of an entry that will not run (a later check
     /// refused it, or it was dropped before it was admitted): the counts,
     /// and the probes, whose breakers open again.
-    pub(crate) fn give_back(&mut self, now: u64, notify: &dyn Fn(&StateChange<'_>)) {
+    pub(crate) fn give_back(&mut self, now: u64, sentinel: &Sentinel) {
         if self.0.is_some() {
-            self.end(|breaker, probe| breaker.on_abandon(now, probe, notify));
+            self.end(|hold| hold.give_back(now, sentinel));
         }
     }
 
     #[cold]
-    fn end(&mut self, mut probe: impl FnMut(&CircuitBreaker, Probe)) {
+    fn end(&mut self, mut end: impl FnMut(Hold)) {
         let Some(mut list) = Option::take(&mut self.0) else {
             return;
         };
         for hold in list.drain(..) {
-            match hold {
-                Hold::ParamFlow(rule, held) => rule.release(held),
-                Hold::Probe(breaker, held) => probe(&breaker, held),
-            }
+            end(hold);
         }
         // Kept for the thread's next holder (one is enough; any other goes).
         let _ = SPARE.try_with(|spare| spare.set(Some(list)));
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ParamValue;
-    use crate::param_flow::{ParamDecision, ParamFlowGrade, ParamFlowRule};
-
-    #[test]
-    fn a_thread_reuses_its_list_and_counts_come_back() {
-        let rule = Arc::new(CompiledParamFlow::new(ParamFlowRule {
-            grade: ParamFlowGrade::Concurrency,
-            ..ParamFlowRule::new("r", 0, 1.0)
-        }));
-        let args = [ParamValue::from("k")];
-        let hold = |holds: &mut Holds| match rule.check(&args, 1, 0, || 0) {
-            ParamDecision::Held(held) => holds.param_flow(&rule, held),
-            other => panic!("not held: {other:?}"),
-        };
-        let mut first = Holds::default();
-        hold(&mut first);
-        let list = first.0.as_deref().map(|l| l as *const Vec<Hold>);
-        assert!(matches!(
-            rule.check(&args, 1, 0, || 0),
-            ParamDecision::Block
-        ));
-        first.finish();
-        let mut second = Holds::default();
-        hold(&mut second);
-        assert_eq!(
-            second.0.as_deref().map(|l| l as *const Vec<Hold>),
-            list,
-            "the list came back to the thread"
-        );
-        second.finish();
-        let mut third = Holds::default();
-        hold(&mut third);
-        third.finish();
+    /// Where the list behind the holds is, if any (tests: its reuse).
+    #[cfg(test)]
+    pub(crate) fn list_address(&self) -> Option<*const Vec<Hold>> {
+        self.0.as_deref().map(|list| list as *const Vec<Hold>)
     }
 }

@@ -1,23 +1,24 @@
 //! `Outcome`: what the checks decided for an entry that passes them.
 
 /// What the checks decided for an entry that may pass, in one word so
-/// that it travels in a register: the wait in nanoseconds above six flag bits (the
-/// [`Reserved`](crate::flow::Reserved) nodes, [`WINDOWS`](Self::WINDOWS),
-/// [`BREAKERS`](Self::BREAKERS) and [`LEASED`](Self::LEASED)). It is the outcome of every check, flow's
-/// and the others'.
+/// that it travels in a register: the wait in nanoseconds above six flag
+/// bits (the nodes whose exact concurrency is reserved,
+/// [`ADMISSION`](Self::ADMISSION), [`EXIT`](Self::EXIT) and
+/// [`LEASED`](Self::LEASED)). It is the outcome of every check.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Outcome(u64);
 
 impl Outcome {
     const FLAGS: u32 = 6;
     const RESERVED: u64 = 0b0_0111;
-    /// A rule of the resource keeps a window of its own, to count the entry
-    /// in once admitted.
-    const WINDOWS: u64 = 0b0_1000;
-    /// The resource has circuit breakers, to hear of the entry's exit.
-    const BREAKERS: u64 = 0b1_0000;
-    /// The entry spent permits of reject rules' quotas, to give back if a
-    /// later check refuses it.
+    /// A check asks to hear of the entry's admission (a rule counting it in
+    /// a window of its own once admitted).
+    const ADMISSION: u64 = 0b0_1000;
+    /// A check asks to hear of the entry's exit (a breaker fed with its
+    /// response time).
+    const EXIT: u64 = 0b1_0000;
+    /// The entry spent permits that a check gives back if a later check
+    /// refuses it, or its wait is cancelled.
     const LEASED: u64 = 0b10_0000;
     const ALL_FLAGS: u64 = (1 << Self::FLAGS) - 1;
 
@@ -27,34 +28,34 @@ impl Outcome {
         self.0 >> Self::FLAGS
     }
 
-    /// Nodes whose exact concurrency this entry holds (see [`Reserved`](crate::flow::Reserved)).
+    /// Nodes whose exact concurrency this entry holds (a bit each).
     #[inline]
     pub(crate) fn reserved(self) -> u8 {
         (self.0 & Self::RESERVED) as u8
     }
 
-    /// Whether a rule of the resource keeps a window of its own.
+    /// Whether a check asks to hear of the entry's admission.
     #[inline]
-    pub(crate) fn windows(self) -> bool {
-        self.0 & Self::WINDOWS != 0
+    pub(crate) fn hears_admission(self) -> bool {
+        self.0 & Self::ADMISSION != 0
     }
 
-    /// Marks that a rule keeps a window of its own: rules with windows of
-    /// their own count the entry once it is admitted (every later check
-    /// passed, any queue waited): see `count_windows`.
-    pub(crate) fn with_windows(self) -> Self {
-        Outcome(self.0 | Self::WINDOWS)
+    /// Asks to hear of the entry's admission (every later check passed,
+    /// any queue waited): the slots' `admitted` hooks run then.
+    pub(crate) fn hear_admission(self) -> Self {
+        Outcome(self.0 | Self::ADMISSION)
     }
 
-    /// Whether the resource has circuit breakers.
+    /// Whether a check asks to hear of the entry's exit.
     #[inline]
-    pub(crate) fn breakers(self) -> bool {
-        self.0 & Self::BREAKERS != 0
+    pub(crate) fn hears_exit(self) -> bool {
+        self.0 & Self::EXIT != 0
     }
 
-    /// Marks that the resource has circuit breakers.
-    pub(crate) fn with_breakers(self) -> Self {
-        Outcome(self.0 | Self::BREAKERS)
+    /// Asks to hear of the entry's exit with what the slot's rules in
+    /// force then (its `exit` hook reads `Active::hears_exit`).
+    pub(crate) fn hear_exit(self) -> Self {
+        Outcome(self.0 | Self::EXIT)
     }
 
     /// This outcome and `other`'s: the longer wait, every flag.
@@ -63,13 +64,13 @@ impl Outcome {
         Outcome(wait << Self::FLAGS | ((self.0 | other.0) & Self::ALL_FLAGS))
     }
 
-    /// Whether the entry spent permits of reject rules' quotas.
+    /// Whether the entry spent permits to give back if it is not admitted.
     #[inline]
     pub(crate) fn leased(self) -> bool {
         self.0 & Self::LEASED != 0
     }
 
-    /// Marks that the entry spent a quota's permits.
+    /// Marks that the entry spent permits to give back if not admitted.
     #[inline]
     pub(crate) fn lease(&mut self) {
         self.0 |= Self::LEASED;

@@ -1,21 +1,18 @@
-//! `RuleSlot`: what each rule check of the chain implements, and how the
-//! chain composes them at compile time.
+//! The slot contract: what each rule kind's check implements (`RuleSlot`),
+//! what it reads and decides (`Checking`, `Verdict`), and what it hears
+//! at the exit (`Exiting`). It names no kind: each kind's slot lives in
+//! the kind's folder (`flow/slot.rs`, ...), and the chain composes them
+//! from the list of kinds (`rule_chain.rs`).
 //!
 //! The rule slots are types without values, called through a trait with
 //! associated functions: every call is static and inlined, so the chain
 //! compiles to the straight-line code one would write by hand, and a
-//! resource without rules of a kind pays one branch for it. The chain is a
-//! nested type, `Then<Authority, Then<System, … End>>` (written with
-//! [`rule_slots!`]): [`RuleChecks::check`] runs the user slots placed
-//! before each rule slot, then the slot, then the rest; when the rest
-//! refuses, each slot that passed gives back what it took, latest first.
+//! resource without rules of a kind pays one branch for it.
 
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::entry::Active;
-use crate::rules::ResourceRules;
-use crate::system::SystemLimits;
+use crate::node::ResourceNode;
 use crate::{BlockError, BlockKind, Rule, Sentinel};
 
 use super::{EntryContext, Holds, Outcome};
@@ -24,40 +21,82 @@ use super::{EntryContext, Holds, Outcome};
 #[derive(Debug)]
 pub(crate) struct Refused;
 
-/// One rule check of the chain.
+/// One rule kind's check in the chain: one shape for every kind. It is
+/// called only when its kind has something to check for the entry
+/// (`rules`: the resource's rules of the kind, or the whole kind's for a
+/// kind over every entry).
 pub(crate) trait RuleSlot {
+    /// What the check reads.
+    type Rules: ?Sized;
+
     /// Where the slot runs (see [`order`](super::order)); user slots of a
     /// smaller order run before it.
     const ORDER: i32;
 
     /// Checks the entry. A refusal leaves its reason in `c.verdict`, for
     /// the statistic slot to count.
-    fn check(c: &mut Checking<'_, '_>) -> Result<(), Refused>;
+    fn check(rules: &Self::Rules, c: &mut Checking<'_, '_>) -> Result<(), Refused>;
 
     /// Gives back what [`check`](Self::check) took from an entry that a
     /// later slot refused, or that unwound from a later slot's panic. It
     /// reads what was taken from `c.outcome`, so it does nothing for a slot
-    /// that took nothing, or did not run.
+    /// that took nothing.
     #[inline(always)]
-    fn undo(c: &mut Checking<'_, '_>) {
-        let _ = c;
+    fn undo(rules: &Self::Rules, c: &mut Checking<'_, '_>) {
+        let _ = (rules, c);
     }
 
-    /// Hears the exit of an entry that passed the whole chain.
+    /// Hears the admission of an entry whose outcome asks for it
+    /// ([`Outcome::hear_admission`]): every check passed, any queue was
+    /// waited.
     #[inline(always)]
-    fn exit(x: &Exiting<'_, '_>) {
+    fn admitted<F: InForce<Self::Rules>>(ctx: &EntryContext<'_>) {
+        let _ = ctx;
+    }
+
+    /// Gives back what the check took from an entry that passed every
+    /// check but will never be admitted (its wait in a queue was
+    /// cancelled).
+    #[cfg(feature = "tokio")]
+    #[inline(always)]
+    fn unadmitted<F: InForce<Self::Rules>>(entry: &Abandoned<'_>) {
+        let _ = entry;
+    }
+
+    /// Hears the exit of an entry that passed the whole chain (a slot
+    /// that needs it there asks with [`Outcome::hear_exit`]).
+    #[inline(always)]
+    fn exit<F: InForce<Self::Rules>>(x: &Exiting<'_, '_>) {
         let _ = x;
     }
+}
+
+/// Where a hook finds its kind's rules in force for an entry's resource
+/// (in the set in force now), only when it asks.
+pub(crate) trait InForce<T: ?Sized> {
+    /// Calls `f` with the kind's rules for `resource` (an `inbound` entry
+    /// or not), if it has any.
+    fn with(sentinel: &Sentinel, resource: &ResourceNode, inbound: bool, f: impl FnOnce(&T));
+}
+
+/// An entry that passed its checks and will not be admitted, with what the
+/// checks decided for it.
+#[cfg(feature = "tokio")]
+pub(crate) struct Abandoned<'a> {
+    pub(crate) sentinel: &'a Sentinel,
+    pub(crate) node: &'a ResourceNode,
+    pub(crate) resource: &'a crate::node::StatisticNode,
+    pub(crate) origin: Option<&'a crate::node::StatisticNode>,
+    pub(crate) context: Option<&'a crate::node::StatisticNode>,
+    pub(crate) outcome: Outcome,
+    pub(crate) batch: u32,
+    pub(crate) pass_ms: u64,
 }
 
 /// An entry on its way through the rule slots: what they read, and what
 /// they decide.
 pub(crate) struct Checking<'c, 'a> {
     pub(crate) ctx: &'c EntryContext<'a>,
-    /// The rules of the entry's resource.
-    pub(crate) rules: Option<&'c ResourceRules>,
-    /// The system limits, for an inbound entry while any is set.
-    pub(crate) system: Option<&'c SystemLimits>,
     /// What the slots passed so far decided (waits, reservations, flags).
     pub(crate) outcome: Outcome,
     pub(crate) verdict: &'c mut Verdict,
@@ -67,15 +106,17 @@ impl Checking<'_, '_> {
     /// Runs the user slots placed at position `at` (before the `at`-th
     /// rule slot; after the last one for the last position).
     #[inline(always)]
-    fn user_slots(&mut self, at: usize) -> Result<(), Refused> {
+    pub(crate) fn user_slots(&mut self, at: usize) -> Result<(), Refused> {
         let ctx = self.ctx;
-        match ctx.sentinel.user_slots.checks[at]
-            .iter()
-            .try_for_each(|slot| slot.entry(ctx))
-        {
-            Ok(()) => Ok(()),
-            Err(block) => self.refuse_with(block, false),
+        let Some(slots) = ctx.sentinel.user_slots.checks.get(at) else {
+            return Ok(());
+        };
+        for slot in slots.iter() {
+            if let Err(block) = slot.entry(ctx) {
+                return self.refuse_with(block, false);
+            }
         }
+        Ok(())
     }
 
     /// Refuses by `rule` of `kind` (a rule of the resource).
@@ -138,88 +179,3 @@ pub(crate) struct Exiting<'e, 's> {
     /// not complete, so a half-open probe it holds failed.
     pub(crate) panicked: bool,
 }
-
-/// Rule slots in a row.
-pub(crate) trait RuleChecks {
-    /// How many rule slots.
-    const LEN: usize;
-
-    /// Runs the slots from position `at` on, each after the user slots
-    /// placed before it; the first refusal wins, and the slots that passed
-    /// give back what they took.
-    fn check(c: &mut Checking<'_, '_>, at: usize) -> Result<(), Refused>;
-
-    /// Gives back what every slot took (each slot's
-    /// [`undo`](RuleSlot::undo), latest first), for an entry whose checks
-    /// unwound from a panic.
-    fn undo_all(c: &mut Checking<'_, '_>);
-
-    /// Tells every slot of an exit, in chain order.
-    fn exit(x: &Exiting<'_, '_>);
-
-    /// The slots' orders, in chain order.
-    fn orders(into: &mut Vec<i32>);
-}
-
-/// Slot `S`, then the slots `R`.
-pub(crate) struct Then<S, R>(PhantomData<fn() -> (S, R)>);
-
-/// The end of the rule slots: the user slots placed after the last.
-pub(crate) struct End;
-
-impl<S: RuleSlot, R: RuleChecks> RuleChecks for Then<S, R> {
-    const LEN: usize = R::LEN + 1;
-
-    #[inline(always)]
-    fn check(c: &mut Checking<'_, '_>, at: usize) -> Result<(), Refused> {
-        c.user_slots(at)?;
-        S::check(c)?;
-        if let Err(refused) = R::check(c, at + 1) {
-            S::undo(c);
-            return Err(refused);
-        }
-        Ok(())
-    }
-
-    fn undo_all(c: &mut Checking<'_, '_>) {
-        R::undo_all(c);
-        S::undo(c);
-    }
-
-    #[inline(always)]
-    fn exit(x: &Exiting<'_, '_>) {
-        S::exit(x);
-        R::exit(x);
-    }
-
-    fn orders(into: &mut Vec<i32>) {
-        into.push(S::ORDER);
-        R::orders(into);
-    }
-}
-
-impl RuleChecks for End {
-    const LEN: usize = 0;
-
-    #[inline(always)]
-    fn check(c: &mut Checking<'_, '_>, at: usize) -> Result<(), Refused> {
-        c.user_slots(at)
-    }
-
-    fn undo_all(_: &mut Checking<'_, '_>) {}
-
-    #[inline(always)]
-    fn exit(_: &Exiting<'_, '_>) {}
-
-    fn orders(_: &mut Vec<i32>) {}
-}
-
-/// The type of rule slots in a row: `rule_slots![A, B]` is
-/// `Then<A, Then<B, End>>`.
-macro_rules! rule_slots {
-    () => { $crate::slot::rule_slot::End };
-    ($slot:ty $(, $rest:ty)* $(,)?) => {
-        $crate::slot::rule_slot::Then<$slot, rule_slots!($($rest),*)>
-    };
-}
-pub(crate) use rule_slots;

@@ -11,11 +11,12 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use super::rule_slot::{Checking, RuleChecks, Verdict};
+use super::rule_chain::RuleChecks;
+use super::rule_slot::{Checking, Verdict};
 use super::{EntryContext, Outcome};
-use crate::degrade::StateChange;
 use crate::entry::Active;
 use crate::node::{OriginNode, ResourceNode, StatisticNode};
+use crate::rules::view::View;
 use crate::stat::tally::{self, BlockKey, BlockRule, BlockSource};
 use crate::{BlockError, BlockKind, EntryType, Rule, Sentinel};
 
@@ -30,8 +31,7 @@ impl StatisticSlot {
     #[inline(never)]
     pub(crate) fn check<Checks: RuleChecks>(
         ctx: &EntryContext<'_>,
-        rules: Option<&crate::rules::ResourceRules>,
-        system: Option<&crate::system::SystemLimits>,
+        view: &View<'_>,
         verdict: &mut Verdict,
     ) -> Option<Outcome> {
         let sentinel = ctx.sentinel;
@@ -47,8 +47,6 @@ impl StatisticSlot {
         }
         let mut checking = Checking {
             ctx,
-            rules,
-            system,
             outcome: Outcome::default(),
             verdict,
         };
@@ -56,17 +54,17 @@ impl StatisticSlot {
         // the checks before it took. Forgotten on both ways out, it costs
         // nothing but a landing pad.
         let unwinding = GiveBackOnUnwind::<Checks> {
+            view,
             checking: &mut checking,
             chain: PhantomData,
         };
-        let passed = Checks::check(&mut *unwinding.checking, 0).is_ok();
+        let passed = Checks::check(view, &mut *unwinding.checking, 0).is_ok();
         std::mem::forget(unwinding);
         if passed {
             return Some(checking.outcome);
         }
         Self::count_refusal(ctx, checking.verdict);
-        let notify = |change: &StateChange<'_>| sentinel.listeners.states.notify(change);
-        checking.verdict.holds.give_back(ctx.now_ms, &notify);
+        checking.verdict.holds.give_back(ctx.now_ms, sentinel);
         let batch = u64::from(ctx.batch);
         Counted::of_context(ctx).each(|node| node.add_block(ctx.now_ms, batch));
         None
@@ -156,6 +154,7 @@ impl StatisticSlot {
 /// (hot-parameter counts, half-open probes: their breakers open again).
 /// Nothing is counted: the entry neither passed nor was refused.
 struct GiveBackOnUnwind<'g, 'c, 'a, Checks: RuleChecks> {
+    view: &'g View<'g>,
     checking: &'g mut Checking<'c, 'a>,
     chain: PhantomData<Checks>,
 }
@@ -164,10 +163,8 @@ impl<Checks: RuleChecks> Drop for GiveBackOnUnwind<'_, '_, '_, Checks> {
     #[cold]
     fn drop(&mut self) {
         let c = &mut *self.checking;
-        Checks::undo_all(c);
-        let sentinel = c.ctx.sentinel;
-        let notify = |change: &StateChange<'_>| sentinel.listeners.states.notify(change);
-        c.verdict.holds.give_back(c.ctx.now_ms, &notify);
+        Checks::undo_all(self.view, c);
+        c.verdict.holds.give_back(c.ctx.now_ms, c.ctx.sentinel);
     }
 }
 

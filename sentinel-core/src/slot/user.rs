@@ -4,8 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::chain::RuleChain;
-use super::rule_slot::RuleChecks;
+use super::rule_chain::{RuleChain, RuleChecks};
 use super::{EntryContext, ExitContext, order};
 use crate::BlockError;
 

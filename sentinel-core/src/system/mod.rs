@@ -44,12 +44,13 @@
 //! them ([`Sentinel::system_rules`](crate::Sentinel::system_rules)).
 
 mod rule;
+mod slot;
 mod status;
 
 use std::sync::Arc;
 
-pub(crate) use rule::KIND_NAME;
 pub use rule::{MAX_SYSTEM_AVG_RT_MS, MAX_SYSTEM_THREADS, SystemRule};
+pub(crate) use slot::SystemKind;
 pub use status::{ManualStatus, ProcStatus, SystemStatus};
 
 use crate::node::StatisticNode;

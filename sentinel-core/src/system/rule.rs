@@ -9,7 +9,7 @@ use crate::rule::names::Names;
 use crate::rule::{Problems, Rule, RuleError};
 
 /// The kind's name in errors and logs.
-pub(crate) const KIND_NAME: &str = "system";
+pub(crate) const KIND_NAME: &str = BlockKind::System.as_str();
 
 /// The largest `avg_rt` limit: one hour, in ms.
 pub const MAX_SYSTEM_AVG_RT_MS: u64 = 3_600_000;

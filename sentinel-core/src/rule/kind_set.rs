@@ -5,16 +5,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::rule::compiled::CompiledRule;
+use crate::rule::compiled::{CompiledRule, List};
+use crate::rule::kind::CompiledKind;
 
 /// Maps keyed by resource name (foldhash: the names come from rule
 /// files and APIs, and a load hashes each a few times). A key is shared
 /// with the rule set's index of resources, not copied.
 pub(crate) type ByResource<V> = HashMap<Arc<str>, V, foldhash::quality::RandomState>;
-
-/// The compiled rules of one resource in check order: shared by the kind's
-/// set and every rule set built from it (no copy per set).
-pub(crate) type List<C> = Arc<[Arc<C>]>;
 
 /// The rules of one kind, as loaded and compiled per resource in check
 /// order.
@@ -153,8 +150,42 @@ impl<C: CompiledRule> KindSet<C> {
     }
 
     /// The compiled rules of `resource`, in check order.
-    pub(crate) fn of(&self, resource: &str) -> List<C> {
+    pub(crate) fn list_of(&self, resource: &str) -> List<C> {
         Arc::clone(self.by_resource.get(resource).unwrap_or(&self.empty))
+    }
+}
+
+impl<C: CompiledRule> CompiledKind for KindSet<C> {
+    type Rule = C::Rule;
+    type PerResource = C::PerResource;
+    type Checked = C::PerResource;
+
+    const PER_RESOURCE: bool = true;
+
+    fn compile(rules: Vec<C::Rule>, old: &Self) -> Self {
+        KindSet::compile(rules, old)
+    }
+
+    fn rules(&self) -> &[C::Rule] {
+        &self.rules
+    }
+
+    fn resources(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.by_resource.keys()
+    }
+
+    fn of(&self, resource: &str) -> C::PerResource {
+        C::per_resource(self.list_of(resource))
+    }
+
+    #[inline(always)]
+    fn select_own(own: &C::PerResource) -> Option<&C::PerResource> {
+        Some(own).filter(|own| !own.as_ref().is_empty())
+    }
+
+    #[inline(always)]
+    fn select_all(&self) -> Option<&C::PerResource> {
+        None
     }
 }
 

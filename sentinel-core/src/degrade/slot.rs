@@ -1,0 +1,121 @@
+//! The degrade kind and its slot ([`order::DEGRADE`](crate::slot::order::DEGRADE)):
+//! circuit breakers. An open breaker refuses; a half-open one lets its
+//! probes through, held in the entry's holds (given back by the chain if a
+//! later slot refuses: the breaker opens again). At the exit, every
+//! breaker of the resource hears the entry's response time and error.
+
+use std::sync::Arc;
+
+use super::{Admission, CircuitBreaker, DegradeRule, Probe, StateChange};
+use crate::Sentinel;
+use crate::entry::spare;
+use crate::rule::RuleError;
+use crate::rule::compiled::List;
+use crate::rule::footprint::Footprint;
+use crate::rule::kind::RuleKind;
+use crate::rule::kind_set::KindSet;
+use crate::rule::names::Names;
+use crate::slot::holds::{Held, Holding};
+use crate::slot::order;
+use crate::slot::rule_slot::{Checking, Exiting, InForce, Refused, RuleSlot};
+use crate::{BlockKind, EntryType};
+
+/// Circuit-breaking rules.
+pub(crate) struct DegradeKind;
+
+impl RuleKind for DegradeKind {
+    type Rule = DegradeRule;
+    type Compiled = KindSet<CircuitBreaker>;
+    type Slot = Self;
+    const BLOCK: BlockKind = BlockKind::Degrade;
+
+    fn problems(rule: &DegradeRule, index: usize) -> Vec<RuleError> {
+        rule.problems(index)
+    }
+
+    fn names(rule: &DegradeRule) -> Names<'_> {
+        rule.names()
+    }
+
+    fn footprint(rule: &DegradeRule) -> Footprint {
+        rule.footprint()
+    }
+}
+
+impl Holding for DegradeKind {
+    type Held = ProbeHold;
+}
+
+impl RuleSlot for DegradeKind {
+    type Rules = List<CircuitBreaker>;
+    const ORDER: i32 = order::DEGRADE;
+
+    /// Runs the resource's breakers: probes taken are held (the chain
+    /// gives them back on a later refusal).
+    #[inline(always)]
+    fn check(breakers: &List<CircuitBreaker>, c: &mut Checking<'_, '_>) -> Result<(), Refused> {
+        let sentinel = c.ctx.sentinel;
+        let notify = |change: &StateChange<'_>| sentinel.listeners.states.notify(change);
+        for breaker in breakers.iter() {
+            match breaker.try_pass(c.ctx.now_ms, &notify) {
+                Admission::Pass => {}
+                Admission::Probe(probe) => c.verdict.holds.hold::<Self>(ProbeHold {
+                    breaker: Arc::clone(breaker),
+                    probe,
+                }),
+                Admission::Block => return c.refuse(Self::BLOCK, spare::share(breaker.rule())),
+            }
+        }
+        c.outcome = c.outcome.hear_exit();
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn exit<F: InForce<List<CircuitBreaker>>>(x: &Exiting<'_, '_>) {
+        if x.active.hears_exit {
+            complete::<F>(x);
+        }
+    }
+}
+
+/// Reports an admitted entry's completion to the breakers of its resource;
+/// a breaker whose probe this entry holds hears it as the probe's outcome.
+/// A probe of an entry that panicked (its thread unwinding) failed,
+/// whatever its response time.
+#[inline(never)]
+fn complete<F: InForce<List<CircuitBreaker>>>(x: &Exiting<'_, '_>) {
+    let sentinel = x.sentinel;
+    let notify = |change: &StateChange<'_>| sentinel.listeners.states.notify(change);
+    let inbound = x.active.entry_type == EntryType::Inbound;
+    F::with(sentinel, x.active.resource, inbound, |breakers| {
+        for breaker in breakers.iter() {
+            let held = x.active.holds.find::<DegradeKind, _>(|hold| {
+                Arc::ptr_eq(&hold.breaker, breaker).then_some(hold.probe)
+            });
+            match held {
+                Some(probe) if x.panicked => {
+                    breaker.on_complete(x.now, x.rt, x.error, None, &notify);
+                    breaker.on_probe_panicked(x.now, probe, &notify);
+                }
+                probe => breaker.on_complete(x.now, x.rt, x.error, probe, &notify),
+            }
+        }
+    });
+}
+
+/// A half-open breaker's probe an entry holds.
+pub(crate) struct ProbeHold {
+    breaker: Arc<CircuitBreaker>,
+    probe: Probe,
+}
+
+impl Held for ProbeHold {
+    /// Nothing to end: the probe was reported with the entry's completion.
+    fn finish(self) {}
+
+    /// The probe is abandoned: the breaker opens again.
+    fn give_back(self, now: u64, sentinel: &Sentinel) {
+        let notify = |change: &StateChange<'_>| sentinel.listeners.states.notify(change);
+        self.breaker.on_abandon(now, self.probe, &notify);
+    }
+}

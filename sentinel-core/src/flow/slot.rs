@@ -1,0 +1,198 @@
+//! The flow kind and its slot ([`order::FLOW`](crate::slot::order::FLOW)):
+//! QPS or concurrency limits, with their control behaviours.
+//!
+//! What it takes from a passing entry, and where it is given back:
+//! - a concurrency rule's exact reservation on the entry's nodes: released
+//!   at the exit, or at once when a later slot refuses the entry;
+//! - a reject QPS rule's permits from its quota lease: spent for good once
+//!   the entry is admitted, given back when a later slot refuses it or its
+//!   wait in a rate limiter's queue is cancelled;
+//! - a rule with a window of its own counts the entry there once admitted.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use super::{CompiledFlow, FlowRule};
+use crate::entry::Active;
+use crate::node::OriginNode;
+use crate::rule::RuleError;
+use crate::rule::compiled::List;
+use crate::rule::footprint::Footprint;
+use crate::rule::kind::RuleKind;
+use crate::rule::kind_set::KindSet;
+use crate::rule::names::Names;
+use crate::slot::EntryContext;
+use crate::slot::holds::{Holding, NoHold};
+use crate::slot::order;
+#[cfg(feature = "tokio")]
+use crate::slot::rule_slot::Abandoned;
+use crate::slot::rule_slot::{Checking, Exiting, InForce, Refused, RuleSlot};
+use crate::{BlockKind, EntryType};
+
+/// Flow rules.
+pub(crate) struct FlowKind;
+
+impl RuleKind for FlowKind {
+    type Rule = FlowRule;
+    type Compiled = KindSet<CompiledFlow>;
+    type Slot = Self;
+    const BLOCK: BlockKind = BlockKind::Flow;
+
+    fn problems(rule: &FlowRule, index: usize) -> Vec<RuleError> {
+        rule.problems(index)
+    }
+
+    fn names(rule: &FlowRule) -> Names<'_> {
+        rule.names()
+    }
+
+    fn footprint(rule: &FlowRule) -> Footprint {
+        rule.footprint()
+    }
+
+    fn across(rules: &[FlowRule]) -> Vec<RuleError> {
+        super::cluster_problems(rules)
+    }
+}
+
+/// A resource's flow rules in check order, with what the check reads of
+/// them all.
+#[derive(Debug)]
+pub(crate) struct FlowRules {
+    list: List<CompiledFlow>,
+    /// Origins that the rules name (for `limit_app: other`).
+    named_origins: Box<[Box<str>]>,
+    /// A rule keeps a window of its own.
+    windows: bool,
+}
+
+impl FlowRules {
+    pub(super) fn new(list: List<CompiledFlow>) -> Self {
+        let mut named: Vec<Box<str>> = list
+            .iter()
+            .filter(|c| c.rule().names_origin())
+            .map(|c| c.rule().limit_app.as_str().into())
+            .collect();
+        named.sort();
+        named.dedup();
+        FlowRules {
+            windows: list.iter().any(|c| c.has_window()),
+            named_origins: named.into_boxed_slice(),
+            list,
+        }
+    }
+
+    /// The list, shared with the kind's set.
+    #[cfg(test)]
+    pub(crate) fn list(&self) -> &List<CompiledFlow> {
+        &self.list
+    }
+
+    /// Whether a rule names `origin`.
+    fn names_origin(&self, origin: &str) -> bool {
+        self.named_origins.iter().any(|name| **name == *origin)
+    }
+}
+
+impl AsRef<[Arc<CompiledFlow>]> for FlowRules {
+    fn as_ref(&self) -> &[Arc<CompiledFlow>] {
+        &self.list
+    }
+}
+
+impl Deref for FlowRules {
+    type Target = [Arc<CompiledFlow>];
+
+    fn deref(&self) -> &[Arc<CompiledFlow>] {
+        &self.list
+    }
+}
+
+impl Holding for FlowKind {
+    type Held = NoHold;
+}
+
+impl RuleSlot for FlowKind {
+    type Rules = FlowRules;
+    const ORDER: i32 = order::FLOW;
+
+    #[inline(always)]
+    fn check(rules: &FlowRules, c: &mut Checking<'_, '_>) -> Result<(), Refused> {
+        let ctx = c.ctx;
+        match super::check(
+            ctx.sentinel,
+            &rules.list,
+            |o| rules.names_origin(o),
+            ctx,
+            &mut c.verdict.pass_ms,
+        ) {
+            Ok(passed) => {
+                c.outcome = c.outcome.merge(passed);
+                if rules.windows {
+                    c.outcome = c.outcome.hear_admission();
+                }
+                Ok(())
+            }
+            Err(rule) => c.refuse(Self::BLOCK, rule),
+        }
+    }
+
+    #[inline(always)]
+    fn undo(rules: &FlowRules, c: &mut Checking<'_, '_>) {
+        super::release(c.ctx, c.outcome.reserved());
+        if c.outcome.leased() {
+            // Refused after flow: every flow rule let it pass.
+            super::give_back(
+                &rules.list,
+                c.ctx.batch,
+                c.ctx.now_ms.max(c.verdict.pass_ms),
+            );
+        }
+    }
+
+    /// Counts an admitted entry in the windows its flow rules keep.
+    #[cold]
+    fn admitted<F: InForce<FlowRules>>(ctx: &EntryContext<'_>) {
+        let inbound = ctx.entry_type == EntryType::Inbound;
+        F::with(ctx.sentinel, ctx.resource, inbound, |rules| {
+            super::count_windows(ctx.sentinel, &rules.list, |o| rules.names_origin(o), ctx);
+        });
+    }
+
+    /// Gives back the concurrency reserved on the entry's nodes, and the
+    /// permits it leased.
+    #[cfg(feature = "tokio")]
+    fn unadmitted<F: InForce<FlowRules>>(entry: &Abandoned<'_>) {
+        super::release_nodes(
+            entry.resource,
+            entry.origin,
+            entry.context,
+            entry.outcome.reserved(),
+        );
+        if entry.outcome.leased() {
+            // The entry type is of no matter here: a resource's flow rules
+            // are the same either way.
+            F::with(entry.sentinel, entry.node, false, |rules| {
+                super::give_back(&rules.list, entry.batch, entry.pass_ms);
+            });
+        }
+    }
+
+    #[inline(always)]
+    fn exit<F: InForce<FlowRules>>(x: &Exiting<'_, '_>) {
+        if x.active.reserved != 0 {
+            release_reserved(x.active);
+        }
+    }
+}
+
+/// Gives back the exact concurrency an entry holds.
+#[cold]
+fn release_reserved(active: &Active<'_>) {
+    super::release_nodes(
+        active.resource.stats(),
+        active.origin.map(OriginNode::stats),
+        active.context_stats,
+        active.reserved,
+    );
+}

@@ -1,0 +1,34 @@
+//! The rule kinds, declared once, in the chain's order.
+//!
+//! Each line names a kind: its field (in the rule set, the listeners and
+//! the [`RuleBook`](crate::RuleBook)), its [`BlockKind`](crate::BlockKind)
+//! variant, its type (the kind's [`RuleKind`](crate::rule::kind::RuleKind)
+//! in its folder: rule, compiled form, slot), its rule's type, its manager accessor on
+//! [`Sentinel`](crate::Sentinel), its name in logs, errors and metrics,
+//! Sentinel's exception name for its blocks, and the docs of its block
+//! kind and of its rules. Its position is its place in the chain and its
+//! tally code.
+//!
+//! `rule_kinds!(then)` calls the macro `then` with the list; each part
+//! built from it (the block kinds, the rule set's parts and per-resource
+//! rules, the listeners, the rule book, the managers, the chain) is made
+//! by a small macro beside the code it belongs to. The list names its
+//! types by path only: this file imports nothing.
+
+/// Calls `$then!` with every rule kind, in chain order.
+macro_rules! rule_kinds {
+    ($then:ident) => {
+        $then! {
+            authority Authority [authority::AuthorityKind] [authority::AuthorityRule] authority_rules "authority" "AuthorityException"
+                "An origin white or black list." "Origin white and black lists.";
+            system System [system::SystemKind] [system::SystemRule] system_rules "system" "SystemBlockException"
+                "System adaptive protection." "System rules.";
+            param_flow ParamFlow [param_flow::ParamFlowKind] [param_flow::ParamFlowRule] param_flow_rules "param_flow" "ParamFlowException"
+                "A hot-parameter rule (a limit per argument value)." "Hot-parameter rules.";
+            flow Flow [flow::FlowKind] [flow::FlowRule] flow_rules "flow" "FlowException"
+                "A flow rule (QPS or concurrency)." "Flow rules.";
+            degrade Degrade [degrade::DegradeKind] [degrade::DegradeRule] degrade_rules "degrade" "DegradeException"
+                "An open circuit breaker." "Circuit-breaking rules.";
+        }
+    };
+}

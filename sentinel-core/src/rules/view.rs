@@ -1,0 +1,63 @@
+//! How the chain finds a kind's rules for an entry: in the rules it
+//! loaded for the entry (`View`), or in the set in force when a hook asks
+//! (`Found`).
+
+use std::marker::PhantomData;
+
+use super::list::{Checked, Listed, ResourceRules};
+use super::set::RuleSet;
+use crate::Sentinel;
+use crate::node::ResourceNode;
+use crate::rule::kind::CompiledKind;
+use crate::slot::rule_slot::InForce;
+
+/// What the chain finds each kind's rules in, for one entry.
+#[derive(Clone, Copy)]
+pub(crate) struct View<'r> {
+    /// The set in force (`None` before any rule was loaded).
+    pub(crate) set: Option<&'r RuleSet>,
+    /// The rules of the entry's resource, if it has any.
+    pub(crate) resource: Option<&'r ResourceRules>,
+    /// The entry is inbound.
+    pub(crate) inbound: bool,
+}
+
+impl<'r> View<'r> {
+    /// What kind `K`'s slot reads for the entry; `None`: nothing to check.
+    #[inline(always)]
+    pub(crate) fn select<K: Listed>(&self) -> Option<&'r Checked<K>> {
+        if <K::Compiled as CompiledKind>::PER_RESOURCE {
+            <K::Compiled as CompiledKind>::select_own(K::own(self.resource?))
+        } else if self.inbound {
+            K::part(&self.set?.parts).select_all()
+        } else {
+            None
+        }
+    }
+}
+
+/// Where kind `K`'s rules for an entry's resource are found, in the set
+/// in force, when a hook asks (at admission, at the exit).
+pub(crate) struct Found<K>(PhantomData<fn() -> K>);
+
+impl<K: Listed> InForce<Checked<K>> for Found<K> {
+    #[inline(always)]
+    fn with(
+        sentinel: &Sentinel,
+        resource: &ResourceNode,
+        inbound: bool,
+        f: impl FnOnce(&Checked<K>),
+    ) {
+        let version = sentinel.rules_version();
+        sentinel.with_rules(version, |set| {
+            let view = View {
+                set: Some(set),
+                resource: set.for_resource(resource),
+                inbound,
+            };
+            if let Some(rules) = view.select::<K>() {
+                f(rules);
+            }
+        });
+    }
+}

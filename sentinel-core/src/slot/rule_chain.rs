@@ -1,0 +1,132 @@
+//! The rule checks of the chain, composed at compile time from the list of
+//! kinds (`crate::kinds`): a nested type, `Then<Authority, Then<System, …
+//! End>>`. [`RuleChecks::check`] runs the user slots placed before each
+//! kind's slot, then the slot (when the kind has something to check for
+//! the entry), then the rest; when the rest refuses, each slot that passed
+//! gives back what it took, latest first.
+
+use std::marker::PhantomData;
+
+use super::EntryContext;
+#[cfg(feature = "tokio")]
+use super::rule_slot::Abandoned;
+use super::rule_slot::{Checking, Exiting, Refused, RuleSlot};
+use crate::rules::list::Listed;
+use crate::rules::view::{Found, View};
+
+/// Rule slots in a row.
+pub(crate) trait RuleChecks {
+    /// How many rule slots.
+    const LEN: usize;
+
+    /// Runs the slots from position `at` on, each after the user slots
+    /// placed before it; the first refusal wins, and the slots that passed
+    /// give back what they took.
+    fn check(v: &View<'_>, c: &mut Checking<'_, '_>, at: usize) -> Result<(), Refused>;
+
+    /// Gives back what every slot took (each slot's
+    /// [`undo`](RuleSlot::undo), latest first), for an entry whose checks
+    /// unwound from a panic.
+    fn undo_all(v: &View<'_>, c: &mut Checking<'_, '_>);
+
+    /// Tells every slot of an admission, in chain order.
+    fn admitted(ctx: &EntryContext<'_>);
+
+    /// Tells every slot that a checked entry will not be admitted.
+    #[cfg(feature = "tokio")]
+    fn unadmitted(entry: &Abandoned<'_>);
+
+    /// Tells every slot of an exit, in chain order.
+    fn exit(x: &Exiting<'_, '_>);
+
+    /// The slots' orders, in chain order.
+    fn orders(into: &mut Vec<i32>);
+}
+
+/// Kind `K`'s slot, then the slots `R`.
+pub(crate) struct Then<K, R>(PhantomData<fn() -> (K, R)>);
+
+/// The end of the rule slots: the user slots placed after the last.
+pub(crate) struct End;
+
+impl<K: Listed, R: RuleChecks> RuleChecks for Then<K, R> {
+    const LEN: usize = R::LEN + 1;
+
+    #[inline(always)]
+    fn check(v: &View<'_>, c: &mut Checking<'_, '_>, at: usize) -> Result<(), Refused> {
+        c.user_slots(at)?;
+        let Some(rules) = v.select::<K>() else {
+            return R::check(v, c, at + 1);
+        };
+        K::Slot::check(rules, c)?;
+        if let Err(refused) = R::check(v, c, at + 1) {
+            K::Slot::undo(rules, c);
+            return Err(refused);
+        }
+        Ok(())
+    }
+
+    fn undo_all(v: &View<'_>, c: &mut Checking<'_, '_>) {
+        R::undo_all(v, c);
+        if let Some(rules) = v.select::<K>() {
+            K::Slot::undo(rules, c);
+        }
+    }
+
+    #[inline(always)]
+    fn admitted(ctx: &EntryContext<'_>) {
+        K::Slot::admitted::<Found<K>>(ctx);
+        R::admitted(ctx);
+    }
+
+    #[cfg(feature = "tokio")]
+    fn unadmitted(entry: &Abandoned<'_>) {
+        K::Slot::unadmitted::<Found<K>>(entry);
+        R::unadmitted(entry);
+    }
+
+    #[inline(always)]
+    fn exit(x: &Exiting<'_, '_>) {
+        K::Slot::exit::<Found<K>>(x);
+        R::exit(x);
+    }
+
+    fn orders(into: &mut Vec<i32>) {
+        into.push(K::Slot::ORDER);
+        R::orders(into);
+    }
+}
+
+impl RuleChecks for End {
+    const LEN: usize = 0;
+
+    #[inline(always)]
+    fn check(_: &View<'_>, c: &mut Checking<'_, '_>, at: usize) -> Result<(), Refused> {
+        c.user_slots(at)
+    }
+
+    fn undo_all(_: &View<'_>, _: &mut Checking<'_, '_>) {}
+
+    #[inline(always)]
+    fn admitted(_: &EntryContext<'_>) {}
+
+    #[cfg(feature = "tokio")]
+    fn unadmitted(_: &Abandoned<'_>) {}
+
+    #[inline(always)]
+    fn exit(_: &Exiting<'_, '_>) {}
+
+    fn orders(_: &mut Vec<i32>) {}
+}
+
+/// Makes the chain's type from the list of kinds.
+macro_rules! rule_chain {
+    ($($field:ident $variant:ident [$($kind:tt)*] [$($rule:tt)*] $accessor:ident $name:literal $exception:literal
+        $doc:literal $book_doc:literal;)*) => {
+        /// The rule checks, in the order of the list of kinds (Sentinel's).
+        pub(crate) type RuleChain = rule_chain!(@nest $(crate::$($kind)*,)*);
+    };
+    (@nest) => { End };
+    (@nest $first:path, $($rest:path,)*) => { Then<$first, rule_chain!(@nest $($rest,)*)> };
+}
+rule_kinds!(rule_chain);
