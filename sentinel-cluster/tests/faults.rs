@@ -13,7 +13,7 @@ use sentinel_flow_cluster::{ClusterConfig, RedisCluster};
 use sentinel_flow_core::Sentinel;
 use sentinel_flow_core::flow::{ClusterFlowConfig, ClusterStatus, FlowRule};
 use sentinel_flow_core::prometheus::render_prometheus;
-use support::{RedisServer, offer, per_second, unix_ms};
+use support::{RedisServer, StampClock, offer, per_second, unix_ms};
 
 const RESOURCE: &str = "POST:/pay";
 const BUDGET: Duration = Duration::from_millis(2);
@@ -53,7 +53,7 @@ fn config(url: &str) -> ClusterConfig {
 }
 
 fn instance(url: &str, rule: FlowRule) -> (Sentinel, RedisCluster) {
-    let sentinel = Sentinel::builder().build();
+    let sentinel = Sentinel::builder().clock(StampClock).build();
     let cluster = RedisCluster::start(config(url)).unwrap();
     cluster.attach(&sentinel);
     sentinel.flow_rules().load(vec![rule]).unwrap();

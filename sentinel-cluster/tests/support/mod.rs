@@ -168,6 +168,36 @@ pub fn unix_ms() -> u64 {
         .as_millis() as u64
 }
 
+std::thread_local! {
+    static LAST_READING: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The system time, read precisely at each call, with the last reading
+/// this thread made kept for [`offer`]: an instance built on it has each
+/// admission counted in the second its own decision read, not in the
+/// second the test happened to read before or after it (the default
+/// clock is a ticker's cached millisecond, which may lag a loaded
+/// machine's time across a second's boundary).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StampClock;
+
+impl sentinel_flow_core::Clock for StampClock {
+    fn now_ms(&self) -> u64 {
+        let ms = unix_ms();
+        LAST_READING.with(|last| last.set(ms));
+        ms
+    }
+
+    fn now_nanos(&self) -> u64 {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        LAST_READING.with(|last| last.set(nanos / 1_000_000));
+        nanos
+    }
+}
+
 /// Offers `qps` entries a second of `resource` to `sentinel` for
 /// `duration`, evenly spaced (a late entry does not push the later ones),
 /// each held for no time.
@@ -189,10 +219,16 @@ pub fn offer(
         if let Some(wait) = due.checked_duration_since(Instant::now()) {
             std::thread::sleep(wait);
         }
-        let at = unix_ms();
+        LAST_READING.with(|last| last.set(0));
+        let asked = unix_ms();
         let before = Instant::now();
         let entry = sentinel.entry(resource);
         let took = before.elapsed();
+        // The instance's own reading when it runs on a `StampClock`.
+        let at = match LAST_READING.with(|last| last.get()) {
+            0 => asked,
+            read => read,
+        };
         load.decisions.push((at, took));
         if entry.is_ok() {
             load.admitted.push(at);
