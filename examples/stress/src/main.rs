@@ -7,7 +7,7 @@
 //! compared with every reading the library gives (node snapshots, lifetime
 //! totals, the metric log, block counts, Prometheus counters) and with the
 //! rules' promises. The workload and the model are those of
-//! `sentinel-core/tests/differential.rs` (see its `differential/model.rs`).
+//! `sentinel-core/tests/differential/` (see its `model/`).
 //!
 //! Each seed runs in phase mode (the clock moves only while every worker is
 //! parked: every reading must equal the model), then in racing mode (the
@@ -25,7 +25,7 @@
 //! above: every seed loads rules into fresh instances, and their INFO
 //! lines would bury the report).
 
-#[path = "../../../sentinel-core/tests/differential/model.rs"]
+#[path = "../../../sentinel-core/tests/differential/model/mod.rs"]
 mod model;
 
 use std::time::{Duration, Instant};
