@@ -1,14 +1,12 @@
 //! White and black lists by origin, every rule of a resource, and the
 //! place of authority before flow.
 
-use std::sync::{Arc, Mutex};
-
 use sentinel_flow_core::BlockKind;
 use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow_core::flow::FlowRule;
 
 use crate::enter;
-use crate::support::{instance, load, refusals};
+use crate::support::{instance, load};
 
 #[test]
 fn a_white_list_admits_only_its_origins() {
@@ -115,54 +113,4 @@ fn authority_runs_before_flow_so_refused_callers_use_no_quota() {
     assert_eq!(enter(&sentinel, "r", "app"), Ok(()));
     assert_eq!(enter(&sentinel, "r", "app"), Ok(()));
     assert_eq!(enter(&sentinel, "r", "app"), Err(BlockKind::Flow));
-}
-
-#[test]
-fn a_bad_list_is_refused_whole_and_the_rules_in_force_stay() {
-    let (_clock, sentinel) = instance();
-    let good = AuthorityRule::new("r", AuthorityStrategy::White, ["a"]);
-    load(&sentinel, [good.clone()]);
-    let errors = sentinel
-        .authority_rules()
-        .load(vec![
-            AuthorityRule::new("r", AuthorityStrategy::Black, ["a"]),
-            AuthorityRule::new("", AuthorityStrategy::White, ["a"]),
-            AuthorityRule::new("s", AuthorityStrategy::White, ["x,y"]),
-            AuthorityRule::new("t", AuthorityStrategy::White, Vec::<String>::new()),
-        ])
-        .unwrap_err();
-    assert_eq!(
-        refusals(&errors),
-        [
-            ("authority", 1, "resource"),
-            ("authority", 2, "limit_app"),
-            ("authority", 3, "limit_app")
-        ]
-    );
-    assert_eq!(sentinel.authority_rules().rules(), vec![good]);
-    assert_eq!(enter(&sentinel, "r", "b"), Err(BlockKind::Authority));
-}
-
-#[test]
-fn listeners_hear_each_load_of_their_kind_only() {
-    let (_clock, sentinel) = instance();
-    let heard = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&heard);
-    sentinel
-        .authority_rules()
-        .on_change(move |rules| sink.lock().unwrap().push(rules.len()));
-    sentinel
-        .authority_rules()
-        .load(vec![AuthorityRule::new(
-            "r",
-            AuthorityStrategy::White,
-            ["a"],
-        )])
-        .unwrap();
-    load(&sentinel, [FlowRule::new("r", 1.0)]);
-    sentinel.authority_rules().load(vec![]).unwrap();
-    assert_eq!(*heard.lock().unwrap(), [1, 0]);
-    // Loading another kind kept the authority rules in force.
-    assert!(sentinel.authority_rules().rules().is_empty());
-    assert_eq!(sentinel.flow_rules().rules().len(), 1);
 }

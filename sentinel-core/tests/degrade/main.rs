@@ -4,8 +4,8 @@
 //! cycle as listeners hear it (`cycle`), exactly `probe_num` probes under
 //! threads and probes that never run (`probes`: Sentinel issue 1638, a later
 //! slot blocks them, or an `enter_async` waiting in a rate limiter's queue is
-//! cancelled), reloads that keep a breaker and refused rule lists
-//! (`reloads`), and what counts as a completion (`completions`).
+//! cancelled), reloads that keep a breaker (`reloads`), and what counts as a
+//! completion (`completions`).
 //!
 //! Every test builds its own [`Sentinel`] on a [`ManualClock`]; response
 //! times and open times are made by moving the clock, never by sleeping.

@@ -3,8 +3,9 @@
 //! `limit_app` and rule order (`limit_app`), the relate and chain strategies
 //! (`strategies`), the warm-up curve (`warm_up`), the rate limiter's pacing and
 //! queue (`rate_limiter`), a synchronous wait on the instance's clock
-//! (`queue_wait`), reloads and listeners (`reloads`), rules with a window of
-//! their own (`window`), and the cluster hook (`cluster`).
+//! (`queue_wait`), reloads (`reloads`), rules with a window of their own
+//! (`window`), and the cluster hook (`cluster`). What every kind shares
+//! (refused lists, listeners) is the contract in `tests/kinds/contract.rs`.
 //!
 //! Every test builds its own [`Sentinel`] on a [`ManualClock`]; time windows
 //! are crossed by moving the clock, never by sleeping. The queue tests run on

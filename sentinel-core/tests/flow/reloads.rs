@@ -1,9 +1,11 @@
-//! Reloads that keep state or apply a changed count at once, refused rule
-//! lists, and listeners (one that loads rules itself).
+//! Reloads that keep warm-up state or apply a changed count at once, and a
+//! listener that loads rules itself.
+//! What every kind shares (refused lists, listeners, state kept across a
+//! load) is the contract in `tests/kinds/contract.rs`.
 
 use std::sync::{Arc, Mutex};
 
-use sentinel_flow_core::flow::{ControlBehavior, FlowRule, FlowStrategy};
+use sentinel_flow_core::flow::FlowRule;
 use sentinel_flow_core::{ManualClock, Sentinel};
 
 use crate::support::{admit, instance, load, stats};
@@ -87,157 +89,6 @@ fn reloading_a_changed_count_applies_at_once() {
 
     sentinel.flow_rules().load(vec![]).unwrap();
     assert_eq!(admit(&sentinel, "r", 10), 10, "no rule, no limit");
-}
-
-#[test]
-fn bad_rules_are_refused_by_field_and_the_rules_in_force_stay() {
-    let (_clock, sentinel) = instance();
-    let in_force = vec![FlowRule::new("r", 1.0)];
-    sentinel.flow_rules().load(in_force.clone()).unwrap();
-
-    let base = || FlowRule::new("r", 1.0);
-    let cases: Vec<(&str, FlowRule)> = vec![
-        ("count", FlowRule::new("r", -1.0)),
-        ("count", FlowRule::new("r", f64::NAN)),
-        (
-            "ref_resource",
-            FlowRule {
-                strategy: FlowStrategy::Relate,
-                ..base()
-            },
-        ),
-        (
-            "ref_resource",
-            FlowRule {
-                strategy: FlowStrategy::Chain,
-                ..base()
-            },
-        ),
-        (
-            "limit_app",
-            FlowRule {
-                limit_app: String::new(),
-                ..base()
-            },
-        ),
-        (
-            "limit_app",
-            FlowRule {
-                limit_app: "a,b".into(),
-                ..base()
-            },
-        ),
-        (
-            "warm_up_period_sec",
-            FlowRule {
-                control_behavior: ControlBehavior::WarmUp,
-                warm_up_period_sec: 0,
-                ..base()
-            },
-        ),
-        (
-            "warm_up_cold_factor",
-            FlowRule {
-                control_behavior: ControlBehavior::WarmUp,
-                warm_up_cold_factor: 1,
-                ..base()
-            },
-        ),
-        (
-            "stat_interval_ms",
-            FlowRule {
-                stat_interval_ms: 0,
-                ..base()
-            },
-        ),
-    ];
-    for (field, bad) in cases {
-        // A good rule first that would lift the limit if the list went in.
-        let errors = sentinel
-            .flow_rules()
-            .load(vec![FlowRule::new("r", 1_000.0), bad.clone()])
-            .expect_err(field);
-        let [error] = errors.errors() else {
-            panic!("one error for {bad:?}: {errors}");
-        };
-        assert_eq!(error.kind, "flow");
-        assert_eq!(error.field, field, "{error}");
-        assert_eq!(error.index, 1, "{error}");
-        assert_eq!(error.resource, "r", "{error}");
-        let shown = error.to_string();
-        assert!(
-            shown.starts_with(&format!("flow[1] (r): {field} ")),
-            "{shown}"
-        );
-        assert_eq!(sentinel.flow_rules().rules(), in_force, "after {field}");
-    }
-
-    let errors = sentinel
-        .flow_rules()
-        .load(vec![FlowRule::new("r", -1.0)])
-        .unwrap_err();
-    assert_eq!(
-        errors.errors()[0].to_string(),
-        "flow[0] (r): count must be a finite number >= 0, got -1"
-    );
-
-    // Two bad rules: both reported, in order.
-    let errors = sentinel
-        .flow_rules()
-        .load(vec![
-            FlowRule::new("x", f64::INFINITY),
-            FlowRule::new("y", 3.0),
-            FlowRule {
-                strategy: FlowStrategy::Chain,
-                ..FlowRule::new("z", 1.0)
-            },
-        ])
-        .unwrap_err();
-    let found: Vec<_> = errors
-        .errors()
-        .iter()
-        .map(|e| (e.index, e.resource.as_str(), e.field))
-        .collect();
-    assert_eq!(found, [(0, "x", "count"), (2, "z", "ref_resource")]);
-    let shown = errors.to_string();
-    assert!(
-        shown.starts_with("2 invalid rule(s): flow[0] (x): count"),
-        "{shown}"
-    );
-    assert!(shown.contains("; flow[2] (z): ref_resource"), "{shown}");
-
-    // The rules loaded first are still in force, and still block.
-    assert_eq!(sentinel.flow_rules().rules(), in_force);
-    assert_eq!(admit(&sentinel, "r", 3), 1);
-    assert_eq!(
-        admit(&sentinel, "y", 5),
-        5,
-        "the refused list's good rule is not in force"
-    );
-}
-
-#[test]
-fn listeners_hear_each_successful_load_and_no_refused_one() {
-    let (_clock, sentinel) = instance();
-    let heard: Arc<Mutex<Vec<Vec<FlowRule>>>> = Arc::default();
-    let log = Arc::clone(&heard);
-    sentinel
-        .flow_rules()
-        .on_change(move |rules| log.lock().unwrap().push(rules.to_vec()));
-
-    let first = vec![FlowRule::new("r", 1.0), FlowRule::new("s", 2.0)];
-    sentinel.flow_rules().load(first.clone()).unwrap();
-    assert!(
-        sentinel
-            .flow_rules()
-            .load(vec![FlowRule::new("r", -1.0)])
-            .is_err()
-    );
-    let second = vec![warm_up_rule("r", 50.0)];
-    sentinel.flow_rules().load(second.clone()).unwrap();
-    sentinel.flow_rules().load(vec![]).unwrap();
-
-    assert_eq!(*heard.lock().unwrap(), [first, second, vec![]]);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! (`rate_limiter`, its queue under `enter_async` in `rate_limiter::queue`),
 //! the concurrency grade and counts given back when a later check refuses
 //! (`concurrency`), bounded memory with a million values (`capacity`),
-//! reloads and refused rule lists (`reloads`) and user key types (`keys`).
+//! reloads (`reloads`) and user key types (`keys`).
 //!
 //! Every test builds its own [`Sentinel`] on a [`ManualClock`] started on a
 //! whole second; time is crossed by moving the clock, never by sleeping. The

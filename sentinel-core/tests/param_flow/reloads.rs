@@ -1,11 +1,11 @@
-//! Reloads that keep a rule's values and counts, and refused rule lists.
+//! Reloads that keep a rule's values and held counts, and a changed rule
+//! that starts afresh.
+//! What every kind shares (refused lists, listeners, state kept across a
+//! load) is the contract in `tests/kinds/contract.rs`.
 
-use sentinel_flow_core::RuleError;
-use sentinel_flow_core::param_flow::{
-    ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule,
-};
+use sentinel_flow_core::param_flow::{ParamFlowItem, ParamFlowRule};
 
-use crate::support::{instance, load, refusals};
+use crate::support::{instance, load};
 use crate::{admit, arg, concurrency, enter, table_of};
 
 #[test]
@@ -66,102 +66,4 @@ fn a_reload_keeps_held_counts_and_a_replaced_rule_takes_its_counts_back_to_itsel
     assert!(enter(&sentinel, "r", &k).is_err(), "new still holds k");
     drop(new);
     assert!(enter(&sentinel, "r", &k).is_ok());
-}
-
-#[test]
-fn bad_rules_are_refused_by_field_and_the_rules_in_force_stay() {
-    let (_clock, sentinel) = instance();
-    let in_force = vec![ParamFlowRule::new("r", 0, 1.0)];
-    sentinel.param_flow_rules().load(in_force.clone()).unwrap();
-    let a = arg("a");
-    assert_eq!(admit(&sentinel, "r", &a, 2), 1);
-
-    let base = || ParamFlowRule::new("r", 0, 1.0);
-    let items = |list: Vec<ParamFlowItem>| ParamFlowRule {
-        param_flow_item_list: list,
-        ..base()
-    };
-    let cases: Vec<(&str, ParamFlowRule)> = vec![
-        ("count", ParamFlowRule::new("r", 0, -1.0)),
-        ("count", ParamFlowRule::new("r", 0, f64::NAN)),
-        ("resource", ParamFlowRule::new(" ", 0, 1.0)),
-        (
-            "duration_in_sec",
-            ParamFlowRule {
-                duration_in_sec: 0,
-                ..base()
-            },
-        ),
-        (
-            "control_behavior",
-            ParamFlowRule {
-                grade: ParamFlowGrade::Concurrency,
-                control_behavior: ParamControlBehavior::RateLimiter,
-                ..base()
-            },
-        ),
-        (
-            "param_flow_item_list",
-            items(vec![
-                ParamFlowItem::new("x", 1.0),
-                ParamFlowItem::new("x", 2.0),
-            ]),
-        ),
-        (
-            "param_flow_item_list",
-            items(vec![
-                ParamFlowItem::new(7u8, 1.0),
-                ParamFlowItem::new(7i64, 1.0),
-            ]),
-        ),
-        (
-            "param_flow_item_list",
-            items(vec![ParamFlowItem::new("x", -1.0)]),
-        ),
-        (
-            "capacity",
-            ParamFlowRule {
-                capacity: Some(0),
-                ..base()
-            },
-        ),
-    ];
-    for (field, bad) in cases {
-        let errors = sentinel
-            .param_flow_rules()
-            .load(vec![base(), bad.clone()])
-            .expect_err(field);
-        let [error]: &[RuleError; 1] = errors.errors().try_into().expect("one error");
-        assert_eq!(
-            (error.kind, error.index, error.field),
-            ("param_flow", 1, field),
-            "{bad:?}: {error}"
-        );
-        assert!(errors.to_string().contains(field), "{errors}");
-        assert_eq!(sentinel.param_flow_rules().rules(), in_force);
-    }
-
-    // Every problem of a list is reported, in order.
-    let errors = sentinel
-        .param_flow_rules()
-        .load(vec![
-            ParamFlowRule::new("r", 0, -1.0),
-            base(),
-            ParamFlowRule {
-                duration_in_sec: 0,
-                ..base()
-            },
-        ])
-        .unwrap_err();
-    assert_eq!(
-        refusals(&errors),
-        [
-            ("param_flow", 0, "count"),
-            ("param_flow", 2, "duration_in_sec")
-        ]
-    );
-
-    // The rule in force kept its state through every refused load.
-    assert_eq!(admit(&sentinel, "r", &a, 2), 0);
-    assert_eq!(sentinel.param_flow_rules().rules(), in_force);
 }

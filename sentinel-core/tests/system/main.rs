@@ -1,7 +1,8 @@
 //! Integration tests of system rules (`limits`): each limit against the
 //! inbound total, inbound entries only, the strictest rule winning,
 //! Sentinel's BBR condition for the load limit with injected readings, and
-//! threads.
+//! threads. What every kind shares (refused lists, listeners, reloads) is
+//! the contract in `tests/kinds/contract.rs`.
 
 use sentinel_flow_core::system::{ManualStatus, SystemRule};
 use sentinel_flow_core::{BlockError, Entry, EntryType, ManualClock, Sentinel};
