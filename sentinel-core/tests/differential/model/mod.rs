@@ -27,6 +27,13 @@
 //! parameter's concurrency rule) never holds more than its count, authority
 //! lists refuse exactly their origins, and each refusal's kind is one the
 //! resource's rules can give.
+//!
+//! The files: this one the workload (resources, rules, the PRNG, the log of
+//! calls); `run.rs` running a seed (workers, the clock's driver,
+//! checkpoints); `reference.rs` the model of each node and the report;
+//! `check.rs` and `logs.rs` the checker (readings, then the metric and
+//! block logs and the rules' promises). They share one namespace: each file
+//! imports `super::*`, and this one imports theirs.
 
 mod check;
 mod logs;
