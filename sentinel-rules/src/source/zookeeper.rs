@@ -44,8 +44,10 @@ pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bounds: a node's data over the watcher's
 /// [`LoadOptions::max_size`](crate::LoadOptions::max_size) is refused
 /// unread; no frame from the server is kept past that limit plus 1 KiB of
-/// header; opening a TCP connection may take 2 s per address, a reply 2 s;
-/// a server silent for two thirds of the session timeout is taken for lost.
+/// header; opening a TCP connection may take 2 s per address, a reply 2 s
+/// (a frame, once begun, must arrive whole within that too); a server
+/// silent for two thirds of the session timeout is taken for lost. Host
+/// names are resolved by the system's resolver, under its own timeouts.
 ///
 /// ```no_run
 /// use sentinel_flow_rules::source::{RuleFormat, SentinelKeys, SourceWatcher, ZooKeeperSource};
@@ -469,7 +471,20 @@ fn set(
 
 #[cfg(test)]
 mod tests {
-    use super::bad_path;
+    use super::{ZooKeeperSource, bad_path};
+
+    #[test]
+    fn addresses_are_host_and_port_each() {
+        let source = ZooKeeperSource::open("zk1:2181, zk2:2182").unwrap();
+        assert_eq!(source.name, "zookeeper://zk1:2181,zk2:2182");
+        for bad in ["zk1", "zk1:2181,", "zk1:port", "zk1:2181/app", ""] {
+            let error = ZooKeeperSource::open(bad).unwrap_err();
+            assert!(
+                error.to_string().contains("bad ZooKeeper address"),
+                "{bad}: {error}"
+            );
+        }
+    }
 
     #[test]
     fn node_paths_are_checked_as_zookeeper_checks_them() {

@@ -479,6 +479,11 @@ fn a_node_over_the_max_size_is_refused_unread() {
     );
     assert_eq!(flow_count(&sentinel), Some(1.0));
     assert!(handle.state().connected);
+    // The watch set by `exists` on the node over the limit tells its
+    // next change.
+    server.put(KEY, json(2).as_bytes());
+    assert!(eventually(Duration::from_secs(2), || flow_count(&sentinel)
+        == Some(2.0)));
 }
 
 /// A key that is not a node path is refused naming it, not sent.
@@ -500,4 +505,26 @@ fn a_key_that_is_not_a_node_path_is_refused_naming_it() {
     .start(instance())
     .unwrap_err();
     assert!(error.to_string().contains("key app-flow-rules"), "{error}");
+}
+
+/// An ensemble's servers are tried in turn: one that does not answer is
+/// passed over.
+#[test]
+fn a_server_of_the_ensemble_that_does_not_answer_is_passed_over() {
+    let server = ZooKeeperBackend::start();
+    server.put(KEY, json(8).as_bytes());
+    let dead = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let source = ZooKeeperSource::open(&format!("127.0.0.1:{dead},{}", server.address()))
+        .unwrap()
+        .session_timeout(SESSION);
+    let sentinel = instance();
+    let handle = SourceWatcher::new(source, json_format())
+        .start(sentinel.clone())
+        .unwrap();
+    assert_eq!(flow_count(&sentinel), Some(8.0));
+    assert!(handle.state().connected);
 }
