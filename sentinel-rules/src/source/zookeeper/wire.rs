@@ -282,11 +282,11 @@ impl Connection {
             .bytes(&[0; 16])
             .boolean(false);
         connection.write_frame(&request.0).map_err(io)?;
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
         let mut len = [0; 4];
         connection
-            .stream
-            .read_exact(&mut len)
-            .map_err(|e| format!("{addr}: the server did not answer the session request ({e})"))?;
+            .read_exact_by(&mut len, deadline)
+            .map_err(|e| format!("the server did not answer the session request ({e})"))?;
         let len = i32::from_be_bytes(len);
         if !(0..=HANDSHAKE_CAP as i32).contains(&len) {
             return Err(format!(
@@ -294,7 +294,7 @@ impl Connection {
             ));
         }
         let mut body = vec![0; len as usize];
-        connection.stream.read_exact(&mut body).map_err(io)?;
+        connection.read_exact_by(&mut body, deadline)?;
         let mut reply = Reader::new(&body);
         let _protocol = reply.int()?;
         let granted = reply.int()?;
@@ -344,7 +344,26 @@ impl Connection {
         let mut frame = Vec::with_capacity(4 + payload.len());
         frame.extend_from_slice(&len.to_be_bytes());
         frame.extend_from_slice(payload);
-        self.stream.write_all(&frame)?;
+        // Whole within the request timeout, however slowly the server
+        // takes it (a write timeout alone is per call).
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let mut rest = frame.as_slice();
+        while !rest.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("a request not taken within {REQUEST_TIMEOUT:?}"),
+                ));
+            }
+            self.stream.set_write_timeout(Some(left))?;
+            match self.stream.write(rest) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => rest = &rest[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
         self.last_sent = Instant::now();
         Ok(())
     }
@@ -453,19 +472,39 @@ impl Connection {
         format!("{}: {error}", self.addr)
     }
 
-    fn read_exact_by(&mut self, buf: &mut [u8], deadline: Instant) -> Result<(), String> {
-        if Instant::now() >= deadline {
-            return Err(format!(
-                "{}: a reply took longer than {REQUEST_TIMEOUT:?}",
+    /// Fills `buf` by `deadline`, however the server trickles its bytes
+    /// (a read timeout alone is per call).
+    fn read_exact_by(&mut self, mut buf: &mut [u8], deadline: Instant) -> Result<(), String> {
+        let late = || {
+            format!(
+                "{}: a reply not whole within {REQUEST_TIMEOUT:?}",
                 self.addr
-            ));
-        }
-        self.stream.read_exact(buf).map_err(|e| match e.kind() {
-            io::ErrorKind::UnexpectedEof => {
-                format!("{}: the server closed the connection", self.addr)
+            )
+        };
+        while !buf.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(late());
             }
-            _ => self.lost(&e),
-        })
+            self.stream
+                .set_read_timeout(Some(left))
+                .map_err(|e| self.lost(&e))?;
+            match self.stream.read(buf) {
+                Ok(0) => return Err(format!("{}: the server closed the connection", self.addr)),
+                Ok(n) => buf = &mut buf[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(late());
+                }
+                Err(e) => return Err(self.lost(&e)),
+            }
+        }
+        Ok(())
     }
 
     /// Reads one frame whole (or drains one over the cap), by `deadline`;

@@ -219,3 +219,34 @@ fn a_session_the_server_expired_is_an_error() {
     assert!(error.contains("the session expired"), "{error}");
     thread.join().unwrap();
 }
+
+#[test]
+fn a_reply_trickled_a_byte_at_a_time_is_given_up_within_the_request_timeout() {
+    let (addr, thread) = server(4000, |stream| {
+        let request = frame(stream);
+        let reply = get_data_reply(xid_of(&request), &[b'x'; 64]);
+        let mut out = (reply.len() as i32).to_be_bytes().to_vec();
+        out.extend_from_slice(&reply);
+        // A byte every 300 ms: each read waits less than its timeout.
+        for byte in out {
+            if stream.write_all(&[byte]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    });
+    let mut connection = Connection::open(&addr, Duration::from_secs(4)).unwrap();
+    connection.set_data_cap(100);
+    let start = Instant::now();
+    let error = connection
+        .call(OP_GET_DATA, Record::default().bytes(b"/a").boolean(true))
+        .unwrap_err();
+    let took = start.elapsed();
+    assert!(error.contains("not whole within"), "{error}");
+    assert!(
+        took < super::REQUEST_TIMEOUT + Duration::from_millis(500),
+        "{took:?}"
+    );
+    drop(connection);
+    thread.join().unwrap();
+}
