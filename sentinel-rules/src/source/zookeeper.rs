@@ -1,8 +1,9 @@
 //! `ZooKeeperSource`: rules kept in ZooKeeper nodes, followed through
 //! watches.
 //!
-//! Keys are node paths (`/sentinel/orders-flow-rules`), as Sentinel's
-//! `ZookeeperDataSource` keeps its JSON. A read asks each node's `Stat`
+//! Keys are node paths (`/sentinel/orders-flow-rules`), or names under a
+//! root node ([`ZooKeeperSource::root`]: `/{groupId}/{dataId}`, as
+//! Sentinel's `ZookeeperDataSource` keeps its JSON). A read asks each node's `Stat`
 //! with `exists` (which sets a watch, on its creation when it is missing),
 //! then the data of those within the size limit with `getData` (a watch
 //! too): a node over the limit is never fetched. A watch fires once; the
@@ -62,6 +63,8 @@ pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 /// ```
 pub struct ZooKeeperSource {
     hosts: Arc<[String]>,
+    /// The node keys are read under, if any (`/sentinel`).
+    root: Option<Arc<str>>,
     name: String,
     session_timeout: Duration,
     connection: Option<Connection>,
@@ -104,6 +107,7 @@ impl ZooKeeperSource {
         Ok(ZooKeeperSource {
             name: format!("zookeeper://{}", list.join(",")),
             hosts: list.into(),
+            root: None,
             session_timeout: DEFAULT_SESSION_TIMEOUT,
             connection: None,
             next_host: 0,
@@ -119,6 +123,28 @@ impl ZooKeeperSource {
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
         self
+    }
+
+    /// Keys are names under the node `root` rather than whole paths:
+    /// with `root("/SENTINEL_GROUP")`, the key `orders-flow-rules` is the
+    /// node `/SENTINEL_GROUP/orders-flow-rules`, the path Sentinel's
+    /// `ZookeeperDataSource` keeps a group's rules at (`/{groupId}/{dataId}`),
+    /// so [`SentinelKeys::for_app`](super::SentinelKeys::for_app) names
+    /// them. `root` must be a node path.
+    pub fn root(mut self, root: &str) -> Result<Self, SourceError> {
+        if let Some(why) = bad_path(root) {
+            return Err(SourceError::new(format!(
+                "bad ZooKeeper root {root:?}: {why}"
+            )));
+        }
+        let root = (root != "/").then(|| Arc::from(root));
+        self.name = format!(
+            "zookeeper://{}{}",
+            self.hosts.join(","),
+            root.as_deref().unwrap_or("")
+        );
+        self.root = root;
+        Ok(self)
     }
 
     fn lost(&mut self, why: String) -> SourceError {
@@ -176,6 +202,14 @@ fn bad_path(key: &str) -> Option<&'static str> {
     None
 }
 
+/// The node of `key`: the key itself, or the key under `root`.
+fn node_path(root: Option<&str>, key: &str) -> String {
+    match root {
+        Some(root) => format!("{root}/{key}"),
+        None => key.to_owned(),
+    }
+}
+
 /// A node path as a record's string.
 fn path(key: &str) -> Record {
     Record::default().bytes(key.as_bytes())
@@ -207,7 +241,11 @@ impl RuleSource for ZooKeeperSource {
             return Err(SourceError::new("zookeeper: not connected"));
         };
         connection.set_data_cap(max_size);
-        match read_nodes(connection, keys, max_size) {
+        let nodes: Vec<(&String, String)> = keys
+            .iter()
+            .map(|key| (key, node_path(self.root.as_deref(), key)))
+            .collect();
+        match read_nodes(connection, &nodes, max_size) {
             Ok((values, seen)) => {
                 let mut known = self.seen.lock();
                 for (key, _) in &values.entries {
@@ -232,6 +270,7 @@ impl RuleSource for ZooKeeperSource {
     fn writer(&self) -> Option<Arc<dyn RuleWriter>> {
         Some(Arc::new(ZooKeeperWriter {
             hosts: self.hosts.clone(),
+            root: self.root.clone(),
             session_timeout: self.session_timeout,
             connection: Mutex::new(None),
             seen: self.seen.clone(),
@@ -241,25 +280,25 @@ impl RuleSource for ZooKeeperSource {
 
 /// Every node's `Stat` with a watch (one pipelined round trip), then the
 /// data of those within the limit with a watch (another): data over the
-/// limit is never fetched. The revision is the highest transaction id the
-/// server reported by then.
+/// limit is never fetched. `nodes` are the keys and their node paths. The
+/// revision is the highest transaction id the server reported by then.
 fn read_nodes(
     connection: &mut Connection,
-    keys: &[String],
+    nodes: &[(&String, String)],
     max_size: usize,
 ) -> Result<(Values, HashMap<String, Seen>), String> {
-    let mut entries: Vec<(String, KeyValue)> = Vec::with_capacity(keys.len());
+    let mut entries: Vec<(String, KeyValue)> = Vec::with_capacity(nodes.len());
     let mut asked = Vec::new();
-    for key in keys {
-        match bad_path(key) {
+    for (key, node) in nodes {
+        match bad_path(node) {
             Some(why) => entries.push((
-                key.clone(),
-                KeyValue::Unreadable(format!("not a ZooKeeper node path: {why}")),
+                (*key).clone(),
+                KeyValue::Unreadable(format!("{node:?} is not a ZooKeeper node path: {why}")),
             )),
             None => {
-                let xid = connection.send(wire::OP_EXISTS, path(key).boolean(true))?;
+                let xid = connection.send(wire::OP_EXISTS, path(node).boolean(true))?;
                 asked.push((entries.len(), xid));
-                entries.push((key.clone(), KeyValue::Missing));
+                entries.push(((*key).clone(), KeyValue::Missing));
             }
         }
     }
@@ -282,7 +321,8 @@ fn read_nodes(
     }
     let mut sent = Vec::with_capacity(wanted.len());
     for index in wanted {
-        let xid = connection.send(wire::OP_GET_DATA, path(&entries[index].0).boolean(true))?;
+        let node = &nodes[index].1;
+        let xid = connection.send(wire::OP_GET_DATA, path(node).boolean(true))?;
         sent.push((index, xid));
     }
     let mut seen = HashMap::new();
@@ -336,6 +376,7 @@ fn per_node(code: i32) -> Result<KeyValue, String> {
 /// when it has been idle past its session's silence limit.
 struct ZooKeeperWriter {
     hosts: Arc<[String]>,
+    root: Option<Arc<str>>,
     session_timeout: Duration,
     connection: Mutex<Option<Connection>>,
     seen: Arc<Mutex<HashMap<String, Seen>>>,
@@ -348,9 +389,10 @@ impl RuleWriter for ZooKeeperWriter {
         expected: Option<&[u8]>,
         value: &[u8],
     ) -> Result<(), WriteFailure> {
-        if let Some(why) = bad_path(key) {
+        let node = node_path(self.root.as_deref(), key);
+        if let Some(why) = bad_path(&node) {
             return Err(WriteFailure::Unavailable(format!(
-                "zookeeper: {key:?} is not a node path: {why}"
+                "zookeeper: {node:?} is not a node path: {why}"
             )));
         }
         let mut slot = self.connection.lock();
@@ -364,10 +406,10 @@ impl RuleWriter for ZooKeeperWriter {
             return Err(WriteFailure::Unavailable("zookeeper: not connected".into()));
         };
         let result = match expected {
-            None => create(connection, key, value),
+            None => create(connection, &node, value),
             Some(expected) => {
                 let seen = self.seen.lock().get(key).copied();
-                set(connection, key, seen, expected, value)
+                set(connection, &node, seen, expected, value)
             }
         };
         match result {
@@ -477,6 +519,16 @@ mod tests {
     fn addresses_are_host_and_port_each() {
         let source = ZooKeeperSource::open("zk1:2181, zk2:2182").unwrap();
         assert_eq!(source.name, "zookeeper://zk1:2181,zk2:2182");
+        let source = source.root("/SENTINEL_GROUP").unwrap();
+        assert_eq!(source.name, "zookeeper://zk1:2181,zk2:2182/SENTINEL_GROUP");
+        for bad in ["SENTINEL_GROUP", "/a/", "/a//b"] {
+            let source = ZooKeeperSource::open("zk1:2181").unwrap();
+            let error = source.root(bad).unwrap_err();
+            assert!(
+                error.to_string().contains("bad ZooKeeper root"),
+                "{bad}: {error}"
+            );
+        }
         for bad in ["zk1", "zk1:2181,", "zk1:port", "zk1:2181/app", ""] {
             let error = ZooKeeperSource::open(bad).unwrap_err();
             assert!(

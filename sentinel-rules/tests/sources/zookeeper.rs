@@ -11,11 +11,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use sentinel_flow_core::flow::FlowRule;
 use sentinel_flow_core::{ManualClock, Sentinel};
-use sentinel_flow_rules::LoadOptions;
 use sentinel_flow_rules::source::{
     KeyValue, RuleFormat, RuleSource, SentinelKeys, SourceWatcher, WriteFailure, ZooKeeperSource,
 };
+use sentinel_flow_rules::{LoadOptions, RuleChange};
 
 use crate::contract::Backend;
 
@@ -527,4 +528,53 @@ fn a_server_of_the_ensemble_that_does_not_answer_is_passed_over() {
         .unwrap();
     assert_eq!(flow_count(&sentinel), Some(8.0));
     assert!(handle.state().connected);
+}
+
+/// Under a root, Sentinel's key names are the nodes Java's
+/// `ZookeeperDataSource` reads (`/{groupId}/{dataId}`); a write through
+/// the store lands there.
+#[test]
+fn under_a_root_sentinel_key_names_are_the_nodes_java_instances_read() {
+    let server = ZooKeeperBackend::start();
+    server.put("/SENTINEL_GROUP/orders-flow-rules", json(3).as_bytes());
+    let source = server.source().root("/SENTINEL_GROUP").unwrap();
+    assert!(
+        source.name().ends_with("/SENTINEL_GROUP"),
+        "{}",
+        source.name()
+    );
+    let sentinel = instance();
+    let handle = SourceWatcher::new(
+        source,
+        RuleFormat::sentinel_json(SentinelKeys::for_app("orders")),
+    )
+    .start(sentinel.clone())
+    .unwrap();
+    assert_eq!(flow_count(&sentinel), Some(3.0));
+    handle
+        .store()
+        .unwrap()
+        .replace(&sentinel, RuleChange::Flow(vec![FlowRule::new("a", 11.0)]))
+        .unwrap();
+    // A missing node of another kind is written with `create`.
+    handle
+        .store()
+        .unwrap()
+        .replace(&sentinel, RuleChange::Degrade(Vec::new()))
+        .unwrap();
+    let mut reader = server.source();
+    let keys = vec![
+        "/SENTINEL_GROUP/orders-flow-rules".to_owned(),
+        "/SENTINEL_GROUP/orders-degrade-rules".to_owned(),
+    ];
+    reader.connect(&keys).unwrap();
+    let values = reader.read(&keys, 1 << 20).unwrap();
+    let KeyValue::Present(flow) = values.get(&keys[0]) else {
+        panic!("{values:?}");
+    };
+    assert!(
+        String::from_utf8_lossy(flow).contains("\"count\":11"),
+        "{values:?}"
+    );
+    assert_eq!(values.get(&keys[1]), &KeyValue::Present(b"[]".to_vec()));
 }
