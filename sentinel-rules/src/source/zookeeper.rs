@@ -3,20 +3,24 @@
 //!
 //! Keys are node paths (`/sentinel/orders-flow-rules`), or names under a
 //! root node ([`ZooKeeperSource::root`]: `/{groupId}/{dataId}`, as
-//! Sentinel's `ZookeeperDataSource` keeps its JSON). A read asks each node's `Stat`
-//! with `exists` (which sets a watch, on its creation when it is missing),
-//! then the data of those within the size limit with `getData` (a watch
-//! too): a node over the limit is never fetched. A watch fires once; the
-//! read that follows sets it again, so a flood of changes gives one read
-//! per round trip, the latest value winning. A missing node reads as
-//! absent.
+//! Sentinel's `ZookeeperDataSource` keeps its JSON). A read asks each
+//! node's `Stat` with `exists` (which sets a watch, on its creation when
+//! it is missing), then the data of those within the size limit with
+//! `getData` (a watch too): a node over the limit is never fetched. A
+//! watch fires once; the read that follows sets it again, so a flood of
+//! changes gives one read per round trip, the latest value winning. A
+//! missing node reads as absent. The revision in the source's state is
+//! `zxid:0x...`: the server's latest transaction when the values were
+//! read.
 //!
 //! The client is ZooKeeper's wire protocol written here (no dependency),
 //! blocking, on the watcher's thread: one connection, one session, pinged
 //! every third of the session timeout. A lost connection, a silent server
 //! or an expired session is an error: the watcher reconnects with its
-//! backoff on a new session, reads the nodes again and so sets the
-//! watches again (a change made meanwhile is not missed).
+//! backoff on a new session, `sync`s the server it reached with the
+//! ensemble's leader (a follower that lagged does not give older rules
+//! than those in force), reads the nodes again and so sets the watches
+//! again (a change made meanwhile is not missed).
 //!
 //! A write is `setData` with the version of the node this source last
 //! read (a `BadVersion` from the server is a conflict), or `create` when
@@ -202,6 +206,15 @@ fn bad_path(key: &str) -> Option<&'static str> {
     None
 }
 
+/// Has the server catch up with the leader before anything is read.
+fn sync(connection: &mut Connection) -> Result<(), String> {
+    match connection.call(wire::OP_SYNC, path("/"))? {
+        Reply::Done(_) => Ok(()),
+        Reply::Failed(code) => Err(format!("sync: {}", wire::code_name(code))),
+        Reply::Oversized(_) => Err("a sync reply over the frame limit".into()),
+    }
+}
+
 /// The node of `key`: the key itself, or the key under `root`.
 fn node_path(root: Option<&str>, key: &str) -> String {
     match root {
@@ -223,7 +236,11 @@ impl RuleSource for ZooKeeperSource {
     fn connect(&mut self, _keys: &[String]) -> Result<(), SourceError> {
         self.connection = None;
         match connect_any(&self.hosts, self.next_host, self.session_timeout) {
-            Ok((connection, at)) => {
+            Ok((mut connection, at)) => {
+                if let Err(why) = sync(&mut connection) {
+                    self.next_host = (at + 1) % self.hosts.len();
+                    return Err(SourceError::new(format!("zookeeper: {why}")));
+                }
                 tracing::debug!(source = %self.name, server = %self.hosts[at], session_timeout = ?connection.session_timeout(), "sentinel-flow-rules: ZooKeeper session opened");
                 self.next_host = at;
                 self.connection = Some(connection);

@@ -23,6 +23,8 @@ pub(super) const OP_EXISTS: i32 = 3;
 pub(super) const OP_GET_DATA: i32 = 4;
 /// `setData`, guarded by the version the writer read (-1: any).
 pub(super) const OP_SET_DATA: i32 = 5;
+/// `sync`: the server catches up with the leader.
+pub(super) const OP_SYNC: i32 = 9;
 /// `ping`: keeps the session alive.
 const OP_PING: i32 = 11;
 /// `closeSession`.
