@@ -23,7 +23,7 @@
 //! - `store.rs`: writes guarded by the values last read;
 //! - `redis.rs` (feature `redis`): the Redis source;
 //! - `zookeeper.rs` (feature `zookeeper`): the ZooKeeper source, its wire
-//!   protocol in `zookeeper/wire.rs`.
+//!   protocol in `zookeeper/wire.rs`, its writer in `zookeeper/writer.rs`.
 
 mod backup;
 mod format;
