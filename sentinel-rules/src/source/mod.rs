@@ -1,5 +1,6 @@
-//! Rule sources: rules kept in a configuration store (Redis, or any store
-//! a [`RuleSource`] is written for) and followed as they change.
+//! Rule sources: rules kept in a configuration store (Redis, ZooKeeper,
+//! or any store a [`RuleSource`] is written for) and followed as they
+//! change.
 //!
 //! A source delivers the values of the keys its [`RuleFormat`] names; a
 //! [`SourceWatcher`] reads them, validates the whole rule set and puts it
@@ -20,7 +21,9 @@
 //! - `watcher.rs`: the builder and the handle; `run.rs`: the thread's loop
 //!   with its backoff;
 //! - `store.rs`: writes guarded by the values last read;
-//! - `redis.rs` (feature `redis`): the Redis source.
+//! - `redis.rs` (feature `redis`): the Redis source;
+//! - `zookeeper.rs` (feature `zookeeper`): the ZooKeeper source, its wire
+//!   protocol in `zookeeper/wire.rs`, its writer in `zookeeper/writer.rs`.
 
 mod backup;
 mod format;
@@ -31,6 +34,8 @@ mod shared;
 mod state;
 mod store;
 mod watcher;
+#[cfg(feature = "zookeeper")]
+mod zookeeper;
 
 use std::fmt;
 use std::sync::Arc;
@@ -42,6 +47,8 @@ pub use redis::RedisSource;
 pub use state::SourceState;
 pub use store::{SourceStore, SourceWriteError};
 pub use watcher::{DEFAULT_MAX_BACKOFF, DEFAULT_MIN_BACKOFF, SourceHandle, SourceWatcher};
+#[cfg(feature = "zookeeper")]
+pub use zookeeper::{DEFAULT_SESSION_TIMEOUT, ZooKeeperSource};
 
 /// A configuration store rules are read from: connects, reads the values
 /// of keys, and waits for word that they changed. The [`SourceWatcher`]
