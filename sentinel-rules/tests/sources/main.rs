@@ -1,0 +1,13 @@
+//! Rule sources against real configuration servers, each started by the
+//! test on 127.0.0.1 in a temp dir: one contract (`contract.rs`) every
+//! backend passes, and each backend's own cases in its file.
+
+#[cfg(feature = "redis")]
+#[macro_use]
+mod contract;
+
+#[cfg(feature = "redis")]
+mod redis;
+
+#[cfg(feature = "redis")]
+contract_tests!(redis_contract, crate::redis::RedisBackend);
