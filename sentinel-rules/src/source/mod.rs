@@ -1,4 +1,4 @@
-//! Rule sources: rules kept in a configuration store (Redis, or any store
+//! Rule sources: rules kept in a configuration store (etcd, Redis, or any store
 //! a [`RuleSource`] is written for) and followed as they change.
 //!
 //! A source delivers the values of the keys its [`RuleFormat`] names; a
@@ -20,9 +20,14 @@
 //! - `watcher.rs`: the builder and the handle; `run.rs`: the thread's loop
 //!   with its backoff;
 //! - `store.rs`: writes guarded by the values last read;
-//! - `redis.rs` (feature `redis`): the Redis source.
+//! - `redis.rs` (feature `redis`): the Redis source;
+//! - `etcd/` (feature `etcd`): the etcd v3 source, through etcd's JSON
+//!   gateway (`http.rs` its bounded HTTP/1.1 client, `watch.rs` the
+//!   watch stream, `base64.rs` the gateway's encoding of keys and values).
 
 mod backup;
+#[cfg(feature = "etcd")]
+mod etcd;
 mod format;
 #[cfg(feature = "redis")]
 mod redis;
@@ -36,6 +41,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "etcd")]
+pub use etcd::{DEFAULT_ETCD_TIMEOUT, EtcdSource};
 pub use format::{RuleFormat, SentinelKeys};
 #[cfg(feature = "redis")]
 pub use redis::RedisSource;

@@ -373,7 +373,9 @@ pub(crate) mod cases {
         );
     }
 
-    pub(crate) fn set_rules_through_the_store_lands_in_it_and_reaches_the_other_instances<B: Backend>() {
+    pub(crate) fn set_rules_through_the_store_lands_in_it_and_reaches_the_other_instances<
+        B: Backend,
+    >() {
         let backend = B::start();
         backend.put(RULES, yaml(1).as_bytes());
         let (a, b) = (instance(), instance());

@@ -2,7 +2,7 @@
 //! test on 127.0.0.1 in a temp dir: one contract (`contract.rs`) every
 //! backend passes, and each backend's own cases in its file.
 
-#[cfg(feature = "redis")]
+#[cfg(any(feature = "redis", feature = "etcd"))]
 #[macro_use]
 mod contract;
 
@@ -11,3 +11,9 @@ mod redis;
 
 #[cfg(feature = "redis")]
 contract_tests!(redis_contract, crate::redis::RedisBackend);
+
+#[cfg(feature = "etcd")]
+mod etcd;
+
+#[cfg(feature = "etcd")]
+contract_tests!(etcd_contract, crate::etcd::EtcdBackend);
