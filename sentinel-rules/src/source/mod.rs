@@ -1,5 +1,5 @@
-//! Rule sources: rules kept in a configuration store (etcd, Redis, or any store
-//! a [`RuleSource`] is written for) and followed as they change.
+//! Rule sources: rules kept in a configuration store (etcd, Redis, or any
+//! store a [`RuleSource`] is written for) and followed as they change.
 //!
 //! A source delivers the values of the keys its [`RuleFormat`] names; a
 //! [`SourceWatcher`] reads them, validates the whole rule set and puts it
@@ -22,8 +22,9 @@
 //! - `store.rs`: writes guarded by the values last read;
 //! - `redis.rs` (feature `redis`): the Redis source;
 //! - `etcd/` (feature `etcd`): the etcd v3 source, through etcd's JSON
-//!   gateway (`http.rs` its bounded HTTP/1.1 client, `watch.rs` the
-//!   watch stream, `base64.rs` the gateway's encoding of keys and values).
+//!   gateway (`http.rs` its bounded HTTP/1.1 client, `range.rs` reads,
+//!   `watch.rs` the watch stream, `writer.rs` transactions, `base64.rs`
+//!   the gateway's encoding of keys and values).
 
 mod backup;
 #[cfg(feature = "etcd")]

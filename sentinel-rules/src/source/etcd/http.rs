@@ -257,7 +257,8 @@ fn read_chunked(
 }
 
 /// Reads `body` keeping at most `cap` bytes: the whole body and `true`,
-/// or its first `cap` bytes and `false` with the rest left unread.
+/// or its first `cap + 1` bytes (one more says it goes on) and `false`,
+/// the rest left unread.
 pub(super) fn read_capped(
     connection: &mut Connection,
     body: &mut Body,
@@ -282,5 +283,106 @@ pub(super) fn read_capped(
             return Ok((out, true));
         }
         out.extend_from_slice(&buf[..n]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+
+    use super::*;
+
+    /// A server on a free port that answers the first request on its
+    /// first connection with `answer`.
+    fn serve(answer: Vec<u8>) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let authority = listener.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let _ = stream.write_all(&answer);
+            // Held open until the client is done.
+            let _ = stream.read(&mut request);
+        });
+        authority
+    }
+
+    fn post(answer: &[u8]) -> io::Result<(Vec<u8>, bool)> {
+        post_capped(answer, 1 << 20)
+    }
+
+    fn post_capped(answer: &[u8], cap: usize) -> io::Result<(Vec<u8>, bool)> {
+        let authority = serve(answer.to_vec());
+        let mut connection = Connection::open(&authority, Duration::from_secs(2))?;
+        let mut body = connection.post(&authority, "/v3/kv/range", b"{}")?;
+        read_capped(&mut connection, &mut body, cap)
+    }
+
+    #[test]
+    fn chunked_and_sized_bodies_are_read_whole() {
+        let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n1\r\n \r\n5\r\nworld\r\n0\r\nX-Trailer: 1\r\n\r\n";
+        assert_eq!(post(chunked).unwrap(), (b"hello world".to_vec(), true));
+        let sized = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
+        assert_eq!(post(sized).unwrap(), (b"hello".to_vec(), true));
+    }
+
+    #[test]
+    fn a_body_over_the_cap_is_cut_and_said_so() {
+        let sized = b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world";
+        assert_eq!(post_capped(sized, 5).unwrap(), (b"hello ".to_vec(), false));
+        assert_eq!(
+            post_capped(sized, 11).unwrap(),
+            (b"hello world".to_vec(), true)
+        );
+    }
+
+    #[test]
+    fn oversized_or_malformed_heads_and_chunks_are_refused() {
+        let long_header = format!(
+            "HTTP/1.1 200 OK\r\nX-Long: {}\r\nContent-Length: 0\r\n\r\n",
+            "a".repeat(MAX_LINE)
+        );
+        let many_headers = format!(
+            "HTTP/1.1 200 OK\r\n{}Content-Length: 0\r\n\r\n",
+            "X-A: 1\r\n".repeat(MAX_HEADERS + 1)
+        );
+        let long_chunk_line = format!(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;{}\r\na\r\n0\r\n\r\n",
+            "x".repeat(MAX_CHUNK_LINE)
+        );
+        let cases: [(&[u8], &str); 7] = [
+            (long_header.as_bytes(), "a line longer than 8192 bytes"),
+            (many_headers.as_bytes(), "more than 64 header lines"),
+            (long_chunk_line.as_bytes(), "a line longer than 1024 bytes"),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                "a bad chunk size",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n",
+                "longer than its size",
+            ),
+            (b"HTTP/1.1 200 OK\r\n\r\n", "neither a length nor chunks"),
+            (b"SSH-2.0-OpenSSH\r\n", "not an HTTP/1.1 status line"),
+        ];
+        for (answer, why) in cases {
+            let error = post(answer).unwrap_err().to_string();
+            assert!(error.contains(why), "{why}: {error}");
+        }
+    }
+
+    #[test]
+    fn an_error_answer_gives_the_gateways_message() {
+        let body = r#"{"error":"etcdserver: mvcc: required revision has been compacted","message":"etcdserver: mvcc: required revision has been compacted","code":11}"#;
+        let answer = format!(
+            "HTTP/1.1 400 Bad Request\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let error = post(answer.as_bytes()).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "the gateway answered 400: etcdserver: mvcc: required revision has been compacted"
+        );
     }
 }

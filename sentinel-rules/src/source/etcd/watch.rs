@@ -40,12 +40,45 @@ pub(super) enum Message {
 pub(super) struct Watch {
     connection: Connection,
     body: Body,
+    messages: Messages,
+}
+
+/// The stream's bytes cut into messages, each one's first bytes kept.
+#[derive(Default)]
+struct Messages {
     /// The current message's first bytes.
     message: Vec<u8>,
     /// The current message went past [`MESSAGE_PREFIX`].
     long: bool,
     /// Messages whole and not yet taken.
     ready: VecDeque<Message>,
+}
+
+impl Messages {
+    /// Cuts `rest` into messages at each `\n`.
+    fn take(&mut self, mut rest: &[u8]) {
+        while !rest.is_empty() {
+            let (part, done) = match rest.iter().position(|&b| b == b'\n') {
+                Some(i) => (&rest[..i], true),
+                None => (rest, false),
+            };
+            let room = MESSAGE_PREFIX - self.message.len();
+            if part.len() > room {
+                self.long = true;
+            }
+            self.message
+                .extend_from_slice(&part[..part.len().min(room)]);
+            rest = &rest[(part.len() + usize::from(done)).min(rest.len())..];
+            if done {
+                let message = classify(&self.message, self.long);
+                self.message.clear();
+                self.long = false;
+                if !matches!(message, Message::Other) {
+                    self.ready.push_back(message);
+                }
+            }
+        }
+    }
 }
 
 impl Watch {
@@ -71,9 +104,7 @@ impl Watch {
         Ok(Watch {
             connection,
             body,
-            message: Vec::new(),
-            long: false,
-            ready: VecDeque::new(),
+            messages: Messages::default(),
         })
     }
 
@@ -83,7 +114,7 @@ impl Watch {
     pub(super) fn next(&mut self, timeout: Duration) -> io::Result<Option<Message>> {
         let deadline = Instant::now() + timeout;
         let mut buf = [0u8; 16 * 1024];
-        while self.ready.is_empty() {
+        while self.messages.ready.is_empty() {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Ok(None);
@@ -102,34 +133,9 @@ impl Watch {
                 }
                 Err(e) => return Err(e),
             };
-            self.take(&buf[..n]);
+            self.messages.take(&buf[..n]);
         }
-        Ok(self.ready.pop_front())
-    }
-
-    /// Splits `bytes` into messages, keeping each one's first bytes.
-    fn take(&mut self, mut rest: &[u8]) {
-        while !rest.is_empty() {
-            let (part, done) = match rest.iter().position(|&b| b == b'\n') {
-                Some(i) => (&rest[..i], true),
-                None => (rest, false),
-            };
-            let room = MESSAGE_PREFIX - self.message.len();
-            if part.len() > room {
-                self.long = true;
-            }
-            self.message
-                .extend_from_slice(&part[..part.len().min(room)]);
-            rest = &rest[(part.len() + usize::from(done)).min(rest.len())..];
-            if done {
-                let message = classify(&self.message, self.long);
-                self.message.clear();
-                self.long = false;
-                if !matches!(message, Message::Other) {
-                    self.ready.push_back(message);
-                }
-            }
-        }
+        Ok(self.messages.ready.pop_front())
     }
 }
 
@@ -216,5 +222,30 @@ mod tests {
         // Cut short: only an event's value makes a message this long.
         assert_eq!(classify(&event.as_bytes()[..40], true), Message::Changed);
         assert!(matches!(classify(b"{\"res", false), Message::Ended(_)));
+    }
+
+    #[test]
+    fn messages_are_cut_at_newlines_across_reads_and_long_ones_kept_short() {
+        let header = r#""header":{"revision":"3"}"#;
+        let created = format!("{{\"result\":{{{header},\"created\":true}}}}\n");
+        let value = "A".repeat(3 * MESSAGE_PREFIX);
+        let event = format!(
+            "{{\"result\":{{{header},\"events\":[{{\"kv\":{{\"key\":\"L2E=\",\"value\":\"{value}\"}}}}]}}}}\n"
+        );
+        let stream = format!("{created}{event}{created}");
+        for cut in [1, 7, 100, MESSAGE_PREFIX, stream.len()] {
+            let mut messages = Messages::default();
+            for part in stream.as_bytes().chunks(cut) {
+                messages.take(part);
+                assert!(messages.message.len() <= MESSAGE_PREFIX);
+            }
+            let got: Vec<_> = messages.ready.drain(..).collect();
+            assert_eq!(
+                got,
+                [Message::Created, Message::Changed, Message::Created],
+                "cut every {cut} bytes"
+            );
+            assert!(messages.message.is_empty() && !messages.long);
+        }
     }
 }
