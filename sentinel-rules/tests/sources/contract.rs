@@ -198,6 +198,11 @@ pub(crate) mod cases {
         for s in &instances {
             assert!(eventually(Duration::from_secs(2), || flow_count(s) == Some(2.0)));
         }
+        // The state is updated just after the rules are put in force.
+        assert!(eventually(Duration::from_secs(1), || handles[0]
+            .state()
+            .applies
+            == 2));
         let state = handles[0].state();
         assert!(state.connected);
         assert_eq!(state.applies, 2);
