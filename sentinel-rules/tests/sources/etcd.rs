@@ -348,3 +348,37 @@ fn bad_urls_are_refused_with_why() {
         RuleFormat::yaml(RULES),
     );
 }
+
+/// A write through the store puts its rules in force at once, before the
+/// store's revision of them is known: when the watcher then reads the
+/// same values back, the state takes the store's revision instead of a
+/// hash of the values.
+#[test]
+fn after_a_write_through_the_store_the_state_shows_the_stores_revision() {
+    let backend = EtcdBackend::start();
+    backend.put(RULES, yaml(1).as_bytes());
+    let sentinel = instance();
+    let handle = watch(&backend, RuleFormat::yaml(RULES), &sentinel);
+    assert_eq!(handle.state().revision.as_deref(), Some("2"));
+    handle
+        .store()
+        .unwrap()
+        .replace(
+            &sentinel,
+            sentinel_flow_rules::RuleChange::Flow(vec![sentinel_flow_core::flow::FlowRule::new(
+                "a", 9.0,
+            )]),
+        )
+        .unwrap();
+    assert_eq!(flow_count(&sentinel), Some(9.0));
+    assert!(
+        eventually(Duration::from_secs(2), || handle
+            .state()
+            .revision
+            .as_deref()
+            == Some("3")),
+        "{:?}",
+        handle.state()
+    );
+    assert_eq!(handle.state().applies, 2);
+}
