@@ -43,7 +43,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[cfg(feature = "etcd")]
-pub use etcd::{DEFAULT_ETCD_TIMEOUT, EtcdSource};
+pub use etcd::{DEFAULT_ETCD_TIMEOUT, DEFAULT_WATCH_REFRESH, EtcdSource};
 pub use format::{RuleFormat, SentinelKeys};
 #[cfg(feature = "redis")]
 pub use redis::RedisSource;

@@ -382,3 +382,105 @@ fn after_a_write_through_the_store_the_state_shows_the_stores_revision() {
     );
     assert_eq!(handle.state().applies, 2);
 }
+
+/// A TCP proxy to `port` that can be frozen: while frozen it forwards
+/// nothing and answers no new connection, but closes none, as a host that
+/// vanished from the network would.
+struct FreezableProxy {
+    port: u16,
+    frozen: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl FreezableProxy {
+    fn start(upstream: u16) -> Self {
+        use std::sync::atomic::Ordering;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let frozen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = frozen.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                if flag.load(Ordering::Relaxed) {
+                    held.push(client);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                    continue;
+                };
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    let flag = flag.clone();
+                    std::thread::spawn(move || {
+                        let _ = from.set_read_timeout(Some(Duration::from_millis(20)));
+                        let mut buf = [0u8; 16 * 1024];
+                        loop {
+                            if flag.load(Ordering::Relaxed) {
+                                std::thread::sleep(Duration::from_millis(20));
+                                continue;
+                            }
+                            match from.read(&mut buf) {
+                                Ok(0) => return,
+                                Ok(n) => {
+                                    if to.write_all(&buf[..n]).is_err() {
+                                        return;
+                                    }
+                                }
+                                Err(e)
+                                    if e.kind() == std::io::ErrorKind::WouldBlock
+                                        || e.kind() == std::io::ErrorKind::TimedOut => {}
+                                Err(_) => return,
+                            }
+                        }
+                    });
+                }
+            }
+        });
+        FreezableProxy { port, frozen }
+    }
+
+    fn freeze(&self) {
+        self.frozen
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A watch connection that went silent without being closed (the host
+/// vanished) is made anew after `watch_refresh`: the source finds the
+/// store lost instead of waiting on the dead stream for ever.
+#[test]
+fn a_watch_gone_silent_is_made_anew_and_a_dead_connection_found() {
+    let backend = EtcdBackend::start();
+    backend.put(RULES, b"one");
+    let proxy = FreezableProxy::start(backend.client);
+    let mut source = EtcdSource::open(&format!("http://127.0.0.1:{}", proxy.port))
+        .unwrap()
+        .timeout(Duration::from_millis(300))
+        .watch_refresh(Duration::from_millis(500));
+    source.connect(&keys()).unwrap();
+    source.read(&keys(), 1 << 20).unwrap();
+    // Silent but alive: made anew, nothing told, nothing lost.
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(1200) {
+        assert!(!source.wait(Duration::from_millis(100)).unwrap());
+    }
+    backend.put(RULES, b"two");
+    assert!(source.wait(Duration::from_secs(2)).unwrap());
+    proxy.freeze();
+    let start = Instant::now();
+    let lost = loop {
+        match source.wait(Duration::from_millis(100)) {
+            Ok(_) if start.elapsed() < Duration::from_secs(5) => {}
+            other => break other,
+        }
+    };
+    assert!(lost.is_err(), "{lost:?}");
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+}

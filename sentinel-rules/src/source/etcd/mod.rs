@@ -35,6 +35,9 @@ use writer::EtcdWriter;
 /// The default for [`EtcdSource::timeout`].
 pub const DEFAULT_ETCD_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The default for [`EtcdSource::watch_refresh`].
+pub const DEFAULT_WATCH_REFRESH: Duration = Duration::from_secs(30);
+
 /// Room kept for a range answer's JSON around the value: the header, the
 /// key twice over in base64, the revisions and the field names.
 const ENVELOPE: usize = 16 * 1024;
@@ -54,6 +57,8 @@ const ANSWER_DEADLINE: Duration = Duration::from_secs(30);
 ///   `max_size` (4 MiB by default) plus 16 KiB; a longer one (a value
 ///   over the limit) is read to its end without being kept, its value's
 ///   length counted, and the key is `TooLarge`, never decoded;
+/// - a watch silent for [`watch_refresh`](Self::watch_refresh) (30 s)
+///   is made anew, so a connection that died without a word is found;
 /// - of each watch message at most 4 KiB is kept (a longer one is an
 ///   event, word of a change); status and header lines at most 8 KiB, at
 ///   most 64 headers, chunk-size lines at most 1 KiB.
@@ -85,6 +90,10 @@ pub struct EtcdSource {
     revision: Option<i64>,
     /// Word of a change taken while connecting, told by the next wait.
     pending: bool,
+    /// When the watch last said anything.
+    heard: Instant,
+    /// How long the watch may stay silent before it is made anew.
+    refresh: Duration,
     /// Each key's `mod_revision` and value as last read, for the writer.
     seen: Arc<Mutex<HashMap<String, Seen>>>,
 }
@@ -143,6 +152,8 @@ impl EtcdSource {
             keys: Vec::new(),
             revision: None,
             pending: false,
+            heard: Instant::now(),
+            refresh: DEFAULT_WATCH_REFRESH,
             seen: Arc::new(Mutex::new(HashMap::new())),
         })
     }
@@ -152,6 +163,16 @@ impl EtcdSource {
     /// 1 ms).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long the watch may stay silent before it is made anew from the
+    /// revision after the last read (default 30 s, at least 1 ms): a
+    /// connection that died without a word (a host gone, a network
+    /// partition) is found within this and the timeout, and nothing that
+    /// changed meanwhile is missed.
+    pub fn watch_refresh(mut self, refresh: Duration) -> Self {
+        self.refresh = refresh.max(Duration::from_millis(1));
         self
     }
 
@@ -184,6 +205,7 @@ impl EtcdSource {
             }
         }
         self.watch = Some(watch);
+        self.heard = Instant::now();
         Ok(())
     }
 
@@ -247,6 +269,9 @@ impl RuleSource for EtcdSource {
 
     fn wait(&mut self, timeout: Duration) -> Result<bool, SourceError> {
         let deadline = Instant::now() + timeout;
+        if self.watch.is_some() && self.heard.elapsed() >= self.refresh {
+            self.open_watch(self.revision.map(|r| r.saturating_add(1)))?;
+        }
         let mut changed = std::mem::take(&mut self.pending);
         loop {
             let Some(watch) = self.watch.as_mut() else {
@@ -263,11 +288,16 @@ impl RuleSource for EtcdSource {
             if left.is_zero() && !changed {
                 return Ok(false);
             }
-            match watch.next(wait) {
+            let next = watch.next(wait);
+            if let Ok(Some(_)) = next {
+                self.heard = Instant::now();
+            }
+            match next {
                 Ok(None) => return Ok(changed),
                 Ok(Some(Message::Changed)) => changed = true,
                 Ok(Some(Message::Compacted)) => {
                     self.compacted()?;
+                    self.pending = false;
                     return Ok(true);
                 }
                 Ok(Some(Message::Ended(why))) => {
@@ -292,6 +322,8 @@ impl RuleSource for EtcdSource {
                 keys: Vec::new(),
                 revision: None,
                 pending: false,
+                heard: Instant::now(),
+                refresh: self.refresh,
                 authority: self.authority.clone(),
                 name: self.name.clone(),
                 timeout: self.timeout,
