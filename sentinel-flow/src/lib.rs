@@ -17,6 +17,7 @@
 //! | `macros` (default) | [`sentinel_resource`]: a function as a resource |
 //! | `rules` | [`rules`]: YAML rule files, hot reload, the rule store |
 //! | `rules-redis` | `rules` plus rules kept in Redis (`rules::source::RedisSource`) |
+//! | `rules-etcd` | `rules` plus rules kept in etcd v3 (`rules::source::EtcdSource`) |
 //! | `rules-zookeeper` | `rules` plus rules kept in ZooKeeper (`rules::source::ZooKeeperSource`) |
 //! | `tower` | [`tower`]: middleware for tower, hyper and tonic services |
 //! | `axum` | `tower` plus resource names from axum's `MatchedPath` |

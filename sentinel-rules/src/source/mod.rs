@@ -1,6 +1,6 @@
-//! Rule sources: rules kept in a configuration store (Redis, ZooKeeper,
-//! or any store a [`RuleSource`] is written for) and followed as they
-//! change.
+//! Rule sources: rules kept in a configuration store (etcd, Redis,
+//! ZooKeeper, or any store a [`RuleSource`] is written for) and followed
+//! as they change.
 //!
 //! A source delivers the values of the keys its [`RuleFormat`] names; a
 //! [`SourceWatcher`] reads them, validates the whole rule set and puts it
@@ -22,10 +22,16 @@
 //!   with its backoff;
 //! - `store.rs`: writes guarded by the values last read;
 //! - `redis.rs` (feature `redis`): the Redis source;
+//! - `etcd/` (feature `etcd`): the etcd v3 source, through etcd's JSON
+//!   gateway (`http.rs` its bounded HTTP/1.1 client, `range.rs` reads,
+//!   `watch.rs` the watch stream, `writer.rs` transactions, `base64.rs`
+//!   the gateway's encoding of keys and values).
 //! - `zookeeper.rs` (feature `zookeeper`): the ZooKeeper source, its wire
 //!   protocol in `zookeeper/wire.rs`, its writer in `zookeeper/writer.rs`.
 
 mod backup;
+#[cfg(feature = "etcd")]
+mod etcd;
 mod format;
 #[cfg(feature = "redis")]
 mod redis;
@@ -41,6 +47,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "etcd")]
+pub use etcd::{DEFAULT_ETCD_TIMEOUT, DEFAULT_WATCH_REFRESH, EtcdSource};
 pub use format::{RuleFormat, SentinelKeys};
 #[cfg(feature = "redis")]
 pub use redis::RedisSource;

@@ -82,6 +82,14 @@ impl Shared {
                 state.from_last_known_good = false;
                 tracing::info!(source = %self.name, "sentinel-flow-rules: the store answered with the rules of the last-known-good copy; following the store");
             }
+            // The rules in force, at a revision of the store's not known
+            // when they were put in force (a write through a store).
+            if !from_backup && values.revision.is_some() {
+                state.revision = Some(values.revision_or_hash());
+                if let Some(known) = known.as_mut() {
+                    known.revision = values.revision;
+                }
+            }
             return None;
         }
         let options = self.options.for_instance(sentinel);
