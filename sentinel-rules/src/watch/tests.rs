@@ -9,14 +9,16 @@ use std::time::{Duration, SystemTime};
 
 use sentinel_flow_core::{ManualClock, Sentinel};
 
-use super::poller::Poller;
+use super::RuleWatcher;
 use crate::error::FileError;
 use crate::load::{Reloaded, parse_bytes};
 use crate::options::LoadOptions;
+use crate::source::{FileSource, Stepped};
 
-/// A poller of a temporary rule file, and what its listeners heard.
+/// A watcher of a temporary rule file, stepped one poll at a time, and
+/// what its listeners heard.
 struct Polled {
-    poller: Poller,
+    poller: Stepped<FileSource>,
     sentinel: Sentinel,
     path: PathBuf,
     loads: Arc<Mutex<Vec<Reloaded>>>,
@@ -35,16 +37,12 @@ impl Polled {
             .build();
         let loads = Arc::new(Mutex::new(Vec::new()));
         let failures = Arc::new(Mutex::new(Vec::new()));
-        let mut poller = Poller::new(path.clone(), LoadOptions::default());
-        let heard = loads.clone();
-        poller.on_success.push(Arc::new(move |r: &Reloaded| {
-            heard.lock().unwrap().push(r.clone())
-        }));
-        let heard = failures.clone();
-        poller.on_failure.push(Arc::new(move |e: &FileError| {
-            heard.lock().unwrap().push(e.clone())
-        }));
-        poller.first(&sentinel).unwrap();
+        let (on_load, on_failure) = (loads.clone(), failures.clone());
+        let poller = RuleWatcher::new(&path)
+            .on_success(move |r: &Reloaded| on_load.lock().unwrap().push(r.clone()))
+            .on_failure(move |e: &FileError| on_failure.lock().unwrap().push(e.clone()))
+            .stepped(&sentinel)
+            .unwrap();
         Polled {
             poller,
             sentinel,
@@ -60,7 +58,7 @@ impl Polled {
     }
 
     fn poll(&mut self) {
-        self.poller.poll(&self.sentinel);
+        self.poller.step(&self.sentinel);
     }
 
     fn flow_counts(&self) -> Vec<f64> {
