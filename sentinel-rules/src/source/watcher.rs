@@ -235,9 +235,10 @@ pub(crate) struct Stepped<R> {
 
 #[cfg(test)]
 impl<R: RuleSource> Stepped<R> {
-    /// One step of the loop (its pause not taken).
-    pub(crate) fn step(&mut self, sentinel: &Sentinel) {
-        self.runner.step(&self.shared, sentinel);
+    /// One step of the loop; the pause it asks for before the next is
+    /// returned, not taken.
+    pub(crate) fn step(&mut self, sentinel: &Sentinel) -> Duration {
+        self.runner.step(&self.shared, sentinel)
     }
 
     /// The source's state now.

@@ -61,6 +61,11 @@ impl Polled {
         self.poller.step(&self.sentinel);
     }
 
+    /// One poll, and the pause the watcher takes after it.
+    fn poll_and_pause(&mut self) -> Duration {
+        self.poller.step(&self.sentinel)
+    }
+
     fn flow_counts(&self) -> Vec<f64> {
         let book = self.sentinel.rule_book();
         book.flow.iter().map(|r| r.count).collect()
@@ -364,4 +369,32 @@ fn a_panic_while_loading_is_told_and_the_next_file_is_loaded() {
     polled.poll();
     assert_eq!(polled.flow_counts(), [12.0]);
     assert_eq!(polled.loads(), 2);
+}
+
+/// A file that is gone was stat'ed every interval for as long as it was
+/// gone; it is now checked again after a wait that doubles from the
+/// interval up to the sources' cap, and its state says so.
+#[test]
+fn a_gone_file_is_checked_again_after_a_doubling_wait_up_to_the_cap() {
+    let mut polled = Polled::new(&flow_file(&[10]));
+    let interval = super::DEFAULT_INTERVAL;
+    assert_eq!(polled.poll_and_pause(), interval);
+    fs::remove_file(&polled.path).unwrap();
+    let pauses: Vec<Duration> = (0..6).map(|_| polled.poll_and_pause()).collect();
+    let secs = |s: &[u64]| {
+        s.iter()
+            .map(|&s| Duration::from_secs(s))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(pauses, secs(&[1, 2, 4, 5, 5, 5]));
+    let state = polled.poller.state();
+    assert!(!state.connected, "{state:?}");
+    assert_eq!(state.disconnects, 1);
+    assert_eq!(polled.failures().len(), 1, "told once");
+    // Back: polled every interval again, and taken once it holds still.
+    polled.rename_in(&flow_file(&[11]));
+    assert_eq!(polled.poll_and_pause(), interval);
+    assert!(polled.poller.state().connected);
+    polled.poll();
+    assert_eq!(polled.flow_counts(), [11.0]);
 }
