@@ -150,10 +150,7 @@ impl<R: RuleSource> SourceWatcher<R> {
 
     /// Checks the settings and makes the first read and apply: what
     /// [`start`](Self::start) does before its thread steps the loop.
-    fn prepare(
-        self,
-        sentinel: &Sentinel,
-    ) -> Result<(Runner<R>, Arc<Shared>, Option<SourceStore>), FileError> {
+    fn prepare(self, sentinel: &Sentinel) -> Result<Prepared<R>, FileError> {
         let SourceWatcher {
             mut source,
             format,
@@ -224,6 +221,10 @@ impl<R: RuleSource> SourceWatcher<R> {
         Ok(Stepped { runner, shared })
     }
 }
+
+/// A watcher ready to step: its loop, what the loop and the handle share,
+/// and the store when the source can be written.
+type Prepared<R> = (Runner<R>, Arc<Shared>, Option<SourceStore>);
 
 /// A watcher's loop stepped by a test, one poll at a time, without its
 /// thread and its pauses.
