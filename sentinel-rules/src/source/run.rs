@@ -33,9 +33,9 @@ pub(super) fn read_and_take<R: RuleSource>(
 /// The loop's memory: the source, whether it is connected, the next wait
 /// before a reconnection.
 pub(super) struct Runner<R> {
-    pub(super) source: R,
-    pub(super) keys: Vec<String>,
-    pub(super) connected: bool,
+    source: R,
+    keys: Vec<String>,
+    connected: bool,
     backoff: Duration,
     min: Duration,
     max: Duration,

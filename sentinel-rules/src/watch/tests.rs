@@ -371,9 +371,9 @@ fn a_panic_while_loading_is_told_and_the_next_file_is_loaded() {
     assert_eq!(polled.loads(), 2);
 }
 
-/// A file that is gone was stat'ed every interval for as long as it was
-/// gone; it is now checked again after a wait that doubles from the
-/// interval up to the sources' cap, and its state says so.
+/// A file that is gone is checked again after a wait that doubles from
+/// the interval up to the sources' cap (not every interval for as long as
+/// it stays gone), told once, and its state says so.
 #[test]
 fn a_gone_file_is_checked_again_after_a_doubling_wait_up_to_the_cap() {
     let mut polled = Polled::new(&flow_file(&[10]));
