@@ -520,3 +520,18 @@ fn the_handle_shows_the_files_state_as_a_rule_sources() {
             .contains("sentinel_rule_source_applies_total{source=\"")
     );
 }
+
+#[test]
+fn a_state_reader_outlives_the_handle_and_then_says_not_connected() {
+    let s = sentinel();
+    let (_dir, path) = temp_file(&flow_file(&[1]));
+    let (watcher, _heard) = watcher(&path);
+    let handle = watcher.start(s).unwrap();
+    let reader = handle.state_reader();
+    assert!(reader().connected);
+    assert_eq!(reader(), handle.state());
+    drop(handle);
+    let state = reader();
+    assert!(!state.connected, "{state:?}");
+    assert_eq!(state.applies, 1);
+}

@@ -94,6 +94,7 @@
     renderChart();
     renderBreakers(data.breakers);
     renderRules(data.rules);
+    renderSources(data.sources || []);
   }
 
   function cell(row, cls, value, text) {
@@ -383,6 +384,30 @@
     $('rule-count').textContent = total ? '· ' + total : '';
     if (!parts.length) parts.push(el('p', 'none', 'No rule in force.'));
     box.replaceChildren(...parts);
+  }
+
+  // ---- rule sources ----
+
+  function renderSources(sources) {
+    const card = $('sources-card');
+    card.hidden = !sources.length;
+    $('source-count').textContent = sources.length ? '· ' + sources.length : '';
+    $('sources').replaceChildren(...sources.map((s) => {
+      const li = el('li');
+      const up = s.connected ? 'connected' : 'down';
+      li.appendChild(el('span', 'state ' + (s.connected ? 'closed' : 'open'), up));
+      const name = el('span', 'res', s.name);
+      name.title = s.name;
+      li.appendChild(name);
+      li.appendChild(el('span', 'muted', s.from_last_known_good ? 'from the last-known-good copy' : ''));
+      const applied = s.applied_at_ms === null ? 'nothing applied yet'
+        : 'revision ' + (s.revision || '–') + ' applied ' + new Date(s.applied_at_ms).toISOString();
+      li.appendChild(el('span', 'why', applied));
+      li.appendChild(el('span', 'window', int(s.applies) + ' applied · ' + int(s.refusals) + ' refused · '
+        + int(s.disconnects) + ' lost'));
+      if (s.last_error !== null) li.appendChild(el('span', 'error', s.last_error));
+      return li;
+    }));
   }
 
   // A click or a new filter asks at once; the regular poll goes on.

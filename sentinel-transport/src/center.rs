@@ -17,6 +17,7 @@ use crate::net::{bind, callback_ip, default_app};
 use crate::security::{self, Guard, Writers};
 use crate::server::{self, Limits, descriptor_budget};
 use crate::shared::SentinelRef;
+use crate::sources::{Scrape, SourceReader};
 use crate::store::RuleSink;
 
 /// Sentinel's default command port.
@@ -60,6 +61,7 @@ pub struct CommandCenter {
     body_read_timeout: Duration,
     metric: Option<MetricSearcher>,
     rules: RuleSink,
+    sources: Vec<SourceReader>,
     live_page: bool,
 }
 
@@ -81,6 +83,7 @@ impl std::fmt::Debug for CommandCenter {
             .field("header_read_timeout", &self.header_read_timeout)
             .field("body_read_timeout", &self.body_read_timeout)
             .field("rules", &self.rules)
+            .field("sources", &self.sources.len())
             .finish_non_exhaustive()
     }
 }
@@ -111,6 +114,7 @@ impl CommandCenter {
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             metric: None,
             rules: RuleSink::Memory,
+            sources: Vec::new(),
             live_page: true,
         }
     }
@@ -288,6 +292,33 @@ impl CommandCenter {
         self
     }
 
+    /// Shows a rule source's state (connected or not, the revision in
+    /// force and when it was applied, the last error, counts of applies,
+    /// refusals and lost connections) on the live page and in the
+    /// Prometheus text at `GET /metrics`; call again for several. `state`
+    /// is read at each request: a watcher's
+    /// [`state_reader`](sentinel_flow_rules::WatchHandle::state_reader)
+    /// (a rule file) or a source's
+    /// [`state_reader`](sentinel_flow_rules::source::SourceHandle::state_reader).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let sentinel = sentinel_flow_core::global();
+    /// let watch = sentinel_flow_rules::RuleWatcher::new("rules.yaml").start(sentinel)?;
+    /// let _server = sentinel_flow_transport::CommandCenter::new(sentinel)
+    ///     .rule_file(watch.store())
+    ///     .source_state(watch.state_reader())
+    ///     .start_with_own_runtime()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn source_state(
+        mut self,
+        state: impl Fn() -> sentinel_flow_rules::source::SourceState + Send + Sync + 'static,
+    ) -> Self {
+        self.sources.push(Arc::new(state));
+        self
+    }
+
     /// Serves the live page at `/` (default on).
     pub fn live_page(mut self, serve: bool) -> Self {
         self.live_page = serve;
@@ -439,9 +470,18 @@ impl CommandCenter {
             metric: self.metric,
             rules: self.rules,
         });
-        let mut router = commands::router(ctx);
+        let sources: crate::sources::Sources = self.sources.into();
+        let scrape = Scrape {
+            #[cfg(feature = "prometheus")]
+            sentinel: Arc::clone(&self.sentinel),
+            sources: Arc::clone(&sources),
+        };
+        let metrics = Router::new()
+            .route("/metrics", axum::routing::get(crate::sources::metrics))
+            .with_state(scrape);
+        let mut router = commands::router(ctx).merge(metrics);
         if self.live_page {
-            router = router.merge(crate::live_page(Shared(self.sentinel)));
+            router = router.merge(crate::live::live_router(self.sentinel, sources));
         }
         let mut host_names = self.host_names;
         host_names.push(machine_name.clone());
@@ -462,16 +502,6 @@ impl CommandCenter {
                 security::guard,
             ))
             .layer(DefaultBodyLimit::max(self.max_body_bytes))
-    }
-}
-
-/// The instance behind a pointer the live page can take.
-struct Shared(SentinelRef);
-
-impl Deref for Shared {
-    type Target = Sentinel;
-    fn deref(&self) -> &Sentinel {
-        &self.0
     }
 }
 

@@ -34,6 +34,7 @@ mod net;
 mod security;
 mod server;
 mod shared;
+mod sources;
 mod store;
 
 pub use center::{

@@ -18,6 +18,7 @@ use axum::routing::get;
 use sentinel_flow_core::Sentinel;
 
 use crate::shared::SentinelRef;
+use crate::sources::{Sources, states};
 use data::LiveData;
 use query::DataQuery;
 
@@ -37,18 +38,30 @@ pub fn live_page<S>(sentinel: S) -> Router
 where
     S: Deref<Target = Sentinel> + Send + Sync + 'static,
 {
-    let sentinel: SentinelRef = Arc::new(sentinel);
+    live_router(Arc::new(sentinel), Arc::new([]))
+}
+
+/// What the live page's data reads: the instance and the rule sources it
+/// shows.
+#[derive(Clone)]
+struct Live {
+    sentinel: SentinelRef,
+    sources: Sources,
+}
+
+/// The live page's routes, its data showing `sources`' state.
+pub(crate) fn live_router(sentinel: SentinelRef, sources: Sources) -> Router {
     Router::new()
         .route("/", get(page::serve))
         .route("/live/data", get(serve_data))
         .route("/live/live.css", get(page::stylesheet))
         .route("/live/live.js", get(page::script))
-        .with_state(sentinel)
+        .with_state(Live { sentinel, sources })
 }
 
 /// `GET /live/data`: 400 with every problem of the query, or the JSON.
 async fn serve_data(
-    State(sentinel): State<SentinelRef>,
+    State(live): State<Live>,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Response {
     let query = match DataQuery::parse(&pairs) {
@@ -66,7 +79,7 @@ async fn serve_data(
     };
     // Reading every resource's minute window is CPU work of a few
     // milliseconds at most: done inline rather than on a blocking thread.
-    let data = LiveData::compute(&sentinel, &query);
+    let data = LiveData::compute(&live.sentinel, &query, states(&live.sources));
     match serde_json::to_vec(&data) {
         Ok(body) => (
             [

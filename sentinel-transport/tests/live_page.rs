@@ -57,6 +57,8 @@ const PROBE: &str = r#"(() => {
     title: document.getElementById('chart-title').textContent,
     breakers: document.querySelectorAll('#breakers li').length,
     rules: document.getElementById('rules').textContent,
+    sources: document.querySelectorAll('#sources li').length,
+    sourceText: document.getElementById('sources').textContent,
     status: document.getElementById('status').dataset.state,
     markup: document.querySelectorAll('main img, main [onerror]').length,
     markupRow: [...document.querySelectorAll('#resources td.name')]
@@ -159,10 +161,20 @@ async fn the_page_shows_live_traffic_and_draws_its_chart_without_errors() {
     let stop = Arc::new(AtomicBool::new(false));
     let load = traffic(Arc::clone(&sentinel), Arc::clone(&stop));
 
+    // A source that lost its store after one refusal; its name is markup,
+    // to be shown as text.
+    let mut source = sentinel_flow_rules::source::SourceState::default();
+    source.name = "<img src=x onerror=alert(1)>".into();
+    source.revision = Some("h:00000000000000ff".into());
+    source.applied_at_ms = Some(1_700_000_000_000);
+    source.last_error = Some("connection refused".into());
+    (source.applies, source.refusals, source.disconnects) = (2, 1, 1);
+    let rule_source = move || source.clone();
     let server = sentinel_flow_transport::CommandCenter::new(Arc::clone(&sentinel))
         .port(0)
         .token(TOKEN)
         .protect_reads(true)
+        .source_state(rule_source)
         .start()
         .expect("the command center starts");
     let address = server.local_addr();
@@ -237,6 +249,15 @@ async fn the_page_shows_live_traffic_and_draws_its_chart_without_errors() {
         assert_eq!(
             refreshed["breakers"], 2,
             "the breakers of the degrade rules are listed"
+        );
+        assert_eq!(refreshed["sources"], 1, "the rule source is listed");
+        let source = refreshed["sourceText"].as_str().unwrap();
+        assert!(
+            source.starts_with("down<img src=x onerror=alert(1)>")
+                && source.contains("revision h:00000000000000ff applied 2023-11-14T22:13:20.000Z")
+                && source.contains("2 applied · 1 refused · 1 lost")
+                && source.ends_with("connection refused"),
+            "{source}"
         );
         let rules = refreshed["rules"].as_str().unwrap();
         assert!(

@@ -113,7 +113,7 @@ impl RuleFormat {
     ) -> Result<RuleFile, FileError> {
         match self {
             RuleFormat::Yaml { key } => {
-                let name = format!("{source} key {key}");
+                let name = key_name(source, key);
                 match values.get(key) {
                     KeyValue::Present(bytes) => parse_bytes(bytes, &name, options),
                     KeyValue::Missing => Err(FileError::one(
@@ -174,7 +174,7 @@ impl RuleFormat {
     ) -> Result<(String, Vec<u8>), Vec<String>> {
         match self {
             RuleFormat::Yaml { key } => {
-                let name = format!("{source} key {key}");
+                let name = key_name(source, key);
                 let mut file = match known.get(key) {
                     KeyValue::Present(bytes) => {
                         parse_bytes(bytes, &name, options).map_err(|e| e.lines())?
@@ -201,6 +201,16 @@ impl RuleFormat {
     }
 }
 
+/// A key as named in errors: `{source} key {key}`, or the source's name
+/// alone when the key is the source itself (a file: `{path}:3:7: ...`).
+fn key_name(source: &str, key: &str) -> String {
+    if key == source {
+        source.to_owned()
+    } else {
+        format!("{source} key {key}")
+    }
+}
+
 /// Why a value that is not plain bytes within the limit is refused.
 fn refused(value: &KeyValue, options: &LoadOptions) -> String {
     match value {
@@ -210,6 +220,7 @@ fn refused(value: &KeyValue, options: &LoadOptions) -> String {
         ),
         KeyValue::Unreadable(why) => format!("cannot read the key: {why}"),
         KeyValue::Missing => "the key does not exist".to_owned(),
+        KeyValue::Unsettled => "the value is being written".to_owned(),
         KeyValue::Present(_) => "the value is refused".to_owned(),
     }
 }

@@ -28,10 +28,13 @@
 //!   the gateway's encoding of keys and values).
 //! - `zookeeper.rs` (feature `zookeeper`): the ZooKeeper source, its wire
 //!   protocol in `zookeeper/wire.rs`, its writer in `zookeeper/writer.rs`.
+//! - `file/`: the rule file as a source, polled (what
+//!   [`RuleWatcher`](crate::RuleWatcher) runs).
 
 mod backup;
 #[cfg(feature = "etcd")]
 mod etcd;
+mod file;
 mod format;
 #[cfg(feature = "redis")]
 mod redis;
@@ -49,11 +52,14 @@ use std::time::Duration;
 
 #[cfg(feature = "etcd")]
 pub use etcd::{DEFAULT_ETCD_TIMEOUT, DEFAULT_WATCH_REFRESH, EtcdSource};
+pub(crate) use file::{FileSource, Known, file_values};
 pub use format::{RuleFormat, SentinelKeys};
 #[cfg(feature = "redis")]
 pub use redis::RedisSource;
 pub use state::SourceState;
 pub use store::{SourceStore, SourceWriteError};
+#[cfg(test)]
+pub(crate) use watcher::Stepped;
 pub use watcher::{DEFAULT_MAX_BACKOFF, DEFAULT_MIN_BACKOFF, SourceHandle, SourceWatcher};
 #[cfg(feature = "zookeeper")]
 pub use zookeeper::{DEFAULT_SESSION_TIMEOUT, ZooKeeperSource};
@@ -84,6 +90,14 @@ pub trait RuleSource: Send + 'static {
 
     /// A writer of the store, when it can be written.
     fn writer(&self) -> Option<Arc<dyn RuleWriter>> {
+        None
+    }
+
+    /// `Some(interval)` for a store that tells of no change and is polled
+    /// (a file): the watcher then pauses `interval` between calls to
+    /// [`wait`](Self::wait), which checks without blocking (its timeout
+    /// is zero). `None` (the default): `wait` blocks until word comes.
+    fn poll_interval(&self) -> Option<Duration> {
         None
     }
 }
@@ -124,6 +138,11 @@ pub enum KeyValue {
     TooLarge(u64),
     /// The key holds something that is not a value (a Redis list, say).
     Unreadable(String),
+    /// A value that may be caught while it is being written (a file
+    /// rewritten in place, read once): nothing is taken, the rules in
+    /// force stay, and the source tells of a change again at its next
+    /// [`wait`](RuleSource::wait) to have it read once more.
+    Unsettled,
 }
 
 /// The values of the keys a source was asked for, in order, with the
@@ -170,6 +189,7 @@ impl Values {
                     eat(&[3]);
                     eat(why.as_bytes());
                 }
+                KeyValue::Unsettled => eat(&[4]),
             }
         }
         hash.revision()

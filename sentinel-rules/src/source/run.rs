@@ -1,5 +1,5 @@
-//! The watcher thread's loop: wait for word of a change, read, apply;
-//! on a failure reconnect after a wait that doubles up to a cap.
+//! The watcher thread's loop: wait for word of a change (or poll), read,
+//! apply; on a failure reconnect after a wait that doubles up to a cap.
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::Duration;
@@ -30,48 +30,103 @@ pub(super) fn read_and_take<R: RuleSource>(
     Ok(shared.take(sentinel, &mut known, values, false))
 }
 
-pub(super) fn run<R: RuleSource>(
-    mut source: R,
-    shared: &Shared,
-    sentinel: &Sentinel,
-    keys: &[String],
-    (min, max): (Duration, Duration),
-    stop: &Receiver<()>,
-    mut connected: bool,
-) {
-    let mut backoff = min;
-    loop {
-        if connected {
-            let read = match source.wait(TICK) {
+/// The loop's memory: the source, whether it is connected, the next wait
+/// before a reconnection.
+pub(super) struct Runner<R> {
+    source: R,
+    keys: Vec<String>,
+    connected: bool,
+    backoff: Duration,
+    min: Duration,
+    max: Duration,
+}
+
+impl<R: RuleSource> Runner<R> {
+    pub(super) fn new(
+        source: R,
+        keys: Vec<String>,
+        connected: bool,
+        (min, max): (Duration, Duration),
+    ) -> Self {
+        Runner {
+            source,
+            keys,
+            connected,
+            backoff: min,
+            min,
+            max,
+        }
+    }
+
+    /// The pause before the first step: a poll interval, or the first
+    /// backoff when the store was not reached at start.
+    pub(super) fn first_pause(&self) -> Duration {
+        if self.connected {
+            self.source.poll_interval().unwrap_or(Duration::ZERO)
+        } else {
+            self.min
+        }
+    }
+
+    /// One step: connected, wait for word (or poll) and take what
+    /// changed; not, reconnect and read. Returns the pause before the
+    /// next step.
+    pub(super) fn step(&mut self, shared: &Shared, sentinel: &Sentinel) -> Duration {
+        let poll = self.source.poll_interval();
+        if self.connected {
+            let timeout = if poll.is_some() { Duration::ZERO } else { TICK };
+            let read = match self.source.wait(timeout) {
                 Ok(false) => Ok(None),
-                Ok(true) => read_and_take(&mut source, shared, sentinel, keys, false),
+                Ok(true) => read_and_take(&mut self.source, shared, sentinel, &self.keys, false),
                 Err(error) => Err(error),
             };
             match read {
-                Ok(outcome) => shared.tell(outcome),
+                Ok(outcome) => {
+                    shared.tell(outcome);
+                    poll.unwrap_or(Duration::ZERO)
+                }
                 Err(error) => {
                     shared.failed(&error);
-                    connected = false;
-                    backoff = min;
+                    self.connected = false;
+                    self.backoff = self.min;
+                    self.backoff
                 }
-            }
-            if !matches!(stop.try_recv(), Err(TryRecvError::Empty)) {
-                return;
             }
         } else {
-            if !matches!(stop.recv_timeout(backoff), Err(RecvTimeoutError::Timeout)) {
-                return;
-            }
-            match read_and_take(&mut source, shared, sentinel, keys, true) {
+            match read_and_take(&mut self.source, shared, sentinel, &self.keys, true) {
                 Ok(outcome) => {
-                    connected = true;
+                    self.connected = true;
                     shared.tell(outcome);
+                    poll.unwrap_or(Duration::ZERO)
                 }
                 Err(error) => {
                     shared.failed(&error);
-                    backoff = (backoff * 2).min(max);
+                    self.backoff = (self.backoff * 2).min(self.max);
+                    self.backoff
                 }
             }
         }
+    }
+}
+
+/// Steps until `stop` says so (a message or its sender dropped), pausing
+/// as each step asks.
+pub(super) fn run<R: RuleSource>(
+    mut runner: Runner<R>,
+    shared: &Shared,
+    sentinel: &Sentinel,
+    stop: &Receiver<()>,
+) {
+    let mut pause = runner.first_pause();
+    loop {
+        let go_on = if pause.is_zero() {
+            matches!(stop.try_recv(), Err(TryRecvError::Empty))
+        } else {
+            matches!(stop.recv_timeout(pause), Err(RecvTimeoutError::Timeout))
+        };
+        if !go_on {
+            return;
+        }
+        pause = runner.step(shared, sentinel);
     }
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 use sentinel_flow_core::Sentinel;
 
-use super::{RuleFormat, SourceState, Values, backup};
+use super::{KeyValue, Known, RuleFormat, SourceState, Values, backup};
 use crate::error::{FileError, Problem};
 use crate::load::{Reloaded, apply};
 use crate::options::LoadOptions;
@@ -28,11 +28,17 @@ pub(super) struct Shared {
     /// The values last taken (put in force or refused), `None` before the
     /// first. Held across a read and its apply, and across a write and
     /// its apply: one apply at a time, and no read from before a write is
-    /// applied after it.
-    pub(super) known: Mutex<Option<Values>>,
+    /// applied after it. A rule file's stores share it.
+    pub(super) known: Known,
     state: Mutex<SourceState>,
     /// A failure while down was logged (once until connected again).
     down_told: AtomicBool,
+    /// Failures to reach the store are told to the failure listeners too
+    /// (a rule file's: gone, unreadable), each once while it lasts.
+    tell_lost: bool,
+    /// The failure to reach the store last told (with `tell_lost`),
+    /// forgotten when the store answers.
+    last_told: Mutex<Option<String>>,
     pub(super) on_success: Vec<SuccessListener>,
     pub(super) on_failure: Vec<FailureListener>,
 }
@@ -45,6 +51,7 @@ impl Shared {
         backup: Option<PathBuf>,
         on_success: Vec<SuccessListener>,
         on_failure: Vec<FailureListener>,
+        (known, tell_lost): (Known, bool),
     ) -> Self {
         Shared {
             state: Mutex::new(SourceState {
@@ -52,11 +59,13 @@ impl Shared {
                 ..SourceState::default()
             }),
             down_told: AtomicBool::new(false),
+            tell_lost,
+            last_told: Mutex::new(None),
             name,
             format,
             options,
             backup,
-            known: Mutex::new(None),
+            known,
             on_success,
             on_failure,
         }
@@ -76,6 +85,14 @@ impl Shared {
         values: Values,
         from_backup: bool,
     ) -> Outcome {
+        // A value caught while it is written: the source asks again.
+        if values
+            .entries
+            .iter()
+            .any(|(_, v)| matches!(v, KeyValue::Unsettled))
+        {
+            return None;
+        }
         if known.as_ref().map(|k| &k.entries) == Some(&values.entries) {
             let mut state = self.state.lock();
             if state.from_last_known_good && !from_backup {
@@ -101,11 +118,11 @@ impl Shared {
                 FileError::new(&self.name, problems.collect())
             })
         };
-        let outcome = catch_unwind(AssertUnwindSafe(load)).unwrap_or_else(|_| {
+        let outcome = catch_unwind(AssertUnwindSafe(load)).unwrap_or_else(|panic| {
             Err(FileError::one(
                 &self.name,
                 None,
-                "loading the rules panicked",
+                format!("loading the rules panicked: {}", panic_message(&*panic)),
             ))
         });
         let mut state = self.state.lock();
@@ -163,12 +180,18 @@ impl Shared {
         }
     }
 
+    /// The watcher stopped: the store is no longer followed.
+    pub(super) fn stopped(&self) {
+        self.state.lock().connected = false;
+    }
+
     /// The store answered: logged when it had not.
     pub(super) fn connected(&self) {
         let mut state = self.state.lock();
         if !state.connected {
             state.connected = true;
             self.down_told.store(false, Ordering::Relaxed);
+            *self.last_told.lock() = None;
             tracing::info!(source = %self.name, "sentinel-flow-rules: rule source connected");
         }
     }
@@ -186,5 +209,32 @@ impl Shared {
         self.down_told.store(true, Ordering::Relaxed);
         state.connected = false;
         state.last_error = Some(error.to_string());
+        drop(state);
+        if self.tell_lost {
+            let message = error.to_string();
+            let mut last = self.last_told.lock();
+            if last.as_deref() == Some(message.as_str()) {
+                return;
+            }
+            *last = Some(message.clone());
+            drop(last);
+            let error = FileError::one(&self.name, None, message);
+            for listener in &self.on_failure {
+                if catch_unwind(AssertUnwindSafe(|| listener(&error))).is_err() {
+                    tracing::error!("sentinel-flow-rules: a failure listener panicked");
+                }
+            }
+        }
+    }
+}
+
+/// A panic's message, when it has one.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(message) = panic.downcast_ref::<&str>() {
+        message
+    } else if let Some(message) = panic.downcast_ref::<String>() {
+        message
+    } else {
+        "(no message)"
     }
 }

@@ -40,55 +40,76 @@ impl SourceState {
     /// assert!(state.prometheus().contains("sentinel_rule_source_connected{source=\"\"} 0"));
     /// ```
     pub fn prometheus(&self) -> String {
-        let label = escape(&self.name);
+        SourceState::prometheus_of(std::slice::from_ref(self))
+    }
+
+    /// The states of several sources as one Prometheus text: each family
+    /// once (its `# HELP` and `# TYPE`), a sample per source.
+    ///
+    /// ```
+    /// use sentinel_flow_rules::source::SourceState;
+    ///
+    /// let (mut a, mut b) = (SourceState::default(), SourceState::default());
+    /// (a.name, b.name) = ("a".into(), "b".into());
+    /// let text = SourceState::prometheus_of(&[a, b]);
+    /// assert_eq!(text.matches("# TYPE sentinel_rule_source_connected gauge").count(), 1);
+    /// assert!(text.contains("sentinel_rule_source_connected{source=\"b\"} 0"));
+    /// ```
+    pub fn prometheus_of(states: &[SourceState]) -> String {
+        type Read = fn(&SourceState) -> u64;
+        let families: [(&str, &str, &str, Read); 7] = [
+            (
+                "sentinel_rule_source_connected",
+                "gauge",
+                "Whether the rule source is connected (1) or not (0).",
+                |s| u64::from(s.connected),
+            ),
+            (
+                "sentinel_rule_source_last_known_good",
+                "gauge",
+                "Whether the rules in force came from the local last-known-good copy.",
+                |s| u64::from(s.from_last_known_good),
+            ),
+            (
+                "sentinel_rule_source_error",
+                "gauge",
+                "Whether the source's last attempt ended in an error.",
+                |s| u64::from(s.last_error.is_some()),
+            ),
+            (
+                "sentinel_rule_source_applied_timestamp_ms",
+                "gauge",
+                "When the rules in force from the source were applied (Unix ms, 0: never).",
+                |s| s.applied_at_ms.unwrap_or(0),
+            ),
+            (
+                "sentinel_rule_source_applies_total",
+                "counter",
+                "Rule sets from the source put in force.",
+                |s| s.applies,
+            ),
+            (
+                "sentinel_rule_source_refusals_total",
+                "counter",
+                "Values from the source refused.",
+                |s| s.refusals,
+            ),
+            (
+                "sentinel_rule_source_disconnects_total",
+                "counter",
+                "Connections to the source lost.",
+                |s| s.disconnects,
+            ),
+        ];
         let mut out = String::new();
-        let mut metric = |name: &str, kind: &str, help: &str, value: u64| {
+        for (name, kind, help, read) in families {
             let _ = writeln!(out, "# HELP {name} {help}");
             let _ = writeln!(out, "# TYPE {name} {kind}");
-            let _ = writeln!(out, "{name}{{source=\"{label}\"}} {value}");
-        };
-        metric(
-            "sentinel_rule_source_connected",
-            "gauge",
-            "Whether the rule source is connected (1) or not (0).",
-            u64::from(self.connected),
-        );
-        metric(
-            "sentinel_rule_source_last_known_good",
-            "gauge",
-            "Whether the rules in force came from the local last-known-good copy.",
-            u64::from(self.from_last_known_good),
-        );
-        metric(
-            "sentinel_rule_source_error",
-            "gauge",
-            "Whether the source's last attempt ended in an error.",
-            u64::from(self.last_error.is_some()),
-        );
-        metric(
-            "sentinel_rule_source_applied_timestamp_ms",
-            "gauge",
-            "When the rules in force from the source were applied (Unix ms, 0: never).",
-            self.applied_at_ms.unwrap_or(0),
-        );
-        metric(
-            "sentinel_rule_source_applies_total",
-            "counter",
-            "Rule sets from the source put in force.",
-            self.applies,
-        );
-        metric(
-            "sentinel_rule_source_refusals_total",
-            "counter",
-            "Values from the source refused.",
-            self.refusals,
-        );
-        metric(
-            "sentinel_rule_source_disconnects_total",
-            "counter",
-            "Connections to the source lost.",
-            self.disconnects,
-        );
+            for state in states {
+                let label = escape(&state.name);
+                let _ = writeln!(out, "{name}{{source=\"{label}\"}} {}", read(state));
+            }
+        }
         out
     }
 }

@@ -18,6 +18,10 @@ struct Script {
     connects: Vec<Instant>,
     /// A change to tell at the next wait.
     changed: bool,
+    /// Reads answer that every value is being written.
+    unsettled: bool,
+    /// Reads made.
+    reads: usize,
 }
 
 #[derive(Clone, Default)]
@@ -57,9 +61,17 @@ impl RuleSource for Scripted {
     }
 
     fn read(&mut self, keys: &[String], _max: usize) -> Result<Values, SourceError> {
-        let script = self.0.lock();
+        let mut script = self.0.lock();
         if !script.up {
             return Err(SourceError::new("connection refused"));
+        }
+        script.reads += 1;
+        if script.unsettled {
+            let entries = keys.iter().map(|k| (k.clone(), KeyValue::Unsettled));
+            return Ok(Values {
+                revision: None,
+                entries: entries.collect(),
+            });
         }
         let entries = keys
             .iter()
@@ -209,4 +221,26 @@ fn a_format_without_keys_and_a_bad_backoff_are_refused() {
         .backoff(Duration::from_millis(50), Duration::from_millis(10))
         .start(sentinel());
     assert!(error.unwrap_err().to_string().contains("backoff"));
+}
+
+#[test]
+fn an_unsettled_value_is_not_taken_and_the_next_read_is() {
+    let store = Scripted::up_with("rules", GOOD);
+    let s = sentinel();
+    let handle = SourceWatcher::new(store.clone(), RuleFormat::yaml("rules"))
+        .start(s.clone())
+        .unwrap();
+    let before = handle.state();
+    store.0.lock().unsettled = true;
+    store.set("rules", "flow:\n  - {resource: a, count: 8}\n");
+    assert!(eventually(|| store.0.lock().reads >= 2));
+    // Neither applied nor refused: the rules and the state stay.
+    assert_eq!(s.rule_book().flow[0].count, 3.0);
+    assert_eq!(handle.state(), before);
+    store.0.lock().unsettled = false;
+    store.set("rules", "flow:\n  - {resource: a, count: 8}\n");
+    assert!(eventually(
+        || s.rule_book().flow.first().map(|r| r.count) == Some(8.0)
+    ));
+    assert_eq!((handle.state().applies, handle.state().refusals), (2, 0));
 }

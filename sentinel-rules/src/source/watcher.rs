@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use sentinel_flow_core::Sentinel;
 
+use super::run::{self, Runner};
 use super::shared::{FailureListener, Shared, SuccessListener};
-use super::{RuleFormat, RuleSource, SourceState, SourceStore, backup, run};
+use super::{Known, RuleFormat, RuleSource, SourceState, SourceStore, backup};
 use crate::error::FileError;
 use crate::load::Reloaded;
 use crate::options::LoadOptions;
@@ -51,6 +52,8 @@ pub struct SourceWatcher<R> {
     max_backoff: Duration,
     on_success: Vec<SuccessListener>,
     on_failure: Vec<FailureListener>,
+    /// The rule file's way (see [`file_contract`](Self::file_contract)).
+    file: Option<Known>,
 }
 
 impl<R: RuleSource> SourceWatcher<R> {
@@ -65,7 +68,18 @@ impl<R: RuleSource> SourceWatcher<R> {
             max_backoff: DEFAULT_MAX_BACKOFF,
             on_success: Vec::new(),
             on_failure: Vec::new(),
+            file: None,
         }
+    }
+
+    /// The rule file's contract, which [`RuleWatcher`](crate::RuleWatcher)
+    /// keeps: a source that cannot be read at start is an error (nothing
+    /// is watched), a failure to read it (a deletion, a named pipe) is
+    /// told to the failure listeners once while it lasts, and the values
+    /// in force are `known`, shared with the file's stores.
+    pub(crate) fn file_contract(mut self, known: Known) -> Self {
+        self.file = Some(known);
+        self
     }
 
     /// The limits values are read under: a value larger than
@@ -118,6 +132,25 @@ impl<R: RuleSource> SourceWatcher<R> {
     where
         S: Deref<Target = Sentinel> + Send + 'static,
     {
+        let (runner, shared, store) = self.prepare(&sentinel)?;
+        let name = shared.name.clone();
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread_shared = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("sentinel-rules-source".into())
+            .spawn(move || run::run(runner, &thread_shared, &sentinel, &stopped))
+            .map_err(|e| FileError::one(&name, None, format!("cannot start the watcher: {e}")))?;
+        Ok(SourceHandle {
+            shared,
+            store,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// Checks the settings and makes the first read and apply: what
+    /// [`start`](Self::start) does before its thread steps the loop.
+    fn prepare(self, sentinel: &Sentinel) -> Result<Prepared<R>, FileError> {
         let SourceWatcher {
             mut source,
             format,
@@ -127,6 +160,7 @@ impl<R: RuleSource> SourceWatcher<R> {
             max_backoff,
             on_success,
             on_failure,
+            file,
         } = self;
         let name = source.name();
         let keys = format.keys();
@@ -142,6 +176,7 @@ impl<R: RuleSource> SourceWatcher<R> {
                 ),
             ));
         }
+        let strict = file.is_some();
         let shared = Arc::new(Shared::new(
             name.clone(),
             format,
@@ -149,11 +184,12 @@ impl<R: RuleSource> SourceWatcher<R> {
             backup,
             on_success,
             on_failure,
+            (file.unwrap_or_default(), strict),
         ));
-        let first = run::read_and_take(&mut source, &shared, &sentinel, &keys, true);
+        let first = run::read_and_take(&mut source, &shared, sentinel, &keys, true);
         let connected = match first {
             Ok(Some(Err(error))) => {
-                if !from_backup(&shared, &sentinel) {
+                if !from_backup(&shared, sentinel) {
                     return Err(error);
                 }
                 true
@@ -162,38 +198,53 @@ impl<R: RuleSource> SourceWatcher<R> {
                 shared.tell(outcome);
                 true
             }
+            Err(error) if strict => {
+                return Err(FileError::one(&name, None, error.to_string()));
+            }
             Err(error) => {
                 shared.failed(&error);
-                from_backup(&shared, &sentinel);
+                from_backup(&shared, sentinel);
                 false
             }
         };
         let store = source
             .writer()
             .map(|writer| SourceStore::new(shared.clone(), writer));
-        let (stop, stopped) = mpsc::channel::<()>();
-        let thread_shared = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("sentinel-rules-source".into())
-            .spawn(move || {
-                let backoff = (min_backoff, max_backoff);
-                run::run(
-                    source,
-                    &thread_shared,
-                    &sentinel,
-                    &keys,
-                    backoff,
-                    &stopped,
-                    connected,
-                );
-            })
-            .map_err(|e| FileError::one(&name, None, format!("cannot start the watcher: {e}")))?;
-        Ok(SourceHandle {
-            shared,
-            store,
-            stop: Some(stop),
-            thread: Some(thread),
-        })
+        let runner = Runner::new(source, keys, connected, (min_backoff, max_backoff));
+        Ok((runner, shared, store))
+    }
+
+    /// [`prepare`](Self::prepare), for a test to step the loop itself.
+    #[cfg(test)]
+    pub(crate) fn stepped(self, sentinel: &Sentinel) -> Result<Stepped<R>, FileError> {
+        let (runner, shared, _) = self.prepare(sentinel)?;
+        Ok(Stepped { runner, shared })
+    }
+}
+
+/// A watcher ready to step: its loop, what the loop and the handle share,
+/// and the store when the source can be written.
+type Prepared<R> = (Runner<R>, Arc<Shared>, Option<SourceStore>);
+
+/// A watcher's loop stepped by a test, one poll at a time, without its
+/// thread and its pauses.
+#[cfg(test)]
+pub(crate) struct Stepped<R> {
+    runner: Runner<R>,
+    shared: Arc<Shared>,
+}
+
+#[cfg(test)]
+impl<R: RuleSource> Stepped<R> {
+    /// One step of the loop; the pause it asks for before the next is
+    /// returned, not taken.
+    pub(crate) fn step(&mut self, sentinel: &Sentinel) -> Duration {
+        self.runner.step(&self.shared, sentinel)
+    }
+
+    /// The source's state now.
+    pub(crate) fn state(&self) -> SourceState {
+        self.shared.state()
     }
 }
 
@@ -256,6 +307,15 @@ impl SourceHandle {
         self.shared.state()
     }
 
+    /// A reader of the source's state that may outlive the handle (once
+    /// the watcher is stopped it shows the last state, not connected),
+    /// for a page or a scrape:
+    /// `CommandCenter::source_state` in `sentinel-flow-transport`.
+    pub fn state_reader(&self) -> impl Fn() -> SourceState + Clone + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move || shared.state()
+    }
+
     /// A store writing to the source (the destination of the command
     /// API's `setRules`), when the source can be written.
     pub fn store(&self) -> Option<SourceStore> {
@@ -282,5 +342,6 @@ impl Drop for SourceHandle {
         {
             let _ = thread.join();
         }
+        self.shared.stopped();
     }
 }

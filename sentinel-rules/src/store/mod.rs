@@ -22,11 +22,7 @@ use crate::render;
 pub use error::StoreError;
 use splice::{Layout, Spliced};
 
-/// The content this process last read from the file (loaded or refused)
-/// or wrote to it, shared by a watcher and its stores so that neither
-/// takes the other's write for an outside edit. Held while a change is
-/// checked, written and applied, and while the watcher reads and applies.
-pub(crate) type Known = Arc<Mutex<Option<Vec<u8>>>>;
+use crate::source::{Known, file_values};
 
 /// Replaces are one at a time in the process, whichever store they come
 /// from: two stores of one file each compare the disk with what they know
@@ -81,10 +77,11 @@ impl RuleFileStore {
     pub fn open_with(path: impl Into<PathBuf>, options: LoadOptions) -> Result<Self, FileError> {
         let path = path.into();
         let bytes = read(&path, &options)?;
+        let name = path.display().to_string();
         Ok(RuleFileStore {
             path,
             options,
-            known: Arc::new(Mutex::new(Some(bytes))),
+            known: Arc::new(Mutex::new(Some(file_values(&name, bytes)))),
         })
     }
 
@@ -109,7 +106,7 @@ impl RuleFileStore {
         let mut known = self.known.lock();
         let bytes = read(&self.path, &self.options)?;
         let file = parse_bytes(&bytes, &self.name(), &self.options.for_instance(sentinel))?;
-        *known = Some(bytes);
+        *known = Some(file_values(&self.name(), bytes));
         apply(sentinel, file).map_err(|errors| {
             let problems = errors.errors().iter();
             let problems = problems.map(|e| Problem::new(None, e.to_string()));
@@ -163,7 +160,7 @@ impl RuleFileStore {
             }
             Err(error) => return Err(StoreError::io("read", &self.path, error)),
         };
-        if known.as_deref() != Some(on_disk.as_slice()) {
+        if self.known_bytes(known.as_ref()) != Some(on_disk.as_slice()) {
             return Err(self.conflict("changed on disk"));
         }
         // The instance's name length limit, as the watcher reads the file.
@@ -176,7 +173,7 @@ impl RuleFileStore {
             // a deploy script) may land while this one renders and syncs:
             // the content is checked again as the new file takes its place.
             write::replace_file(&self.path, &target, &bytes, &on_disk, &self.options)?;
-            *known = Some(bytes);
+            *known = Some(file_values(&self.name(), bytes));
         }
         drop(lock);
         apply(sentinel, file).map_err(|errors| {
@@ -251,6 +248,14 @@ impl RuleFileStore {
         self.path.display().to_string()
     }
 
+    /// The file's content in `known` (the one key a file's values hold).
+    fn known_bytes<'k>(&self, known: Option<&'k crate::source::Values>) -> Option<&'k [u8]> {
+        match known?.get(&self.name()) {
+            crate::source::KeyValue::Present(bytes) => Some(bytes),
+            _ => None,
+        }
+    }
+
     fn conflict(&self, reason: &str) -> StoreError {
         StoreError::Conflict {
             path: self.path.clone(),
@@ -306,7 +311,12 @@ impl fmt::Debug for RuleFileStore {
         f.debug_struct("RuleFileStore")
             .field("path", &self.path)
             .field("options", &self.options)
-            .field("known_len", &self.known.lock().as_ref().map(Vec::len))
+            .field(
+                "known_len",
+                &self
+                    .known_bytes(self.known.lock().as_ref())
+                    .map(<[u8]>::len),
+            )
             .finish()
     }
 }

@@ -1,7 +1,7 @@
-//! `RuleWatcher`: load a rule file, then follow it by polling.
+//! `RuleWatcher`: load a rule file, then follow it by polling; a front
+//! over a [`SourceWatcher`] of the file's [`FileSource`], the one loop
+//! every rule source runs.
 
-mod fingerprint;
-mod poller;
 #[cfg(test)]
 mod tests;
 
@@ -9,8 +9,6 @@ use std::fmt;
 use std::ops::Deref;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use sentinel_flow_core::Sentinel;
@@ -18,9 +16,13 @@ use sentinel_flow_core::Sentinel;
 use crate::error::FileError;
 use crate::load::Reloaded;
 use crate::options::LoadOptions;
-use crate::source::SourceState;
+use crate::source::{
+    DEFAULT_MAX_BACKOFF, FileSource, Known, RuleFormat, SourceHandle, SourceState, SourceWatcher,
+};
 use crate::store::RuleFileStore;
-use poller::Poller;
+
+type SuccessListener = Arc<dyn Fn(&Reloaded) + Send + Sync>;
+type FailureListener = Arc<dyn Fn(&FileError) + Send + Sync>;
 
 /// How often the watched file is checked by default.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
@@ -52,11 +54,19 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
 /// A bad file is reported to [`on_failure`](Self::on_failure) and the
 /// rules in force stay. A deleted file is reported once per deletion, the
 /// rules in force stay, and the file is loaded again when it comes back.
+/// While the file is gone or cannot be read it is checked again after a
+/// wait that doubles from the interval up to [`DEFAULT_MAX_BACKOFF`] (5 s;
+/// the interval when that is longer).
 /// Only a regular file is read: a named pipe, a device or a directory at
 /// the path is reported without being read (nothing blocks on it), and at
 /// most the size limit of [`LoadOptions`] is read. A panic while a file is
 /// loaded (in a rule listener, say) is caught and reported like a bad
 /// file; the watcher goes on with the next change.
+///
+/// The watcher is a [`SourceWatcher`] of the file: its
+/// [`state`](WatchHandle::state) is a rule source's [`SourceState`] (with
+/// its Prometheus text), and one loop, one apply path and one state serve
+/// files and configuration stores alike.
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -71,8 +81,11 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
 /// # Ok::<(), sentinel_flow_rules::FileError>(())
 /// ```
 pub struct RuleWatcher {
-    poller: Poller,
+    path: PathBuf,
+    options: LoadOptions,
     interval: Duration,
+    on_success: Vec<SuccessListener>,
+    on_failure: Vec<FailureListener>,
 }
 
 impl RuleWatcher {
@@ -80,8 +93,11 @@ impl RuleWatcher {
     /// read with the default [`LoadOptions`].
     pub fn new(path: impl Into<PathBuf>) -> Self {
         RuleWatcher {
-            poller: Poller::new(path.into(), LoadOptions::default()),
+            path: path.into(),
+            options: LoadOptions::default(),
             interval: DEFAULT_INTERVAL,
+            on_success: Vec::new(),
+            on_failure: Vec::new(),
         }
     }
 
@@ -94,7 +110,7 @@ impl RuleWatcher {
 
     /// The limits the file is read under.
     pub fn options(mut self, options: LoadOptions) -> Self {
-        self.poller.options = options;
+        self.options = options;
         self
     }
 
@@ -102,7 +118,7 @@ impl RuleWatcher {
     /// the file's version and rule counts. Runs on the watcher's thread; a
     /// panic in it is caught and logged.
     pub fn on_success(mut self, listener: impl Fn(&Reloaded) + Send + Sync + 'static) -> Self {
-        self.poller.on_success.push(Arc::new(listener));
+        self.on_success.push(Arc::new(listener));
         self
     }
 
@@ -112,7 +128,7 @@ impl RuleWatcher {
     /// while it lasts. Not called for the first load, whose error
     /// [`start`](Self::start) returns.
     pub fn on_failure(mut self, listener: impl Fn(&FileError) + Send + Sync + 'static) -> Self {
-        self.poller.on_failure.push(Arc::new(listener));
+        self.on_failure.push(Arc::new(listener));
         self
     }
 
@@ -125,53 +141,66 @@ impl RuleWatcher {
     where
         S: Deref<Target = Sentinel> + Send + 'static,
     {
+        let file = self.path.display().to_string();
+        let known = Known::default();
+        let store = RuleFileStore::shared(self.path.clone(), self.options.clone(), known.clone());
+        let source = self.source_watcher(known)?.start(sentinel)?;
+        Ok(WatchHandle {
+            file,
+            source,
+            store,
+        })
+    }
+
+    /// [`start`](Self::start) without the thread: a test steps the loop.
+    #[cfg(test)]
+    pub(crate) fn stepped(
+        self,
+        sentinel: &Sentinel,
+    ) -> Result<crate::source::Stepped<FileSource>, FileError> {
+        self.source_watcher(Known::default())?.stepped(sentinel)
+    }
+
+    /// The file's source watcher, after the interval is checked.
+    fn source_watcher(self, known: Known) -> Result<SourceWatcher<FileSource>, FileError> {
         let RuleWatcher {
-            mut poller,
+            path,
+            options,
             interval,
+            on_success,
+            on_failure,
         } = self;
         if interval < MIN_INTERVAL {
             return Err(FileError::one(
-                &poller.name,
+                &path.display().to_string(),
                 None,
                 format!("the watch interval must be at least {MIN_INTERVAL:?}, got {interval:?}"),
             ));
         }
-        poller.first(&sentinel)?;
-        let name = poller.name.clone();
-        let store = RuleFileStore::shared(
-            poller.path.clone(),
-            poller.options.clone(),
-            poller.known.clone(),
-        );
-        let state = poller.state.clone();
-        let (stop, stopped) = mpsc::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("sentinel-rules-watch".into())
-            .spawn(move || {
-                // A message or a dropped sender (the handle) stops it.
-                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
-                    poller.poll(&sentinel);
-                }
-            })
-            .map_err(|e| FileError::one(&name, None, format!("cannot start the watcher: {e}")))?;
-        Ok(WatchHandle {
-            file: name,
-            state,
-            store,
-            stop: Some(stop),
-            thread: Some(thread),
-        })
+        let source = FileSource::new(path, options.clone(), interval);
+        let format = RuleFormat::yaml(crate::source::RuleSource::name(&source));
+        let mut watcher = SourceWatcher::new(source, format)
+            .options(options)
+            .backoff(interval, interval.max(DEFAULT_MAX_BACKOFF))
+            .file_contract(known);
+        for listener in on_success {
+            watcher = watcher.on_success(move |loaded| listener(loaded));
+        }
+        for listener in on_failure {
+            watcher = watcher.on_failure(move |error| listener(error));
+        }
+        Ok(watcher)
     }
 }
 
 impl fmt::Debug for RuleWatcher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RuleWatcher")
-            .field("path", &self.poller.path)
+            .field("path", &self.path)
             .field("interval", &self.interval)
-            .field("options", &self.poller.options)
-            .field("on_success", &self.poller.on_success.len())
-            .field("on_failure", &self.poller.on_failure.len())
+            .field("options", &self.options)
+            .field("on_success", &self.on_success.len())
+            .field("on_failure", &self.on_failure.len())
             .finish()
     }
 }
@@ -181,10 +210,8 @@ impl fmt::Debug for RuleWatcher {
 #[derive(Debug)]
 pub struct WatchHandle {
     file: String,
-    state: Arc<parking_lot::Mutex<SourceState>>,
+    source: SourceHandle,
     store: RuleFileStore,
-    stop: Option<Sender<()>>,
-    thread: Option<JoinHandle<()>>,
 }
 
 impl WatchHandle {
@@ -199,7 +226,13 @@ impl WatchHandle {
     /// applied, the last error, counts of loads, refusals and losses (a
     /// deletion, an unreadable file).
     pub fn state(&self) -> SourceState {
-        self.state.lock().clone()
+        self.source.state()
+    }
+
+    /// A reader of the file's state that may outlive the handle, for a
+    /// page or a scrape (see [`SourceHandle::state_reader`]).
+    pub fn state_reader(&self) -> impl Fn() -> SourceState + Clone + Send + Sync + 'static {
+        self.source.state_reader()
     }
 
     /// A store of the watched file that shares the watcher's view of it:
@@ -213,16 +246,4 @@ impl WatchHandle {
 
     /// Stops the watcher and waits for its thread.
     pub fn stop(self) {}
-}
-
-impl Drop for WatchHandle {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(thread) = self.thread.take()
-            // A listener that drops the handle runs on the watcher's thread.
-            && thread.thread().id() != std::thread::current().id()
-        {
-            let _ = thread.join();
-        }
-    }
 }

@@ -9,14 +9,16 @@ use std::time::{Duration, SystemTime};
 
 use sentinel_flow_core::{ManualClock, Sentinel};
 
-use super::poller::Poller;
+use super::RuleWatcher;
 use crate::error::FileError;
 use crate::load::{Reloaded, parse_bytes};
 use crate::options::LoadOptions;
+use crate::source::{FileSource, Stepped};
 
-/// A poller of a temporary rule file, and what its listeners heard.
+/// A watcher of a temporary rule file, stepped one poll at a time, and
+/// what its listeners heard.
 struct Polled {
-    poller: Poller,
+    poller: Stepped<FileSource>,
     sentinel: Sentinel,
     path: PathBuf,
     loads: Arc<Mutex<Vec<Reloaded>>>,
@@ -35,16 +37,12 @@ impl Polled {
             .build();
         let loads = Arc::new(Mutex::new(Vec::new()));
         let failures = Arc::new(Mutex::new(Vec::new()));
-        let mut poller = Poller::new(path.clone(), LoadOptions::default());
-        let heard = loads.clone();
-        poller.on_success.push(Arc::new(move |r: &Reloaded| {
-            heard.lock().unwrap().push(r.clone())
-        }));
-        let heard = failures.clone();
-        poller.on_failure.push(Arc::new(move |e: &FileError| {
-            heard.lock().unwrap().push(e.clone())
-        }));
-        poller.first(&sentinel).unwrap();
+        let (on_load, on_failure) = (loads.clone(), failures.clone());
+        let poller = RuleWatcher::new(&path)
+            .on_success(move |r: &Reloaded| on_load.lock().unwrap().push(r.clone()))
+            .on_failure(move |e: &FileError| on_failure.lock().unwrap().push(e.clone()))
+            .stepped(&sentinel)
+            .unwrap();
         Polled {
             poller,
             sentinel,
@@ -60,7 +58,12 @@ impl Polled {
     }
 
     fn poll(&mut self) {
-        self.poller.poll(&self.sentinel);
+        self.poller.step(&self.sentinel);
+    }
+
+    /// One poll, and the pause the watcher takes after it.
+    fn poll_and_pause(&mut self) -> Duration {
+        self.poller.step(&self.sentinel)
     }
 
     fn flow_counts(&self) -> Vec<f64> {
@@ -366,4 +369,32 @@ fn a_panic_while_loading_is_told_and_the_next_file_is_loaded() {
     polled.poll();
     assert_eq!(polled.flow_counts(), [12.0]);
     assert_eq!(polled.loads(), 2);
+}
+
+/// A file that is gone is checked again after a wait that doubles from
+/// the interval up to the sources' cap (not every interval for as long as
+/// it stays gone), told once, and its state says so.
+#[test]
+fn a_gone_file_is_checked_again_after_a_doubling_wait_up_to_the_cap() {
+    let mut polled = Polled::new(&flow_file(&[10]));
+    let interval = super::DEFAULT_INTERVAL;
+    assert_eq!(polled.poll_and_pause(), interval);
+    fs::remove_file(&polled.path).unwrap();
+    let pauses: Vec<Duration> = (0..6).map(|_| polled.poll_and_pause()).collect();
+    let secs = |s: &[u64]| {
+        s.iter()
+            .map(|&s| Duration::from_secs(s))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(pauses, secs(&[1, 2, 4, 5, 5, 5]));
+    let state = polled.poller.state();
+    assert!(!state.connected, "{state:?}");
+    assert_eq!(state.disconnects, 1);
+    assert_eq!(polled.failures().len(), 1, "told once");
+    // Back: polled every interval again, and taken once it holds still.
+    polled.rename_in(&flow_file(&[11]));
+    assert_eq!(polled.poll_and_pause(), interval);
+    assert!(polled.poller.state().connected);
+    polled.poll();
+    assert_eq!(polled.flow_counts(), [11.0]);
 }

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use sentinel_flow_core::Sentinel;
 use sentinel_flow_core::degrade::{BreakerSnapshot, BreakerState, DegradeRule};
 use sentinel_flow_core::node::{MetricSnapshot, ResourceNode};
+use sentinel_flow_rules::source::SourceState;
 use serde::Serialize;
 
 use super::query::DataQuery;
@@ -40,6 +41,43 @@ pub(crate) struct LiveData {
     breakers: Vec<BreakerView>,
     /// The rules in force, every kind.
     rules: RulesView,
+    /// The rule sources the server was given, in that order.
+    sources: Vec<SourceView>,
+}
+
+/// A rule source's state (a rule file, a configuration store).
+#[derive(Debug, Serialize)]
+struct SourceView {
+    /// The file or the store, as the source names it.
+    name: String,
+    connected: bool,
+    /// The revision of the rules in force from it.
+    revision: Option<String>,
+    /// When they were put in force (instance clock, Unix ms).
+    applied_at_ms: Option<u64>,
+    /// The last error, cleared by the next good apply.
+    last_error: Option<String>,
+    /// The rules in force came from the local last-known-good copy.
+    from_last_known_good: bool,
+    applies: u64,
+    refusals: u64,
+    disconnects: u64,
+}
+
+impl From<SourceState> for SourceView {
+    fn from(state: SourceState) -> Self {
+        SourceView {
+            name: state.name,
+            connected: state.connected,
+            revision: state.revision,
+            applied_at_ms: state.applied_at_ms,
+            last_error: state.last_error,
+            from_last_known_good: state.from_last_known_good,
+            applies: state.applies,
+            refusals: state.refusals,
+            disconnects: state.disconnects,
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -145,7 +183,11 @@ impl LiveData {
     /// Computes the answer at the instance's now. Reads every resource's
     /// last completed second and concurrency (no allocation per resource),
     /// then the minute and a row for the listed ones only.
-    pub(crate) fn compute(sentinel: &Sentinel, query: &DataQuery) -> LiveData {
+    pub(crate) fn compute(
+        sentinel: &Sentinel,
+        query: &DataQuery,
+        sources: Vec<SourceState>,
+    ) -> LiveData {
         let now = sentinel.now_ms();
         let second_end = now - now % SECOND_MS;
         let second_start = second_end.saturating_sub(SECOND_MS);
@@ -244,6 +286,7 @@ impl LiveData {
                 .map(|(rule, s)| BreakerView::of(rule, s, now))
                 .collect(),
             rules: RulesView::of(&book, query.rules_limit),
+            sources: sources.into_iter().map(SourceView::from).collect(),
         }
     }
 }
