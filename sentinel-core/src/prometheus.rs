@@ -203,7 +203,7 @@ pub fn render_prometheus(sentinel: &Sentinel) -> String {
         percentiles(&mut out, &tracked);
     }
     // The cluster service's families (`sentinel_cluster_fallback`, ...).
-    sentinel.cluster.render_prometheus(&mut out);
+    sentinel.engine.parts.cluster.render_prometheus(&mut out);
     out
 }
 

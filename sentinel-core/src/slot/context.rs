@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::engine::parts::Parts;
 use crate::node::{OriginNode, ResourceNode, StatisticNode};
 use crate::{BlockError, BlockKind, EntryType, ParamValue};
 
@@ -14,7 +15,7 @@ pub struct EntryContext<'a> {
     pub(crate) origin_name: &'a str,
     /// The context's id; its name is looked up when asked for.
     pub(crate) context: u32,
-    pub(crate) sentinel: &'a crate::Sentinel,
+    pub(crate) parts: &'a Parts,
     pub(crate) context_stats: Option<&'a StatisticNode>,
     pub(crate) args: &'a [ParamValue],
     pub(crate) now_ms: u64,
@@ -54,7 +55,7 @@ impl<'a> EntryContext<'a> {
 
     /// The context's name.
     pub fn context_name(&self) -> &'a str {
-        self.sentinel.context_name(self.context)
+        self.parts.nodes.context_name(self.context)
     }
 
     /// The statistics of this resource in this context, when the context is
