@@ -71,8 +71,8 @@ impl RuleSlot for DegradeKind {
     }
 
     #[inline(always)]
-    fn exit(x: &Exiting<'_, '_>, in_force: &impl InForce<List<CircuitBreaker>>) {
-        if x.placement.hears_exit {
+    fn exit(x: &Exiting<'_, '_>, in_force: impl InForce<List<CircuitBreaker>>) {
+        if x.placement.hears_exit() {
             complete(x, in_force);
         }
     }
@@ -83,7 +83,7 @@ impl RuleSlot for DegradeKind {
 /// A probe of an entry that panicked (its thread unwinding) failed,
 /// whatever its response time.
 #[inline(never)]
-fn complete(x: &Exiting<'_, '_>, in_force: &impl InForce<List<CircuitBreaker>>) {
+fn complete(x: &Exiting<'_, '_>, in_force: impl InForce<List<CircuitBreaker>>) {
     let states = &x.parts.states;
     let notify = |change: &StateChange<'_>| states.notify(change);
     let inbound = x.placement.entry_type == EntryType::Inbound;

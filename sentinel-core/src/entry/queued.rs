@@ -43,22 +43,25 @@ pub struct Queued<'s>(Box<Waiting<'s>>);
 struct Waiting<'s> {
     unadmitted: Unadmitted<'static, 's>,
     wait: Duration,
+    entry_type: crate::EntryType,
     origin: Box<str>,
     args: Box<[ParamValue]>,
 }
 
 impl<'s> Queued<'s> {
-    fn new(engine: &'s Engine, args: &[ParamValue], checked: Checked<'_, 's>) -> Self {
+    fn new(engine: &'s Engine, request: &Request<'_, 's>, checked: Checked<'_, 's>) -> Self {
         let wait = Duration::from_nanos(checked.outcome.wait_ns());
         let origin: Box<str> = checked.origin_name.into();
         Queued(Box::new(Waiting {
             unadmitted: Unadmitted {
                 engine,
+                batch: request.batch,
                 checked: Some(checked.detached()),
             },
             wait,
+            entry_type: request.entry_type,
             origin,
-            args: args.into(),
+            args: request.args.into(),
         }))
     }
 
@@ -79,8 +82,14 @@ impl<'s> Queued<'s> {
             .take()
             .expect("admitted once: admit consumes the queued entry");
         checked.origin_name = &waiting.origin;
+        let mut request = Request::new(checked.resource.name());
+        request.resource = Some(Some(checked.resource));
+        request.entry_type = waiting.entry_type;
+        request.batch = waiting.unadmitted.batch;
+        request.origin = &waiting.origin;
+        request.args = &waiting.args;
         let now = engine.parts.clock.now_ms().max(checked.pass_ms);
-        chain::admit(engine, &waiting.args, checked, now)
+        chain::admit(engine, &request, checked, now)
     }
 }
 
@@ -108,13 +117,10 @@ pub(crate) fn enter_or_queue<'s>(
     if checked.outcome.wait_ns() == 0 {
         let now = checked.pass_ms;
         return Ok(Entering::Entered(chain::admit(
-            engine,
-            request.args,
-            checked,
-            now,
+            engine, &request, checked, now,
         )));
     }
-    Ok(Entering::Queued(Queued::new(engine, request.args, checked)))
+    Ok(Entering::Queued(Queued::new(engine, &request, checked)))
 }
 
 #[cfg(test)]

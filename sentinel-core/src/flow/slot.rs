@@ -151,7 +151,7 @@ impl RuleSlot for FlowKind {
 
     /// Counts an admitted entry in the windows its flow rules keep.
     #[cold]
-    fn admitted(ctx: &EntryContext<'_>, in_force: &impl InForce<FlowRules>) {
+    fn admitted(ctx: &EntryContext<'_>, in_force: impl InForce<FlowRules>) {
         let inbound = ctx.entry_type == EntryType::Inbound;
         in_force.with(ctx.resource, inbound, |rules| {
             super::count_windows(&rules.list, |o| rules.names_origin(o), ctx);
@@ -161,7 +161,7 @@ impl RuleSlot for FlowKind {
     /// Gives back the concurrency reserved on the entry's nodes, and the
     /// permits it leased.
     #[cfg(feature = "tokio")]
-    fn unadmitted(entry: &Abandoned<'_>, in_force: &impl InForce<FlowRules>) {
+    fn unadmitted(entry: &Abandoned<'_>, in_force: impl InForce<FlowRules>) {
         super::release_nodes(
             entry.resource,
             entry.origin,
@@ -178,8 +178,8 @@ impl RuleSlot for FlowKind {
     }
 
     #[inline(always)]
-    fn exit(x: &Exiting<'_, '_>, _: &impl InForce<FlowRules>) {
-        if x.placement.reserved != 0 {
+    fn exit(x: &Exiting<'_, '_>, _: impl InForce<FlowRules>) {
+        if x.placement.reserved() != 0 {
             release_reserved(x.placement);
         }
     }
@@ -192,6 +192,6 @@ fn release_reserved(placement: &Placement<'_>) {
         placement.resource.stats(),
         placement.origin.map(OriginNode::stats),
         placement.context_stats,
-        placement.reserved,
+        placement.reserved(),
     );
 }

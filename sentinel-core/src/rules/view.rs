@@ -43,6 +43,14 @@ pub(crate) struct Found<'r, K> {
     kind: PhantomData<fn() -> K>,
 }
 
+impl<K> Clone for Found<'_, K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K> Copy for Found<'_, K> {}
+
 impl<'r, K> Found<'r, K> {
     /// Kind `K`'s rules in `rules`.
     #[inline(always)]

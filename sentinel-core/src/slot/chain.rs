@@ -44,7 +44,6 @@ use super::{EntryContext, ExitContext, Holds, Outcome};
 use crate::engine::Engine;
 use crate::entry::Request;
 use crate::entry::{Active, Entry};
-#[cfg(feature = "tokio")]
 use crate::node::OriginNode;
 use crate::rules::RuleSet;
 use crate::rules::view::View;
@@ -70,7 +69,7 @@ pub(crate) fn enter<'s>(
             clock.now_ms().max(checked.pass_ms)
         }
     };
-    Ok(admit(engine, request.args, checked, now))
+    Ok(admit(engine, &request, checked, now))
 }
 
 /// As [`enter`], waiting in a rate limiter's queue with
@@ -85,19 +84,20 @@ pub(crate) async fn enter_async<'s>(
     };
     if checked.outcome.wait_ns() == 0 {
         let now = checked.pass_ms;
-        return Ok(admit(engine, request.args, checked, now));
+        return Ok(admit(engine, &request, checked, now));
     }
     let wait = std::time::Duration::from_nanos(checked.outcome.wait_ns());
     // Dropped while waiting (a cancelled future), the guard gives back
     // what the checks took (concurrency, probes); nothing is counted.
     let mut guard = Unadmitted {
         engine,
+        batch: request.batch,
         checked: Some(checked),
     };
     tokio::time::sleep(wait).await;
     let checked = guard.checked.take().expect("taken once, after the wait");
     let now = engine.parts.clock.now_ms().max(checked.pass_ms);
-    Ok(admit(engine, request.args, checked, now))
+    Ok(admit(engine, &request, checked, now))
 }
 
 /// Everything up to counting the pass: the resource's node, the node
@@ -164,16 +164,12 @@ pub(crate) fn check<'a, 's>(
         return Err(verdict.take_error());
     };
     Ok(Some(Checked {
-        place: Place {
-            resource,
-            node: selected.node,
-            context: selected.context,
-            context_stats: selected.context_stats,
-            origin,
-            entry_type: request.entry_type,
-            batch: request.batch,
-            start_ms: now,
-        },
+        resource,
+        node: selected.node,
+        context: selected.context,
+        context_stats: selected.context_stats,
+        origin,
+        start_ms: now,
         origin_name,
         pass_ms: now.max(verdict.pass_ms),
         outcome,
@@ -185,11 +181,20 @@ pub(crate) fn check<'a, 's>(
 #[inline(always)]
 pub(crate) fn admit<'s>(
     engine: &'s Engine,
-    args: &[crate::ParamValue],
+    request: &Request<'_, 's>,
     checked: Checked<'_, 's>,
     now: u64,
 ) -> Entry<'s> {
-    let place = &checked.place;
+    let place = &Place {
+        resource: checked.resource,
+        node: checked.node,
+        context: checked.context,
+        context_stats: checked.context_stats,
+        origin: checked.origin,
+        entry_type: request.entry_type,
+        batch: request.batch,
+        start_ms: checked.start_ms,
+    };
     let nodes = Counted::new(
         &engine.parts.nodes.inbound,
         place.resource,
@@ -199,17 +204,11 @@ pub(crate) fn admit<'s>(
     );
     StatisticSlot::count_pass(&nodes, now, place.batch);
     if checked.outcome.hears_admission() {
-        admitted(engine, args, place, checked.origin_name, now);
+        admitted(engine, request.args, place, checked.origin_name, now);
     }
     Entry::active(
         engine,
-        Placement::new(
-            checked.place,
-            checked.origin_name,
-            checked.outcome.reserved(),
-            checked.outcome.hears_exit(),
-            checked.holds,
-        ),
+        Placement::new(*place, checked.origin_name, checked.outcome, checked.holds),
     )
 }
 
@@ -251,17 +250,21 @@ pub(crate) fn exit(engine: &Engine, placement: &mut Placement<'_>, error: bool) 
     let panicked = std::thread::panicking();
     let error = error || panicked;
     StatisticSlot::exit(&parts.nodes.inbound, placement, now, rt, error);
-    RuleChain::exit(
-        &Exiting {
-            parts,
-            placement,
-            now,
-            rt,
-            error,
-            panicked,
-        },
-        &engine.rules,
-    );
+    // The rule slots hear the exit of an entry whose checks asked, or
+    // that holds concurrency they reserved; no other entry pays for it.
+    if placement.outcome.exit_has_work() {
+        RuleChain::exit(
+            &Exiting {
+                parts,
+                placement,
+                now,
+                rt,
+                error,
+                panicked,
+            },
+            &engine.rules,
+        );
+    }
     placement.holds.finish();
     if !engine.slots.is_empty() {
         let ctx = ExitContext {
@@ -308,8 +311,12 @@ impl Drop for Entry<'_> {
 
 /// An entry that passed its checks, not counted yet.
 pub(crate) struct Checked<'a, 's> {
-    /// Where it runs.
-    pub(crate) place: Place<'s>,
+    pub(crate) resource: &'s crate::node::ResourceNode,
+    node: u32,
+    context: u32,
+    context_stats: Option<&'s crate::node::StatisticNode>,
+    origin: Option<&'s OriginNode>,
+    start_ms: u64,
     /// The caller's origin, given or inherited from the parent.
     pub(crate) origin_name: &'a str,
     /// When the pass is counted, unless it waits: the entry's start, or
@@ -328,7 +335,12 @@ impl<'s> Checked<'_, 's> {
     /// queued entry that keeps its own copy of the name.
     pub(crate) fn detached(self) -> Checked<'static, 's> {
         Checked {
-            place: self.place,
+            resource: self.resource,
+            node: self.node,
+            context: self.context,
+            context_stats: self.context_stats,
+            origin: self.origin,
+            start_ms: self.start_ms,
             origin_name: "",
             pass_ms: self.pass_ms,
             outcome: self.outcome,
@@ -341,6 +353,7 @@ impl<'s> Checked<'_, 's> {
 #[cfg(feature = "tokio")]
 pub(crate) struct Unadmitted<'a, 's> {
     pub(crate) engine: &'s Engine,
+    pub(crate) batch: u32,
     pub(crate) checked: Option<Checked<'a, 's>>,
 }
 
@@ -351,16 +364,15 @@ impl Drop for Unadmitted<'_, '_> {
             return;
         };
         let engine = self.engine;
-        let place = &checked.place;
         // The entry type is of no matter here: nothing is counted.
         RuleChain::unadmitted(
             &Abandoned {
-                node: place.resource,
-                resource: place.resource.stats(),
-                origin: place.origin.map(OriginNode::stats),
-                context: place.context_stats,
+                node: checked.resource,
+                resource: checked.resource.stats(),
+                origin: checked.origin.map(OriginNode::stats),
+                context: checked.context_stats,
                 outcome: checked.outcome,
-                batch: place.batch,
+                batch: self.batch,
                 pass_ms: checked.pass_ms,
             },
             &engine.rules,

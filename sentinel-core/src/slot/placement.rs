@@ -8,7 +8,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use super::Holds;
+use super::{Holds, Outcome};
 use crate::EntryType;
 use crate::node::{OriginNode, ResourceNode, StatisticNode};
 
@@ -37,11 +37,9 @@ pub(crate) struct Placement<'s> {
     /// cap it counts on the shared one), so the exit and nested entries
     /// still see it. Allocated only then.
     origin_uncounted: Option<Arc<str>>,
-    /// Nodes whose exact concurrency the entry holds (flow concurrency rules).
-    pub(crate) reserved: u8,
-    /// A check asked to hear of the entry's exit (see
-    /// [`Outcome::hears_exit`](super::Outcome::hears_exit)).
-    pub(crate) hears_exit: bool,
+    /// What its checks decided: the nodes whose exact concurrency it
+    /// holds, whether a check hears its exit.
+    pub(crate) outcome: Outcome,
     /// Hot-parameter counts and half-open probes the entry holds, ended by
     /// the exit.
     pub(crate) holds: Holds,
@@ -51,15 +49,9 @@ pub(crate) struct Placement<'s> {
 
 impl<'s> Placement<'s> {
     /// An entry admitted at `place` for the caller `origin_name`, holding
-    /// what its checks left it (`reserved`, `hears_exit`, `holds`).
+    /// what its checks decided (`outcome`) and left it holding (`holds`).
     #[inline(always)]
-    pub(crate) fn new(
-        place: Place<'s>,
-        origin_name: &str,
-        reserved: u8,
-        hears_exit: bool,
-        holds: Holds,
-    ) -> Self {
+    pub(crate) fn new(place: Place<'s>, origin_name: &str, outcome: Outcome, holds: Holds) -> Self {
         let origin_uncounted = match place.origin {
             None if !origin_name.is_empty() => Some(origin_name.into()),
             Some(node) if node.is_past_cap() => Some(origin_name.into()),
@@ -68,11 +60,24 @@ impl<'s> Placement<'s> {
         Placement {
             place,
             origin_uncounted,
-            reserved,
-            hears_exit,
+            outcome,
             holds,
             error: AtomicBool::new(false),
         }
+    }
+
+    /// Nodes whose exact concurrency the entry holds (flow concurrency
+    /// rules), a bit each.
+    #[inline]
+    pub(crate) fn reserved(&self) -> u8 {
+        self.outcome.reserved()
+    }
+
+    /// Whether a check asked to hear of the entry's exit (see
+    /// [`Outcome::hears_exit`]).
+    #[inline]
+    pub(crate) fn hears_exit(&self) -> bool {
+        self.outcome.hears_exit()
     }
 
     /// The caller's origin, or `""`.

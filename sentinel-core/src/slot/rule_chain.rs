@@ -72,19 +72,19 @@ impl<K: Listed, R: RuleChecks> RuleChecks for Then<K, R> {
 
     #[inline(always)]
     fn admitted(ctx: &EntryContext<'_>, rules: &InstanceRules) {
-        K::Slot::admitted(ctx, &Found::<K>::new(rules));
+        K::Slot::admitted(ctx, Found::<K>::new(rules));
         R::admitted(ctx, rules);
     }
 
     #[cfg(feature = "tokio")]
     fn unadmitted(entry: &Abandoned<'_>, rules: &InstanceRules) {
-        K::Slot::unadmitted(entry, &Found::<K>::new(rules));
+        K::Slot::unadmitted(entry, Found::<K>::new(rules));
         R::unadmitted(entry, rules);
     }
 
     #[inline(always)]
     fn exit(x: &Exiting<'_, '_>, rules: &InstanceRules) {
-        K::Slot::exit(x, &Found::<K>::new(rules));
+        K::Slot::exit(x, Found::<K>::new(rules));
         R::exit(x, rules);
     }
 

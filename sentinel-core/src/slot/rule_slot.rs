@@ -52,7 +52,7 @@ pub(crate) trait RuleSlot {
     /// ([`Outcome::hear_admission`]): every check passed, any queue was
     /// waited. `in_force` finds the kind's rules in force, if it asks.
     #[inline(always)]
-    fn admitted(ctx: &EntryContext<'_>, in_force: &impl InForce<Self::Rules>) {
+    fn admitted(ctx: &EntryContext<'_>, in_force: impl InForce<Self::Rules>) {
         let _ = (ctx, in_force);
     }
 
@@ -61,21 +61,23 @@ pub(crate) trait RuleSlot {
     /// cancelled).
     #[cfg(feature = "tokio")]
     #[inline(always)]
-    fn unadmitted(entry: &Abandoned<'_>, in_force: &impl InForce<Self::Rules>) {
+    fn unadmitted(entry: &Abandoned<'_>, in_force: impl InForce<Self::Rules>) {
         let _ = (entry, in_force);
     }
 
-    /// Hears the exit of an entry that passed the whole chain (a slot
-    /// that needs it there asks with [`Outcome::hear_exit`]).
+    /// Hears the exit of an entry that passed the whole chain, when a
+    /// check asked for it ([`Outcome::hear_exit`]) or the entry holds
+    /// reserved concurrency ([`Outcome::reserve`]); the chain calls no
+    /// slot's hook for any other entry.
     #[inline(always)]
-    fn exit(x: &Exiting<'_, '_>, in_force: &impl InForce<Self::Rules>) {
+    fn exit(x: &Exiting<'_, '_>, in_force: impl InForce<Self::Rules>) {
         let _ = (x, in_force);
     }
 }
 
 /// Where a hook finds its kind's rules in force for an entry's resource
 /// (in the set in force now), only when it asks.
-pub(crate) trait InForce<T: ?Sized> {
+pub(crate) trait InForce<T: ?Sized>: Copy {
     /// Calls `f` with the kind's rules for `resource` (an `inbound` entry
     /// or not), if it has any.
     fn with(&self, resource: &ResourceNode, inbound: bool, f: impl FnOnce(&T));
