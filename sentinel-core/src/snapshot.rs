@@ -1,6 +1,6 @@
 //! Owned, point-in-time views of an instance for operators: every resource
-//! with its figures, rules and breakers ([`Sentinel::resources`]), and the
-//! invocation tree ([`Sentinel::tree`]).
+//! with its figures, rules and breakers ([`Sentinel::resources`](crate::Sentinel::resources)), and the
+//! invocation tree ([`Sentinel::tree`](crate::Sentinel::tree)).
 //!
 //! Both are read from the node statistics and the rule set in force, off
 //! the entry path: taking one adds nothing to entries.
@@ -9,7 +9,7 @@
 //! cluster mode on an instance with no cluster service attached
 //! ([`ResourceSnapshot::cluster_rules_unattached`]), which fall back to
 //! their count on this instance alone (or a pass). Whether an attached
-//! service answers is [`Sentinel::cluster_status`].
+//! service answers is [`Sentinel::cluster_status`](crate::Sentinel::cluster_status).
 //!
 //! ```
 //! use sentinel_flow_core::{ManualClock, Sentinel};
@@ -54,14 +54,14 @@ pub struct ResourceSnapshot {
     /// Its circuit breakers, one per degrade rule, in check order.
     pub breakers: Vec<BreakerStatus>,
     /// Its response-time percentiles over the last minute, when tracked
-    /// ([`Sentinel::track_percentiles`]); `None` otherwise.
+    /// ([`Sentinel::track_percentiles`](crate::Sentinel::track_percentiles)); `None` otherwise.
     pub percentiles: Option<RtPercentiles>,
     /// Whether a loaded rule mentions it, so that its node exists outside
-    /// the resource cap ([`Sentinel::is_reserved`]).
+    /// the resource cap ([`Sentinel::is_reserved`](crate::Sentinel::is_reserved)).
     pub named_by_rules: bool,
     /// Entries refused an origin node on it: their origin was new past
     /// `max_origins` (or over the name length limit). The instance's other
-    /// caps are read with [`Sentinel::caps`].
+    /// caps are read with [`Sentinel::caps`](crate::Sentinel::caps).
     pub refused_origins: u64,
     /// Its flow rules in cluster mode that fall back (their count on this
     /// instance alone, or a pass) because the instance has no cluster
@@ -69,7 +69,7 @@ pub struct ResourceSnapshot {
     /// ([`ClusterStatus::NotAttached`](crate::flow::ClusterStatus::NotAttached)):
     /// a misconfiguration, 0 while a service is attached. A service that
     /// is attached but cannot answer is another case, shown by
-    /// [`Sentinel::cluster_status`] and by the service's own state (e.g.
+    /// [`Sentinel::cluster_status`](crate::Sentinel::cluster_status) and by the service's own state (e.g.
     /// `sentinel-flow-cluster`'s `fallback`).
     pub cluster_rules_unattached: usize,
     /// Its hot-parameter rules in cluster mode, which count each value on

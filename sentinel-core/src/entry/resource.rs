@@ -59,7 +59,7 @@ impl<'s> Resource<'s> {
     }
 
     /// Turns response-time percentiles of the resource on or off, as
-    /// [`Sentinel::track_percentiles`]; returns whether they are tracked
+    /// [`Sentinel::track_percentiles`](crate::Sentinel::track_percentiles); returns whether they are tracked
     /// after the call (`false` for a handle made past the resource cap).
     pub fn track_percentiles(&self, on: bool) -> bool {
         self.node

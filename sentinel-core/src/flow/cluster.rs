@@ -1,6 +1,6 @@
 //! Cluster flow control: a flow rule with `cluster_mode` on asks a
 //! [`ClusterTokens`] service (given to the instance with
-//! [`Sentinel::set_cluster_tokens`]) for its permits instead of counting
+//! [`Sentinel::set_cluster_tokens`](crate::Sentinel::set_cluster_tokens)) for its permits instead of counting
 //! locally. The core knows no transport: `sentinel-flow-cluster` implements the
 //! service on Redis.
 //!
@@ -129,14 +129,14 @@ pub trait ClusterTokens: Send + Sync + fmt::Debug + 'static {
     /// cluster windows). `false` while it cannot: its rules are then
     /// decided by their fallback, and the command API's `getClusterMode`
     /// reports the instance as not started. Read off the entry path, by
-    /// [`Sentinel::cluster_status`]. The default: always (an in-process
+    /// [`Sentinel::cluster_status`](crate::Sentinel::cluster_status). The default: always (an in-process
     /// service).
     fn is_available(&self) -> bool {
         true
     }
 }
 
-/// Where an instance's cluster service stands ([`Sentinel::cluster_status`]).
+/// Where an instance's cluster service stands ([`Sentinel::cluster_status`](crate::Sentinel::cluster_status)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ClusterStatus {

@@ -30,7 +30,7 @@ macro_rules! rule_book {
     ($($field:ident $variant:ident [$($kind:tt)*] [$($rule:tt)*] $accessor:ident $name:literal $exception:literal
         $doc:literal $book_doc:literal;)*) => {
         /// Every rule of an instance, by kind: what a rule file holds. Loaded with
-        /// [`Sentinel::load_rule_book`], all kinds switch together.
+        /// [`Sentinel::load_rule_book`](crate::Sentinel::load_rule_book), all kinds switch together.
         ///
         /// ```
         /// use sentinel_flow_core::flow::FlowRule;

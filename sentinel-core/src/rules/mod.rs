@@ -16,14 +16,14 @@
 //! set.rs               RuleSet: the set in force, its index           list
 //! view.rs              View, Found: a kind's rules for an entry       list, set
 //! kinds.rs             Kind: a manager's descriptor of any kind       list, set, listeners
-//! manager.rs           RuleManager: load, read, listen                kinds, budget
-//! manager/degrade.rs   breakers(), on_state_change()                  manager
-//! manager/param_flow.rs tables()                                      manager
 //! book.rs              RuleBook (listed): every kind in one swap      list, kinds, set, budget
 //! budget.rs            Tally: the rule memory budget's sum            list, kinds, set
 //! names.rs             the names rules mention, for the caps          -
 //! user_kind.rs         UserKind, UserKindRules: an application's kinds -
 //! ```
+//!
+//! The instance's side (the rule set in force and its per-thread cache,
+//! the managers, rule loads) is in `crate::engine` and `crate::sentinel`.
 
 mod book;
 pub(crate) mod budget;

@@ -1,12 +1,15 @@
-//! `Sentinel`: one instance owns its clock, its nodes (the resource
-//! registry and the invocation tree), its user slots and its rules.
+//! `Sentinel`: the facade. One instance owns an [`Engine`] (what entries
+//! and exits run on: its components, its user slots, its rules in force;
+//! see `crate::engine`) and the control plane: the rule listeners, the
+//! names the rules mention and the loads refused for them.
 //!
-//! This file is the facade: entering, and reading the nodes. The rest of an
-//! instance is in the files beside it (`builder.rs` its settings,
-//! `rules.rs` its rule managers and the rule set in force, `tree.rs` the
-//! invocation tree's readers, `percentiles.rs`, `caps.rs`, `queued.rs`),
-//! and what an entry goes through is the slot chain
-//! ([`crate::slot`], `slot/chain.rs`).
+//! The instance's API lives here and nowhere else, as thin methods over
+//! the components: this file entering and reading the nodes; beside it
+//! `builder.rs` (settings; it assembles the engine), `rules.rs` (rule
+//! loads, the managers' accessors), `manager.rs` (`RuleManager`),
+//! `book.rs`, `blocks.rs`, `metric.rs`, `cluster.rs`, `snapshot.rs`,
+//! `tree.rs`, `percentiles.rs`, `caps.rs`. What an entry goes through is
+//! the slot chain ([`crate::slot`], `slot/chain.rs`).
 
 mod blocks;
 mod book;
