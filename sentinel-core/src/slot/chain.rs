@@ -268,11 +268,7 @@ pub(crate) fn exit(engine: &Engine, placement: &mut Placement<'_>, error: bool) 
     placement.holds.finish();
     if !engine.slots.is_empty() {
         let ctx = ExitContext {
-            resource: placement.resource,
-            entry_type: placement.entry_type,
-            batch: placement.batch,
-            origin: placement.origin,
-            origin_name: placement.origin_name(),
+            placement,
             rt_ms: rt,
             error,
             now_ms: now,
