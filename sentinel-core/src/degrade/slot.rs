@@ -82,7 +82,7 @@ impl RuleSlot for DegradeKind {
 /// a breaker whose probe this entry holds hears it as the probe's outcome.
 /// A probe of an entry that panicked (its thread unwinding) failed,
 /// whatever its response time.
-#[inline(never)]
+#[inline(always)]
 fn complete(x: &Exiting<'_, '_>, in_force: impl InForce<List<CircuitBreaker>>) {
     let states = &x.parts.states;
     let notify = |change: &StateChange<'_>| states.notify(change);

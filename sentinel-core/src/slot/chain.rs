@@ -253,17 +253,7 @@ pub(crate) fn exit(engine: &Engine, placement: &mut Placement<'_>, error: bool) 
     // The rule slots hear the exit of an entry whose checks asked, or
     // that holds concurrency they reserved; no other entry pays for it.
     if placement.outcome.exit_has_work() {
-        RuleChain::exit(
-            &Exiting {
-                parts,
-                placement,
-                now,
-                rt,
-                error,
-                panicked,
-            },
-            &engine.rules,
-        );
+        exit_hooks(engine, placement, now, rt, error, panicked);
     }
     placement.holds.finish();
     if !engine.slots.is_empty() {
@@ -281,6 +271,30 @@ pub(crate) fn exit(engine: &Engine, placement: &mut Placement<'_>, error: bool) 
             }
         }
     }
+}
+
+/// The rule slots' exit hooks, out of line: one call for the entries that
+/// have work for them, nothing inlined where an entry is dropped.
+#[inline(never)]
+fn exit_hooks(
+    engine: &Engine,
+    placement: &Placement<'_>,
+    now: u64,
+    rt: u64,
+    error: bool,
+    panicked: bool,
+) {
+    RuleChain::exit(
+        &Exiting {
+            parts: &engine.parts,
+            placement,
+            now,
+            rt,
+            error,
+            panicked,
+        },
+        &engine.rules,
+    );
 }
 
 /// The user slots' exit hooks of an entry dropped while its thread unwinds.
