@@ -10,6 +10,7 @@
 //!
 //! This is the only module that reads the operating system's time.
 
+pub(crate) mod instance;
 mod timeline;
 
 use std::fmt;

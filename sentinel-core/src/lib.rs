@@ -51,6 +51,7 @@ pub mod __private;
 pub mod authority;
 mod clock;
 pub mod degrade;
+mod engine;
 mod entry;
 pub mod flow;
 pub mod log;
@@ -70,17 +71,17 @@ pub mod system;
 
 pub use clock::{Clock, ManualClock, MonotonicClock, SystemClock};
 pub use entry::{BlockError, BlockKind, Entry, EntryBuilder, EntryType, Resource};
+#[cfg(feature = "tokio")]
+pub use entry::{Entering, Queued};
 pub use param::{InlineStr, ParamKey, ParamValue};
 pub use rule::{Rule, RuleError, RuleErrors};
-pub use rules::{Listener, RuleBook, RuleManager, UserKind, UserKindRules};
+pub use rules::{Listener, RuleBook, UserKind, UserKindRules};
 pub use sentinel::DEFAULT_RULE_MEMORY_BUDGET;
 pub use sentinel::{
     CapUsage, Caps, DEFAULT_CONTEXT, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_NAME_LEN,
     DEFAULT_MAX_ORIGINS, DEFAULT_MAX_ORIGINS_TOTAL, DEFAULT_MAX_RESOURCES, DEFAULT_MAX_RULE_NAMES,
-    Sentinel, SentinelBuilder, global,
+    RuleManager, Sentinel, SentinelBuilder, global,
 };
-#[cfg(feature = "tokio")]
-pub use sentinel::{Entering, Queued};
 
 /// Enters `resource` on the [`global`] instance with the default settings.
 ///

@@ -75,10 +75,11 @@
 use std::collections::HashMap;
 use std::fmt::{Display, Write as _};
 
-use crate::Sentinel;
 use crate::degrade::BreakerState;
 use crate::node::{ResourceNode, Totals};
+use crate::rules::RuleSet;
 use crate::stat::RtPercentiles;
+use crate::{Caps, Sentinel};
 
 /// The `Content-Type` of the text [`render_prometheus`] produces.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -192,8 +193,12 @@ pub fn render_prometheus(sentinel: &Sentinel) -> String {
             .map(|(resource, rule, state)| ([("resource", *resource), ("rule", rule)], state)),
     );
 
-    cluster_unattached(&mut out, sentinel);
-    caps(&mut out, sentinel);
+    cluster_unattached(
+        &mut out,
+        &sentinel.rule_set(),
+        sentinel.has_cluster_tokens(),
+    );
+    caps(&mut out, &sentinel.caps());
 
     let tracked: Vec<(&str, RtPercentiles)> = nodes
         .iter()
@@ -203,15 +208,13 @@ pub fn render_prometheus(sentinel: &Sentinel) -> String {
         percentiles(&mut out, &tracked);
     }
     // The cluster service's families (`sentinel_cluster_fallback`, ...).
-    sentinel.cluster.render_prometheus(&mut out);
+    sentinel.engine.parts.cluster.render_prometheus(&mut out);
     out
 }
 
 /// Per resource, the rules in cluster mode that fall back for want of a
 /// cluster service.
-fn cluster_unattached(out: &mut String, sentinel: &Sentinel) {
-    let set = sentinel.rule_set();
-    let attached = sentinel.has_cluster_tokens();
+fn cluster_unattached(out: &mut String, set: &RuleSet, attached: bool) {
     family(
         out,
         "sentinel_cluster_rules_unattached",
@@ -235,8 +238,7 @@ fn cluster_unattached(out: &mut String, sentinel: &Sentinel) {
 }
 
 /// The refusals and fill of the instance's caps.
-fn caps(out: &mut String, sentinel: &Sentinel) {
-    let caps = sentinel.caps();
+fn caps(out: &mut String, caps: &Caps) {
     let all = [
         ("resources", caps.resources),
         ("contexts", caps.contexts),

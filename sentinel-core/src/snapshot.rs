@@ -1,6 +1,6 @@
 //! Owned, point-in-time views of an instance for operators: every resource
-//! with its figures, rules and breakers ([`Sentinel::resources`]), and the
-//! invocation tree ([`Sentinel::tree`]).
+//! with its figures, rules and breakers ([`Sentinel::resources`](crate::Sentinel::resources)), and the
+//! invocation tree ([`Sentinel::tree`](crate::Sentinel::tree)).
 //!
 //! Both are read from the node statistics and the rule set in force, off
 //! the entry path: taking one adds nothing to entries.
@@ -9,7 +9,7 @@
 //! cluster mode on an instance with no cluster service attached
 //! ([`ResourceSnapshot::cluster_rules_unattached`]), which fall back to
 //! their count on this instance alone (or a pass). Whether an attached
-//! service answers is [`Sentinel::cluster_status`].
+//! service answers is [`Sentinel::cluster_status`](crate::Sentinel::cluster_status).
 //!
 //! ```
 //! use sentinel_flow_core::{ManualClock, Sentinel};
@@ -33,10 +33,11 @@
 
 use std::sync::Arc;
 
-use crate::Sentinel;
 use crate::degrade::{BreakerSnapshot, DegradeRule};
+use crate::node::nodes::Nodes;
 use crate::node::tree::Sums;
-use crate::node::{ContextNode, NodeSnapshot};
+use crate::node::{ContextNode, Entrance, NodeSnapshot};
+use crate::rules::RuleSet;
 use crate::stat::RtPercentiles;
 
 /// One resource at one instant.
@@ -53,14 +54,14 @@ pub struct ResourceSnapshot {
     /// Its circuit breakers, one per degrade rule, in check order.
     pub breakers: Vec<BreakerStatus>,
     /// Its response-time percentiles over the last minute, when tracked
-    /// ([`Sentinel::track_percentiles`]); `None` otherwise.
+    /// ([`Sentinel::track_percentiles`](crate::Sentinel::track_percentiles)); `None` otherwise.
     pub percentiles: Option<RtPercentiles>,
     /// Whether a loaded rule mentions it, so that its node exists outside
-    /// the resource cap ([`Sentinel::is_reserved`]).
+    /// the resource cap ([`Sentinel::is_reserved`](crate::Sentinel::is_reserved)).
     pub named_by_rules: bool,
     /// Entries refused an origin node on it: their origin was new past
     /// `max_origins` (or over the name length limit). The instance's other
-    /// caps are read with [`Sentinel::caps`].
+    /// caps are read with [`Sentinel::caps`](crate::Sentinel::caps).
     pub refused_origins: u64,
     /// Its flow rules in cluster mode that fall back (their count on this
     /// instance alone, or a pass) because the instance has no cluster
@@ -68,7 +69,7 @@ pub struct ResourceSnapshot {
     /// ([`ClusterStatus::NotAttached`](crate::flow::ClusterStatus::NotAttached)):
     /// a misconfiguration, 0 while a service is attached. A service that
     /// is attached but cannot answer is another case, shown by
-    /// [`Sentinel::cluster_status`] and by the service's own state (e.g.
+    /// [`Sentinel::cluster_status`](crate::Sentinel::cluster_status) and by the service's own state (e.g.
     /// `sentinel-flow-cluster`'s `fallback`).
     pub cluster_rules_unattached: usize,
     /// Its hot-parameter rules in cluster mode, which count each value on
@@ -131,81 +132,81 @@ pub struct TreeNodeSnapshot {
     pub children: Vec<TreeNodeSnapshot>,
 }
 
-impl Sentinel {
-    /// Every resource entered so far, in order of first entry, with its
-    /// figures, rules, breakers and (when tracked) percentiles now.
-    pub fn resources(&self) -> Vec<ResourceSnapshot> {
-        let now = self.now_ms();
-        let set = self.rule_set();
-        let attached = self.has_cluster_tokens();
-        // One histogram for every tracked resource, made on the first.
-        let mut tally = None;
-        self.resource_nodes()
-            .map(|node| {
-                let rules = set.for_resource(node);
-                let cluster_flow =
-                    rules.map_or(0, |r| r.flow.iter().filter(|c| c.in_cluster_mode()).count());
-                ResourceSnapshot {
-                    name: Arc::clone(node.name_arc()),
-                    stats: Sums::of(node.stats(), now).snapshot(),
-                    rules: rules.map_or_else(RuleCounts::default, |r| RuleCounts {
-                        flow: r.flow.len(),
-                        degrade: r.degrade.len(),
-                        param_flow: r.param_flow.len(),
-                        authority: r.authority.len(),
-                        cluster_flow,
-                    }),
-                    breakers: rules.map_or_else(Vec::new, |r| {
-                        r.degrade
-                            .iter()
-                            .map(|breaker| BreakerStatus {
-                                rule: Arc::clone(breaker.rule()),
-                                snapshot: breaker.snapshot(now),
-                            })
-                            .collect()
-                    }),
-                    percentiles: node.rt_percentiles_in(now, &mut tally),
-                    named_by_rules: node.is_named_by_rules(),
-                    refused_origins: node.refused_origins(),
-                    cluster_rules_unattached: if attached { 0 } else { cluster_flow },
-                    cluster_param_rules_local: rules.map_or(0, |r| {
-                        r.param_flow
-                            .iter()
-                            .filter(|c| c.rule().cluster_mode)
-                            .count()
-                    }),
-                }
-            })
-            .collect()
-    }
-
-    /// The invocation tree now: every context (the default one first) with
-    /// the nodes entered at its top and, under each, the nodes entered
-    /// inside it.
-    pub fn tree(&self) -> Vec<TreeSnapshot> {
-        let now = self.now_ms();
-        let mut path = Vec::new();
-        self.entrances()
-            .iter()
-            .map(|entrance| {
-                let children: Vec<TreeNodeSnapshot> = entrance
-                    .children()
-                    .iter()
-                    .map(|child| tree_node(child, now, &mut path))
-                    .collect();
-                TreeSnapshot {
-                    context: entrance.name().to_owned(),
-                    stats: entrance_sum(&children),
-                    children,
-                }
-            })
-            .collect()
-    }
-}
-
 /// The sum of an entrance's top nodes, as [`Entrance::snapshot`](crate::node::Entrance::snapshot)
 /// computes it, from figures already read (reading them again would double
 /// the cost of a tree).
+/// Every resource of `nodes` with its figures at `now`, its rules and
+/// breakers in `set`, and its percentiles; `attached`: a cluster service
+/// is attached.
+pub(crate) fn resources(
+    nodes: &Nodes,
+    set: &RuleSet,
+    attached: bool,
+    now: u64,
+) -> Vec<ResourceSnapshot> {
+    // One histogram for every tracked resource, made on the first.
+    let mut tally = None;
+    nodes
+        .resources
+        .iter()
+        .map(|node| {
+            let rules = set.for_resource(node);
+            let cluster_flow =
+                rules.map_or(0, |r| r.flow.iter().filter(|c| c.in_cluster_mode()).count());
+            ResourceSnapshot {
+                name: Arc::clone(node.name_arc()),
+                stats: Sums::of(node.stats(), now).snapshot(),
+                rules: rules.map_or_else(RuleCounts::default, |r| RuleCounts {
+                    flow: r.flow.len(),
+                    degrade: r.degrade.len(),
+                    param_flow: r.param_flow.len(),
+                    authority: r.authority.len(),
+                    cluster_flow,
+                }),
+                breakers: rules.map_or_else(Vec::new, |r| {
+                    r.degrade
+                        .iter()
+                        .map(|breaker| BreakerStatus {
+                            rule: Arc::clone(breaker.rule()),
+                            snapshot: breaker.snapshot(now),
+                        })
+                        .collect()
+                }),
+                percentiles: node.rt_percentiles_in(now, &mut tally),
+                named_by_rules: node.is_named_by_rules(),
+                refused_origins: node.refused_origins(),
+                cluster_rules_unattached: if attached { 0 } else { cluster_flow },
+                cluster_param_rules_local: rules.map_or(0, |r| {
+                    r.param_flow
+                        .iter()
+                        .filter(|c| c.rule().cluster_mode)
+                        .count()
+                }),
+            }
+        })
+        .collect()
+}
+
+/// The tree under `entrances` at `now`.
+pub(crate) fn tree(entrances: &[Entrance<'_>], now: u64) -> Vec<TreeSnapshot> {
+    let mut path = Vec::new();
+    entrances
+        .iter()
+        .map(|entrance| {
+            let children: Vec<TreeNodeSnapshot> = entrance
+                .children()
+                .iter()
+                .map(|child| tree_node(child, now, &mut path))
+                .collect();
+            TreeSnapshot {
+                context: entrance.name().to_owned(),
+                stats: entrance_sum(&children),
+                children,
+            }
+        })
+        .collect()
+}
+
 fn entrance_sum(children: &[TreeNodeSnapshot]) -> NodeSnapshot {
     NodeSnapshot::sum(children.iter().map(|c| &c.stats))
 }
@@ -222,7 +223,7 @@ fn tree_node(node: &ContextNode<'_>, now: u64, path: &mut Vec<(u32, u32)>) -> Tr
     }
     path.pop();
     let resource = node
-        .sentinel
+        .nodes
         .resource_by_id(node.node.resource)
         .map_or_else(|| Arc::from(""), |r| Arc::clone(r.name_arc()));
     TreeNodeSnapshot {

@@ -34,8 +34,8 @@ impl Resource<'_> {
     /// ```
     pub fn authority_rule(&self) -> Option<Arc<AuthorityRule>> {
         let node = self.node()?;
-        let sentinel = self.sentinel();
-        sentinel.with_rules_if_any(sentinel.rules_version(), |rules| {
+        let rules = &self.engine().rules;
+        rules.with_rules_if_any(rules.rules_version(), |rules| {
             let first = rules?.for_resource(node)?.authority.first()?;
             Some(Arc::clone(&first.rule))
         })

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::{Admission, CircuitBreaker, DegradeRule, Probe, StateChange};
-use crate::Sentinel;
+use crate::engine::parts::Parts;
 use crate::entry::spare;
 use crate::rule::RuleError;
 use crate::rule::compiled::List;
@@ -54,8 +54,8 @@ impl RuleSlot for DegradeKind {
     /// gives them back on a later refusal).
     #[inline(always)]
     fn check(breakers: &List<CircuitBreaker>, c: &mut Checking<'_, '_>) -> Result<(), Refused> {
-        let sentinel = c.ctx.sentinel;
-        let notify = |change: &StateChange<'_>| sentinel.listeners.states.notify(change);
+        let states = &c.ctx.parts.states;
+        let notify = |change: &StateChange<'_>| states.notify(change);
         for breaker in breakers.iter() {
             match breaker.try_pass(c.ctx.now_ms, &notify) {
                 Admission::Pass => {}
@@ -71,9 +71,9 @@ impl RuleSlot for DegradeKind {
     }
 
     #[inline(always)]
-    fn exit<F: InForce<List<CircuitBreaker>>>(x: &Exiting<'_, '_>) {
-        if x.active.hears_exit {
-            complete::<F>(x);
+    fn exit(x: &Exiting<'_, '_>, in_force: impl InForce<List<CircuitBreaker>>) {
+        if x.placement.hears_exit() {
+            complete(x, in_force);
         }
     }
 }
@@ -82,14 +82,14 @@ impl RuleSlot for DegradeKind {
 /// a breaker whose probe this entry holds hears it as the probe's outcome.
 /// A probe of an entry that panicked (its thread unwinding) failed,
 /// whatever its response time.
-#[inline(never)]
-fn complete<F: InForce<List<CircuitBreaker>>>(x: &Exiting<'_, '_>) {
-    let sentinel = x.sentinel;
-    let notify = |change: &StateChange<'_>| sentinel.listeners.states.notify(change);
-    let inbound = x.active.entry_type == EntryType::Inbound;
-    F::with(sentinel, x.active.resource, inbound, |breakers| {
+#[inline(always)]
+fn complete(x: &Exiting<'_, '_>, in_force: impl InForce<List<CircuitBreaker>>) {
+    let states = &x.parts.states;
+    let notify = |change: &StateChange<'_>| states.notify(change);
+    let inbound = x.placement.entry_type == EntryType::Inbound;
+    in_force.with(x.placement.resource, inbound, |breakers| {
         for breaker in breakers.iter() {
-            let held = x.active.holds.find::<DegradeKind, _>(|hold| {
+            let held = x.placement.holds.find::<DegradeKind, _>(|hold| {
                 Arc::ptr_eq(&hold.breaker, breaker).then_some(hold.probe)
             });
             match held {
@@ -114,8 +114,8 @@ impl Held for ProbeHold {
     fn finish(self) {}
 
     /// The probe is abandoned: the breaker opens again.
-    fn give_back(self, now: u64, sentinel: &Sentinel) {
-        let notify = |change: &StateChange<'_>| sentinel.listeners.states.notify(change);
+    fn give_back(self, now: u64, parts: &Parts) {
+        let notify = |change: &StateChange<'_>| parts.states.notify(change);
         self.breaker.on_abandon(now, self.probe, &notify);
     }
 }

@@ -1,38 +1,12 @@
 //! `EntryBuilder`: an entry with settings beyond the resource name.
 
+use super::guard::Entry;
 use super::kinds::EntryType;
+use super::request::Request;
+use crate::engine::Engine;
 use crate::node::ResourceNode;
-use crate::{BlockError, Entry, ParamValue, Sentinel};
-
-/// What one entry asks for.
-pub(crate) struct Request<'a, 's> {
-    pub(crate) name: &'a str,
-    /// `Some` when a [`Resource`](crate::Resource) handle resolved the node
-    /// (`Some(None)`: the handle was made past the resource cap).
-    pub(crate) resource: Option<Option<&'s ResourceNode>>,
-    pub(crate) entry_type: EntryType,
-    pub(crate) batch: u32,
-    pub(crate) origin: &'a str,
-    pub(crate) context: Option<&'a str>,
-    pub(crate) args: &'a [ParamValue],
-    pub(crate) parent: Option<&'a Entry<'s>>,
-}
-
-impl<'a> Request<'a, '_> {
-    #[inline]
-    pub(crate) fn new(name: &'a str) -> Self {
-        Request {
-            name,
-            resource: None,
-            entry_type: EntryType::Outbound,
-            batch: 1,
-            origin: "",
-            context: None,
-            args: &[],
-            parent: None,
-        }
-    }
-}
+use crate::slot::chain;
+use crate::{BlockError, ParamValue};
 
 /// An entry with settings: type, batch count, origin, context, arguments,
 /// parent.
@@ -56,21 +30,14 @@ impl<'a> Request<'a, '_> {
 /// ```
 #[must_use = "an entry builder does nothing until `enter` is called"]
 pub struct EntryBuilder<'a, 's> {
-    sentinel: &'s Sentinel,
+    engine: &'s Engine,
     request: Request<'a, 's>,
 }
 
-impl<'a> EntryBuilder<'a, 'static> {
-    /// An entry of `resource` on the [`global`](crate::global) instance.
-    pub fn new(resource: &'a str) -> Self {
-        EntryBuilder::on(crate::global(), resource)
-    }
-}
-
 impl<'a, 's> EntryBuilder<'a, 's> {
-    pub(crate) fn on(sentinel: &'s Sentinel, resource: &'a str) -> Self {
+    pub(crate) fn on(engine: &'s Engine, resource: &'a str) -> Self {
         EntryBuilder {
-            sentinel,
+            engine,
             request: Request::new(resource),
         }
     }
@@ -118,7 +85,7 @@ impl<'a, 's> EntryBuilder<'a, 's> {
     /// parent's node in the invocation tree. A parent from another instance,
     /// or one that passed unchecked, is ignored.
     pub fn parent(mut self, parent: &'a Entry<'s>) -> Self {
-        self.request.parent = Some(parent);
+        self.request.parent = parent.active_in(self.engine);
         self
     }
 
@@ -129,7 +96,7 @@ impl<'a, 's> EntryBuilder<'a, 's> {
     /// the wait and the call returns at once).
     #[inline]
     pub fn enter(self) -> Result<Entry<'s>, BlockError> {
-        self.sentinel.enter(self.request)
+        chain::enter(self.engine, self.request)
     }
 
     /// As [`enter`](Self::enter), but a rate limiter's queue is waited on
@@ -139,7 +106,7 @@ impl<'a, 's> EntryBuilder<'a, 's> {
     /// (later requests are paced behind it, as if it had run).
     #[cfg(feature = "tokio")]
     pub async fn enter_async(self) -> Result<Entry<'s>, BlockError> {
-        self.sentinel.enter_async(self.request).await
+        chain::enter_async(self.engine, self.request).await
     }
     /// As [`enter`](Self::enter), but never waits: an entry a rate
     /// limiter queues comes back as [`Entering::Queued`](crate::Entering),
@@ -147,8 +114,8 @@ impl<'a, 's> EntryBuilder<'a, 's> {
     /// middleware whose future type must be named (no `async fn` inside).
     #[cfg(feature = "tokio")]
     #[inline]
-    pub fn enter_or_queue(self) -> Result<crate::Entering<'s>, BlockError> {
-        self.sentinel.enter_or_queue(self.request)
+    pub fn enter_or_queue(self) -> Result<super::queued::Entering<'s>, BlockError> {
+        super::queued::enter_or_queue(self.engine, self.request)
     }
 }
 

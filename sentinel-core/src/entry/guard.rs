@@ -1,12 +1,10 @@
 //! `Entry`: the guard of one call inside a resource.
 
 use std::fmt;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
-use crate::node::{OriginNode, ResourceNode, StatisticNode};
-use crate::slot::Holds;
-use crate::{EntryType, Sentinel};
+use crate::engine::Engine;
+use crate::slot::placement::Placement;
 
 /// A call inside a resource. Dropping it (or calling [`exit`](Self::exit))
 /// completes the call: its response time is measured from entry, success is
@@ -28,95 +26,33 @@ pub struct Entry<'s> {
     active: Option<Active<'s>>,
 }
 
-/// An entry that was counted and must be completed.
+/// An entry that was counted and must be completed: its engine (whose
+/// chain completes it) and its placement.
 pub(crate) struct Active<'s> {
-    sentinel: &'s Sentinel,
-    pub(crate) resource: &'s ResourceNode,
-    /// This entry's node in the invocation tree.
-    pub(crate) node: u32,
-    pub(crate) context: u32,
-    pub(crate) context_stats: Option<&'s StatisticNode>,
-    pub(crate) origin: Option<&'s OriginNode>,
-    /// The origin's name when it has no node of its own (past the origin
-    /// cap it counts on the shared one), so the exit and nested entries
-    /// still see it. Allocated only then.
-    origin_uncounted: Option<Arc<str>>,
-    pub(crate) entry_type: EntryType,
-    pub(crate) start_ms: u64,
-    pub(crate) batch: u32,
-    /// Nodes whose exact concurrency the entry holds (flow concurrency rules).
-    pub(crate) reserved: u8,
-    /// A check asked to hear of the entry's exit (see
-    /// [`Outcome::hears_exit`](crate::slot::Outcome::hears_exit)).
-    pub(crate) hears_exit: bool,
-    /// Hot-parameter counts and half-open probes the entry holds, ended by
-    /// the exit.
-    pub(crate) holds: Holds,
-    error: AtomicBool,
+    pub(crate) engine: &'s Engine,
+    pub(crate) placement: Placement<'s>,
 }
 
 impl<'s> Active<'s> {
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    pub(crate) fn new(
-        sentinel: &'s Sentinel,
-        resource: &'s ResourceNode,
-        node: u32,
-        context: u32,
-        context_stats: Option<&'s StatisticNode>,
-        origin: Option<&'s OriginNode>,
-        origin_name: &str,
-        entry_type: EntryType,
-        start_ms: u64,
-        batch: u32,
-        reserved: u8,
-        hears_exit: bool,
-        holds: Holds,
-    ) -> Self {
-        let origin_uncounted = match origin {
-            None if !origin_name.is_empty() => Some(origin_name.into()),
-            Some(node) if node.is_past_cap() => Some(origin_name.into()),
-            _ => None,
-        };
-        Active {
-            sentinel,
-            resource,
-            node,
-            context,
-            context_stats,
-            origin,
-            origin_uncounted,
-            entry_type,
-            start_ms,
-            batch,
-            reserved,
-            hears_exit,
-            holds,
-            error: AtomicBool::new(false),
-        }
-    }
-
     #[inline]
     pub(crate) fn has_error(&self) -> bool {
-        self.error.load(Ordering::Relaxed)
-    }
-
-    /// The caller's origin, or `""`.
-    pub(crate) fn origin_name(&self) -> &str {
-        match (&self.origin_uncounted, self.origin) {
-            (Some(name), _) => name,
-            (None, Some(node)) => node.name(),
-            (None, None) => "",
-        }
+        self.placement.error.load(Ordering::Relaxed)
     }
 }
 
 impl<'s> Entry<'s> {
+    /// The guard of an entry admitted by `engine`'s chain at `placement`.
     #[inline(always)]
-    pub(crate) fn active(active: Active<'s>) -> Self {
+    pub(crate) fn active(engine: &'s Engine, placement: Placement<'s>) -> Self {
         Entry {
-            active: Some(active),
+            active: Some(Active { engine, placement }),
         }
+    }
+
+    /// The entry's state, if it is counted (its exit completes it).
+    #[inline(always)]
+    pub(crate) fn active_mut(&mut self) -> Option<&mut Active<'s>> {
+        self.active.as_mut()
     }
 
     /// An entry that was neither checked nor counted (instance switched off,
@@ -126,11 +62,12 @@ impl<'s> Entry<'s> {
         Entry { active: None }
     }
 
-    /// This entry, if it is active in `sentinel` (a parent must be).
-    pub(crate) fn active_in(&self, sentinel: &Sentinel) -> Option<&Active<'s>> {
+    /// This entry's placement, if it is active in `engine` (a parent must be).
+    pub(crate) fn active_in(&self, engine: &Engine) -> Option<&Placement<'s>> {
         self.active
             .as_ref()
-            .filter(|active| std::ptr::eq(active.sentinel, sentinel))
+            .filter(|active| std::ptr::eq(active.engine, engine))
+            .map(|active| &active.placement)
     }
 
     /// Completes the call now (the same as dropping the entry).
@@ -144,9 +81,9 @@ impl<'s> Entry<'s> {
     pub fn set_error<E: ?Sized>(&self, error: &E) {
         let _ = error;
         if let Some(active) = &self.active {
-            if !active.error.swap(true, Ordering::Relaxed) {
+            if !active.placement.error.swap(true, Ordering::Relaxed) {
                 tracing::trace!(
-                    resource = active.resource.name(),
+                    resource = active.placement.resource.name(),
                     error = std::any::type_name::<E>(),
                     "sentinel: error recorded"
                 );
@@ -162,21 +99,14 @@ impl<'s> Entry<'s> {
     /// The resource's name; `None` for an entry that passed unchecked and
     /// uncounted (instance switched off, or a cap reached).
     pub fn resource_name(&self) -> Option<&'s str> {
-        self.active.as_ref().map(|active| active.resource.name())
+        self.active
+            .as_ref()
+            .map(|active| active.placement.resource.name())
     }
 
     /// Whether the entry was checked and is counted.
     pub fn is_counted(&self) -> bool {
         self.active.is_some()
-    }
-}
-
-impl Drop for Entry<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        if let Some(active) = &mut self.active {
-            active.sentinel.exit(active);
-        }
     }
 }
 
@@ -186,12 +116,19 @@ impl fmt::Debug for Entry<'_> {
             None => f.write_str("Entry(uncounted)"),
             Some(active) => f
                 .debug_struct("Entry")
-                .field("resource", &active.resource.name())
-                .field("context", &active.sentinel.context_name(active.context))
-                .field("origin", &active.origin_name())
-                .field("entry_type", &active.entry_type)
-                .field("batch", &active.batch)
-                .field("start_ms", &active.start_ms)
+                .field("resource", &active.placement.resource.name())
+                .field(
+                    "context",
+                    &active
+                        .engine
+                        .parts
+                        .nodes
+                        .context_name(active.placement.context),
+                )
+                .field("origin", &active.placement.origin_name())
+                .field("entry_type", &active.placement.entry_type)
+                .field("batch", &active.placement.batch)
+                .field("start_ms", &active.placement.start_ms)
                 .field("error", &active.has_error())
                 .finish(),
         }

@@ -5,6 +5,9 @@ mod builder;
 mod error;
 mod guard;
 mod kinds;
+#[cfg(feature = "tokio")]
+mod queued;
+mod request;
 mod resource;
 pub(crate) mod spare;
 
@@ -12,7 +15,9 @@ pub use builder::EntryBuilder;
 pub use error::BlockError;
 pub use guard::Entry;
 pub use kinds::{BlockKind, EntryType};
+#[cfg(feature = "tokio")]
+pub use queued::{Entering, Queued};
 pub use resource::Resource;
 
-pub(crate) use builder::Request;
 pub(crate) use guard::Active;
+pub(crate) use request::Request;

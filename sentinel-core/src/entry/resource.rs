@@ -2,8 +2,11 @@
 
 use std::fmt;
 
+use super::builder::EntryBuilder;
+use super::guard::Entry;
+use crate::BlockError;
+use crate::engine::Engine;
 use crate::node::ResourceNode;
-use crate::{BlockError, Entry, EntryBuilder, Sentinel};
 
 /// A resource whose node was found once, so entering skips the registry.
 ///
@@ -23,24 +26,17 @@ use crate::{BlockError, Entry, EntryBuilder, Sentinel};
 /// ```
 #[derive(Clone)]
 pub struct Resource<'s> {
-    sentinel: &'s Sentinel,
+    engine: &'s Engine,
     name: Box<str>,
     node: Option<&'s ResourceNode>,
 }
 
-impl Resource<'static> {
-    /// A handle on `name` in the [`global`](crate::global) instance.
-    pub fn new(name: &str) -> Self {
-        Resource::on(crate::global(), name)
-    }
-}
-
 impl<'s> Resource<'s> {
-    pub(crate) fn on(sentinel: &'s Sentinel, name: &str) -> Self {
+    pub(crate) fn on(engine: &'s Engine, name: &str) -> Self {
         Resource {
-            sentinel,
+            engine,
             name: name.into(),
-            node: sentinel.resolve_quietly(name),
+            node: engine.parts.nodes.resolve_quietly(name),
         }
     }
 
@@ -53,7 +49,7 @@ impl<'s> Resource<'s> {
     /// A builder for an entry of this resource with more settings.
     #[inline]
     pub fn builder(&self) -> EntryBuilder<'_, 's> {
-        EntryBuilder::on(self.sentinel, &self.name).resolved(self.node)
+        EntryBuilder::on(self.engine, &self.name).resolved(self.node)
     }
 
     /// The resource's node; `None` if the handle was made past the
@@ -63,15 +59,15 @@ impl<'s> Resource<'s> {
     }
 
     /// Turns response-time percentiles of the resource on or off, as
-    /// [`Sentinel::track_percentiles`]; returns whether they are tracked
+    /// [`Sentinel::track_percentiles`](crate::Sentinel::track_percentiles); returns whether they are tracked
     /// after the call (`false` for a handle made past the resource cap).
     pub fn track_percentiles(&self, on: bool) -> bool {
         self.node
             .is_some_and(|node| node.track_percentiles_by(crate::stat::BY_CODE, on))
     }
 
-    pub(crate) fn sentinel(&self) -> &'s Sentinel {
-        self.sentinel
+    pub(crate) fn engine(&self) -> &'s Engine {
+        self.engine
     }
 
     /// The resource's name.

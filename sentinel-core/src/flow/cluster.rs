@@ -1,6 +1,6 @@
 //! Cluster flow control: a flow rule with `cluster_mode` on asks a
 //! [`ClusterTokens`] service (given to the instance with
-//! [`Sentinel::set_cluster_tokens`]) for its permits instead of counting
+//! [`Sentinel::set_cluster_tokens`](crate::Sentinel::set_cluster_tokens)) for its permits instead of counting
 //! locally. The core knows no transport: `sentinel-flow-cluster` implements the
 //! service on Redis.
 //!
@@ -18,14 +18,12 @@ use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::unattached;
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
 
 use super::cluster_config::{ClusterFlowConfig, ClusterThresholdType};
 use super::rule::{FlowGrade, FlowRule};
-use crate::Sentinel;
 
 /// What a [`ClusterTokens`] service answered for some permits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,14 +129,14 @@ pub trait ClusterTokens: Send + Sync + fmt::Debug + 'static {
     /// cluster windows). `false` while it cannot: its rules are then
     /// decided by their fallback, and the command API's `getClusterMode`
     /// reports the instance as not started. Read off the entry path, by
-    /// [`Sentinel::cluster_status`]. The default: always (an in-process
+    /// [`Sentinel::cluster_status`](crate::Sentinel::cluster_status). The default: always (an in-process
     /// service).
     fn is_available(&self) -> bool {
         true
     }
 }
 
-/// Where an instance's cluster service stands ([`Sentinel::cluster_status`]).
+/// Where an instance's cluster service stands ([`Sentinel::cluster_status`](crate::Sentinel::cluster_status)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ClusterStatus {
@@ -198,6 +196,12 @@ impl ClusterHook {
         }
     }
 
+    /// When a service was last given or taken away (instance clock's
+    /// ms); `None` if never.
+    pub(crate) fn changed_ms(&self) -> Option<u64> {
+        Some(self.changed_ms.load(Ordering::Relaxed)).filter(|&ms| ms != NEVER)
+    }
+
     /// Asks the rule's bound service, or the instance's; `Unavailable`
     /// when there is none. Bound: two atomic loads and a call.
     #[inline]
@@ -247,62 +251,23 @@ impl ClusterHook {
 
     /// Puts `tokens` in place at `now_ms`; whether a service was in place
     /// before.
-    fn set(&self, tokens: Option<Arc<dyn ClusterTokens>>, now_ms: u64) -> bool {
+    pub(crate) fn set(&self, tokens: Option<Arc<dyn ClusterTokens>>, now_ms: u64) -> bool {
         let before = self.tokens.swap(tokens.map(Arc::new));
         self.generation.fetch_add(1, Ordering::AcqRel);
         self.changed_ms.store(now_ms, Ordering::Relaxed);
         before.is_some()
     }
 
-    fn status(&self) -> ClusterStatus {
+    /// Whether a service is attached.
+    pub(crate) fn is_attached(&self) -> bool {
+        self.tokens.load().is_some()
+    }
+
+    pub(crate) fn status(&self) -> ClusterStatus {
         match &*self.tokens.load() {
             None => ClusterStatus::NotAttached,
             Some(tokens) if tokens.is_available() => ClusterStatus::Available,
             Some(_) => ClusterStatus::Unavailable,
-        }
-    }
-}
-
-impl Sentinel {
-    /// Gives the instance the service that cluster rules ask for permits
-    /// (`None` takes it away: every cluster rule then falls back). Rules
-    /// in cluster mode without a service are decided by their fallback:
-    /// taking the service away while such rules are in force logs a
-    /// warning naming their resources.
-    pub fn set_cluster_tokens(&self, tokens: Option<Arc<dyn ClusterTokens>>) {
-        let detaching = tokens.is_none();
-        let was_attached = self.cluster.set(tokens, self.now_ms());
-        if detaching && was_attached {
-            unattached::warn(
-                self.rule_set().rules_of::<super::FlowKind>(),
-                "the cluster service was taken away",
-            );
-        }
-    }
-
-    /// Whether the instance has a cluster service.
-    pub fn has_cluster_tokens(&self) -> bool {
-        self.cluster.tokens.load().is_some()
-    }
-
-    /// Whether a cluster service is attached, and whether it answers now.
-    /// Read off the entry path (it asks the service); entries never call it.
-    pub fn cluster_status(&self) -> ClusterStatus {
-        self.cluster.status()
-    }
-
-    /// When a cluster service was last given or taken away
-    /// ([`set_cluster_tokens`](Self::set_cluster_tokens)), in the
-    /// instance's clock's ms; `None` if never.
-    pub fn cluster_changed_ms(&self) -> Option<u64> {
-        Some(self.cluster.changed_ms.load(Ordering::Relaxed)).filter(|&ms| ms != NEVER)
-    }
-
-    /// Warns when `rules` (the flow rules just put in force) have rules in
-    /// cluster mode while no cluster service is attached.
-    pub(crate) fn warn_unattached_cluster_rules(&self, rules: &[FlowRule]) {
-        if !self.has_cluster_tokens() {
-            unattached::warn(rules, "no cluster service is attached");
         }
     }
 }

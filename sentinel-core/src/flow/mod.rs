@@ -63,15 +63,17 @@ pub use rule::{
 pub(crate) use slot::{FlowKind, FlowRules};
 #[cfg(feature = "prometheus")]
 pub(crate) use unattached::by_resource as cluster_rules_by_resource;
+pub(crate) use unattached::warn as warn_unattached_cluster_rules;
 
+use crate::Rule;
 use crate::entry::spare;
 use crate::node::StatisticNode;
+use crate::node::nodes::Nodes;
 use crate::rule::compiled::{CompiledRule, List};
 use crate::rule::{Listener, RuleErrors};
 use crate::slot::EntryContext;
 use crate::slot::Outcome;
 use crate::stat::{LeapArray, MetricBucket, MetricEvent, WindowShape};
-use crate::{Rule, Sentinel};
 use controller::{Controller, Decision, Usage};
 
 /// Loads `rules` into the [`global`](crate::global) instance's flow rules,
@@ -244,7 +246,6 @@ impl Usage for Qps<'_> {
 /// `pass_ms` is raised to the start of a reject rule's bucket when the rule
 /// began it after the entry read the clock: the entry is counted there.
 pub(crate) fn check(
-    sentinel: &Sentinel,
     rules: &[Arc<CompiledFlow>],
     named_origin: impl Fn(&str) -> bool,
     ctx: &EntryContext<'_>,
@@ -252,7 +253,7 @@ pub(crate) fn check(
 ) -> Result<Outcome, Arc<dyn Rule>> {
     let mut outcome = Outcome::default();
     for (i, compiled) in rules.iter().enumerate() {
-        let Some((node, bit)) = select(sentinel, compiled, &named_origin, ctx) else {
+        let Some((node, bit)) = select(compiled, &named_origin, ctx) else {
             continue;
         };
         let refused = match compiled
@@ -273,7 +274,7 @@ pub(crate) fn check(
             // Out of line: what these read and compute is not hoisted into
             // the loop of rules that leases serve.
             Some(Acquired::Unserved) | None => {
-                match unleased(sentinel, compiled, node, bit, ctx, &mut outcome) {
+                match unleased(compiled, node, bit, ctx, &mut outcome) {
                     Some(refused) => refused,
                     None => continue,
                 }
@@ -297,7 +298,6 @@ pub(crate) fn check(
 /// without a local check.
 #[inline(never)]
 fn unleased(
-    sentinel: &Sentinel,
     compiled: &CompiledFlow,
     node: &StatisticNode,
     bit: u8,
@@ -307,7 +307,7 @@ fn unleased(
     if compiled.quota.is_none()
         && let Some(flow) = &compiled.cluster
     {
-        match sentinel.cluster.acquire(flow, ctx.batch, ctx.now_ms) {
+        match ctx.parts.cluster.acquire(flow, ctx.batch, ctx.now_ms) {
             TokenAnswer::Granted => return None,
             TokenAnswer::Refused => return Some(true),
             // No answer: the rule's count locally, or a pass.
@@ -327,7 +327,7 @@ fn unleased(
         match compiled
             .controller
             .decide(compiled.rule.count, &usage, ctx.batch, ctx.now_ms, || {
-                sentinel.now_nanos()
+                ctx.parts.clock.now_nanos()
             }) {
             Decision::Pass => false,
             Decision::Wait(ns) => {
@@ -352,14 +352,13 @@ pub(crate) fn give_back(rules: &[Arc<CompiledFlow>], batch: u32, pass_ms: u64) {
 /// Counts an admitted entry in the windows of the rules (of its resource)
 /// that keep their own and apply to it.
 pub(crate) fn count_windows(
-    sentinel: &Sentinel,
     rules: &[Arc<CompiledFlow>],
     named_origin: impl Fn(&str) -> bool,
     ctx: &EntryContext<'_>,
 ) {
     for compiled in rules {
         if let Some(window) = &compiled.window
-            && select(sentinel, compiled, &named_origin, ctx).is_some()
+            && select(compiled, &named_origin, ctx).is_some()
         {
             window.add(ctx.now_ms, MetricEvent::Pass, u64::from(ctx.batch));
         }
@@ -370,7 +369,6 @@ pub(crate) fn count_windows(
 /// none, for a related resource), or `None` if the rule does not apply.
 #[inline]
 fn select<'a>(
-    sentinel: &'a Sentinel,
     compiled: &CompiledFlow,
     named_origin: &impl Fn(&str) -> bool,
     ctx: &EntryContext<'a>,
@@ -386,7 +384,7 @@ fn select<'a>(
     };
     match &compiled.strategy {
         Strategy::Direct => Some(own),
-        Strategy::Relate(name, id) => related(sentinel, name, id),
+        Strategy::Relate(name, id) => related(&ctx.parts.nodes, name, id),
         Strategy::Chain(context) => chained(context, ctx),
     }
 }
@@ -395,18 +393,14 @@ fn select<'a>(
 /// no reservation bit. Out of line, as the other strategies: nothing of
 /// theirs is computed ahead in the loop of a resource's rules.
 #[inline(never)]
-fn related<'a>(
-    sentinel: &'a Sentinel,
-    name: &str,
-    id: &AtomicU32,
-) -> Option<(&'a StatisticNode, u8)> {
+fn related<'a>(nodes: &'a Nodes, name: &str, id: &AtomicU32) -> Option<(&'a StatisticNode, u8)> {
     let node = match id.load(Ordering::Relaxed) {
         0 => {
-            let found = sentinel.resource_id(name)?;
+            let found = nodes.resource_id(name)?;
             id.store(found + 1, Ordering::Relaxed);
-            sentinel.resource_by_id(found)?
+            nodes.resource_by_id(found)?
         }
-        n => sentinel.resource_by_id(n - 1)?,
+        n => nodes.resource_by_id(n - 1)?,
     };
     Some((node.stats(), 0))
 }

@@ -3,9 +3,10 @@
 //! demand, off the entry path.
 
 use super::{CompiledFlow, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, own_window};
+use crate::Resource;
+use crate::engine::rules::InstanceRules;
 use crate::node::{ResourceNode, StatisticNode};
 use crate::stat::MetricEvent;
-use crate::{Resource, Sentinel};
 
 /// A QPS flow rule's quota in its current window, as
 /// [`Resource::flow_quota`] reads it.
@@ -63,7 +64,13 @@ impl Resource<'_> {
     /// # Ok::<(), sentinel_flow_core::RuleErrors>(())
     /// ```
     pub fn flow_quota(&self, rule: Option<&FlowRule>) -> Option<FlowQuota> {
-        self.sentinel().flow_quota(self.node()?, rule)
+        let engine = self.engine();
+        quota(
+            &engine.rules,
+            self.node()?,
+            rule,
+            engine.parts.clock.now_ms(),
+        )
     }
 
     /// The quota `rule` reports when it has just refused an entry: as
@@ -97,30 +104,30 @@ impl Resource<'_> {
             return None;
         }
         let figures = Figures::of(rule, node.stats())?;
-        Some(figures.quota(self.sentinel().now_ms(), 0))
+        Some(figures.quota(self.engine().parts.clock.now_ms(), 0))
     }
 }
 
-impl Sentinel {
-    pub(crate) fn flow_quota(
-        &self,
-        node: &ResourceNode,
-        rule: Option<&FlowRule>,
-    ) -> Option<FlowQuota> {
-        let version = self.rules_version();
-        let now = self.now_ms();
-        self.with_rules_if_any(version, |rules| {
-            let flow = &rules?.for_resource(node)?.flow;
-            let compiled = match rule {
-                // The rule of a block is the loaded one: the same allocation.
-                Some(rule) => flow
-                    .iter()
-                    .find(|c| std::ptr::eq(&*c.rule, rule) || *c.rule == *rule)?,
-                None => flow.iter().find(|c| c.rule.grade == FlowGrade::Qps)?,
-            };
-            quota_of(compiled, node.stats(), now)
-        })
-    }
+/// The quota `rule` (or the first QPS rule of `node`) of the rules in
+/// force has left at `now`.
+fn quota(
+    rules: &InstanceRules,
+    node: &ResourceNode,
+    rule: Option<&FlowRule>,
+    now: u64,
+) -> Option<FlowQuota> {
+    let version = rules.rules_version();
+    rules.with_rules_if_any(version, |set| {
+        let flow = &set?.for_resource(node)?.flow;
+        let compiled = match rule {
+            // The rule of a block is the loaded one: the same allocation.
+            Some(rule) => flow
+                .iter()
+                .find(|c| std::ptr::eq(&*c.rule, rule) || *c.rule == *rule)?,
+            None => flow.iter().find(|c| c.rule.grade == FlowGrade::Qps)?,
+        };
+        quota_of(compiled, node.stats(), now)
+    })
 }
 
 /// What a QPS rule's headers state of its window, from the rule's fields
@@ -180,8 +187,8 @@ fn quota_of(compiled: &CompiledFlow, node: &StatisticNode, now: u64) -> Option<F
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ManualClock;
     use crate::flow::LIMIT_APP_OTHER;
+    use crate::{ManualClock, Sentinel};
 
     fn sentinel(rules: Vec<FlowRule>) -> (Sentinel, ManualClock) {
         let clock = ManualClock::new(20_000);

@@ -13,7 +13,6 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use super::{CompiledFlow, FlowRule};
-use crate::entry::Active;
 use crate::node::OriginNode;
 use crate::rule::RuleError;
 use crate::rule::compiled::List;
@@ -24,6 +23,7 @@ use crate::rule::names::Names;
 use crate::slot::EntryContext;
 use crate::slot::holds::{Holding, NoHold};
 use crate::slot::order;
+use crate::slot::placement::Placement;
 #[cfg(feature = "tokio")]
 use crate::slot::rule_slot::Abandoned;
 use crate::slot::rule_slot::{Checking, Exiting, InForce, Refused, RuleSlot};
@@ -120,7 +120,6 @@ impl RuleSlot for FlowKind {
     fn check(rules: &FlowRules, c: &mut Checking<'_, '_>) -> Result<(), Refused> {
         let ctx = c.ctx;
         match super::check(
-            ctx.sentinel,
             &rules.list,
             |o| rules.names_origin(o),
             ctx,
@@ -152,17 +151,17 @@ impl RuleSlot for FlowKind {
 
     /// Counts an admitted entry in the windows its flow rules keep.
     #[cold]
-    fn admitted<F: InForce<FlowRules>>(ctx: &EntryContext<'_>) {
+    fn admitted(ctx: &EntryContext<'_>, in_force: impl InForce<FlowRules>) {
         let inbound = ctx.entry_type == EntryType::Inbound;
-        F::with(ctx.sentinel, ctx.resource, inbound, |rules| {
-            super::count_windows(ctx.sentinel, &rules.list, |o| rules.names_origin(o), ctx);
+        in_force.with(ctx.resource, inbound, |rules| {
+            super::count_windows(&rules.list, |o| rules.names_origin(o), ctx);
         });
     }
 
     /// Gives back the concurrency reserved on the entry's nodes, and the
     /// permits it leased.
     #[cfg(feature = "tokio")]
-    fn unadmitted<F: InForce<FlowRules>>(entry: &Abandoned<'_>) {
+    fn unadmitted(entry: &Abandoned<'_>, in_force: impl InForce<FlowRules>) {
         super::release_nodes(
             entry.resource,
             entry.origin,
@@ -172,27 +171,27 @@ impl RuleSlot for FlowKind {
         if entry.outcome.leased() {
             // The entry type is of no matter here: a resource's flow rules
             // are the same either way.
-            F::with(entry.sentinel, entry.node, false, |rules| {
+            in_force.with(entry.node, false, |rules| {
                 super::give_back(&rules.list, entry.batch, entry.pass_ms);
             });
         }
     }
 
     #[inline(always)]
-    fn exit<F: InForce<FlowRules>>(x: &Exiting<'_, '_>) {
-        if x.active.reserved != 0 {
-            release_reserved(x.active);
+    fn exit(x: &Exiting<'_, '_>, _: impl InForce<FlowRules>) {
+        if x.placement.reserved() != 0 {
+            release_reserved(x.placement);
         }
     }
 }
 
 /// Gives back the exact concurrency an entry holds.
 #[cold]
-fn release_reserved(active: &Active<'_>) {
+fn release_reserved(placement: &Placement<'_>) {
     super::release_nodes(
-        active.resource.stats(),
-        active.origin.map(OriginNode::stats),
-        active.context_stats,
-        active.reserved,
+        placement.resource.stats(),
+        placement.origin.map(OriginNode::stats),
+        placement.context_stats,
+        placement.reserved(),
     );
 }

@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 use super::date::date_time;
 use super::files::RollingFiles;
 use crate::stat::tally::{self, BlockKey, BlockRule, BlockSource};
-use crate::{BlockKind, Rule, Sentinel};
+use crate::{BlockKind, Rule};
 
 /// How long after a second ends its blocks are written: an entry that read
 /// the clock just before the second ended is counted a moment later. A
@@ -127,6 +127,23 @@ impl BlockLedger {
     /// their lines still show them.
     pub(crate) fn gather(&self, uid: u64, now_ms: u64) {
         drop(self.harvest(uid, now_ms));
+    }
+
+    /// Blocks of instance `uid` per resource and kind, up to `now_ms`,
+    /// sorted by resource then kind.
+    pub(crate) fn counts(&self, uid: u64, now_ms: u64) -> Vec<BlockCount> {
+        let ledger = self.harvest(uid, now_ms);
+        let mut counts: Vec<BlockCount> = ledger
+            .totals
+            .iter()
+            .map(|(&(_, kind), (resource, count))| BlockCount {
+                resource: resource.to_string(),
+                kind,
+                count: *count,
+            })
+            .collect();
+        counts.sort_by(|a, b| (&a.resource, a.kind.as_str()).cmp(&(&b.resource, b.kind.as_str())));
+        counts
     }
 
     /// Takes every thread's new counts of instance `uid` at `now_ms`.
@@ -238,40 +255,6 @@ impl BlockLedger {
             seconds.push((second, lines));
         }
         seconds
-    }
-}
-
-impl Sentinel {
-    /// Blocks per resource and kind since the instance was made (exact to
-    /// the moment of the call), sorted by resource then kind. Counting them
-    /// costs the block path no atomic operation: each thread counts its own,
-    /// and this call gathers them.
-    ///
-    /// ```
-    /// use sentinel_flow_core::flow::FlowRule;
-    /// use sentinel_flow_core::{BlockKind, ManualClock, Sentinel};
-    ///
-    /// let sentinel = Sentinel::builder().clock(ManualClock::new(0)).build();
-    /// sentinel.flow_rules().load(vec![FlowRule::new("api", 0.0)])?;
-    /// assert!(sentinel.entry("api").is_err());
-    ///
-    /// let counts = sentinel.block_counts();
-    /// assert_eq!((counts[0].resource.as_str(), counts[0].kind, counts[0].count), ("api", BlockKind::Flow, 1));
-    /// # Ok::<(), sentinel_flow_core::RuleErrors>(())
-    /// ```
-    pub fn block_counts(&self) -> Vec<BlockCount> {
-        let ledger = self.blocks.harvest(self.uid(), self.now_ms());
-        let mut counts: Vec<BlockCount> = ledger
-            .totals
-            .iter()
-            .map(|(&(_, kind), (resource, count))| BlockCount {
-                resource: resource.to_string(),
-                kind,
-                count: *count,
-            })
-            .collect();
-        counts.sort_by(|a, b| (&a.resource, a.kind.as_str()).cmp(&(&b.resource, b.kind.as_str())));
-        counts
     }
 }
 
@@ -405,14 +388,14 @@ pub(crate) struct BlockLog {
 
 impl BlockLog {
     pub(crate) fn new(
-        sentinel: &Sentinel,
+        ledger: &BlockLedger,
+        uid: u64,
+        now: u64,
         files: Option<RollingFiles>,
         events: Option<tracing::Level>,
     ) -> BlockLog {
         if files.is_some() || events.is_some() {
-            sentinel
-                .blocks
-                .start_logging(sentinel.uid(), sentinel.now_ms());
+            ledger.start_logging(uid, now);
         }
         BlockLog {
             files,
@@ -423,13 +406,17 @@ impl BlockLog {
 
     /// Logs every second complete now (every second, if `all`: the
     /// writer is stopping); returns how many lines were taken.
-    pub(crate) fn write(&mut self, sentinel: &Sentinel, all: bool) -> io::Result<usize> {
+    pub(crate) fn write(
+        &mut self,
+        ledger: &BlockLedger,
+        uid: u64,
+        now: u64,
+        all: bool,
+    ) -> io::Result<usize> {
         if self.files.is_none() && self.events.is_none() {
             return Ok(0);
         }
-        let seconds = sentinel
-            .blocks
-            .take_complete(sentinel.uid(), sentinel.now_ms(), all);
+        let seconds = ledger.take_complete(uid, now, all);
         let mut taken = 0;
         for (second, lines) in seconds {
             taken += lines.len();
@@ -472,10 +459,10 @@ impl fmt::Debug for BlockLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ManualClock;
     use crate::authority::{AuthorityRule, AuthorityStrategy};
     use crate::flow::FlowRule;
     use crate::log::MetricLogConfig;
+    use crate::{ManualClock, Sentinel};
 
     /// Each load of a black list that blocked an entry kept the rule (and
     /// its list of origins) alive in the thread's block tally, and in its
@@ -524,7 +511,7 @@ mod tests {
             .unwrap();
         // A writer that is made, then dropped without writing.
         drop(sentinel.metric_writer(MetricLogConfig::new("t").dir("/nonexistent")));
-        let kept = |sentinel: &Sentinel| sentinel.blocks.state.lock().pending.len();
+        let kept = |sentinel: &Sentinel| sentinel.engine.parts.ledger.state.lock().pending.len();
         for _ in 0..KEEP_SECONDS {
             assert!(sentinel.entry("a").is_err());
             clock.advance_ms(1_000);
@@ -537,7 +524,7 @@ mod tests {
             sentinel.block_counts();
         }
         assert_eq!(kept(&sentinel), 0);
-        assert!(!sentinel.blocks.state.lock().logging);
+        assert!(!sentinel.engine.parts.ledger.state.lock().logging);
         assert_eq!(sentinel.block_counts()[0].count, KEEP_SECONDS + 10);
     }
 }

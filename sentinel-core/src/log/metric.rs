@@ -16,6 +16,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::blocks::BlockLedger;
 use super::blocks::BlockLog;
 use super::files::{self, RollingFiles};
 use super::line::MetricLine;
@@ -149,11 +150,11 @@ pub struct MetricWriter {
     retry_at_ms: u64,
 }
 
-impl Sentinel {
-    /// A metric log writer for this instance, which writes the seconds from
-    /// the current one on.
-    pub fn metric_writer(&self, config: MetricLogConfig) -> MetricWriter {
-        let now = self.now_ms();
+impl MetricWriter {
+    /// A writer for an instance whose clock reads `now`, writing the
+    /// seconds from the current one on; its block log takes the blocks of
+    /// instance `uid` from `ledger`.
+    pub(crate) fn new(config: MetricLogConfig, ledger: &BlockLedger, uid: u64, now: u64) -> Self {
         let files = RollingFiles::new(
             config.dir.clone(),
             config.app.clone(),
@@ -170,7 +171,7 @@ impl Sentinel {
                 config.max_files,
             )
         });
-        let blocks = BlockLog::new(self, block_files, config.block_events);
+        let blocks = BlockLog::new(ledger, uid, now, block_files, config.block_events);
         MetricWriter {
             config,
             next_ms: now - now % 1_000,
@@ -232,7 +233,12 @@ impl MetricWriter {
     /// written are kept and tried again first by the next call (their
     /// events are sent once).
     pub fn write_blocks(&mut self, sentinel: &Sentinel) -> io::Result<usize> {
-        self.blocks.write(sentinel, false)
+        self.blocks.write(
+            &sentinel.engine.parts.ledger,
+            sentinel.uid(),
+            sentinel.now_ms(),
+            false,
+        )
     }
 
     /// What the background thread does when stopped: a last
@@ -241,7 +247,12 @@ impl MetricWriter {
     /// be lost.
     pub fn finish(&mut self, sentinel: &Sentinel) {
         self.tick(sentinel);
-        if let Err(error) = self.blocks.write(sentinel, true) {
+        if let Err(error) = self.blocks.write(
+            &sentinel.engine.parts.ledger,
+            sentinel.uid(),
+            sentinel.now_ms(),
+            true,
+        ) {
             tracing::warn!(
                 dir = %self.config.dir.display(),
                 %error,

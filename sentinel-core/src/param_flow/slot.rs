@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::{CompiledParamFlow, ParamDecision, ParamFlowRule, ParamHeld};
 use crate::BlockKind;
-use crate::Sentinel;
+use crate::engine::parts::Parts;
 use crate::entry::spare;
 use crate::rule::RuleError;
 use crate::rule::compiled::List;
@@ -59,7 +59,9 @@ impl RuleSlot for ParamFlowKind {
             return Ok(());
         }
         for rule in rules.iter() {
-            match rule.check(ctx.args, ctx.batch, ctx.now_ms, || ctx.sentinel.now_nanos()) {
+            match rule.check(ctx.args, ctx.batch, ctx.now_ms, || {
+                ctx.parts.clock.now_nanos()
+            }) {
                 ParamDecision::Pass => {}
                 ParamDecision::Wait(ns) => c.outcome.wait_at_least(ns),
                 ParamDecision::Held(held) => c.verdict.holds.hold::<Self>(ParamFlowHold {
@@ -84,7 +86,7 @@ impl Held for ParamFlowHold {
         self.rule.release(self.held);
     }
 
-    fn give_back(self, _: u64, _: &Sentinel) {
+    fn give_back(self, _: u64, _: &Parts) {
         self.rule.release(self.held);
     }
 }

@@ -4,8 +4,8 @@
 use super::budget::Tally;
 use super::kinds::replace;
 use super::list::{KIND_COUNT, Listed};
+use super::listeners::AllListeners;
 use super::set::RuleSet;
-use crate::Sentinel;
 use crate::rule::kind::RuleKind;
 use crate::rule::names::too_long;
 use crate::rule::{RuleError, RuleErrors};
@@ -21,8 +21,8 @@ fn problems<K: Listed>(rules: &[K::Rule], max: usize, errors: &mut Vec<RuleError
 }
 
 /// Tells kind `K`'s listeners of the set loaded.
-fn announce<K: Listed>(sentinel: &Sentinel, set: &RuleSet) {
-    K::listeners(&sentinel.listeners).announce(set.version, set.rules_of::<K>());
+fn announce<K: Listed>(listeners: &AllListeners, set: &RuleSet) {
+    K::listeners(listeners).announce(set.version, set.rules_of::<K>());
 }
 
 /// Makes [`RuleBook`] from the list of kinds.
@@ -30,7 +30,7 @@ macro_rules! rule_book {
     ($($field:ident $variant:ident [$($kind:tt)*] [$($rule:tt)*] $accessor:ident $name:literal $exception:literal
         $doc:literal $book_doc:literal;)*) => {
         /// Every rule of an instance, by kind: what a rule file holds. Loaded with
-        /// [`Sentinel::load_rule_book`], all kinds switch together.
+        /// [`Sentinel::load_rule_book`](crate::Sentinel::load_rule_book), all kinds switch together.
         ///
         /// ```
         /// use sentinel_flow_core::flow::FlowRule;
@@ -72,7 +72,7 @@ macro_rules! rule_book {
                 [$((<crate::$($kind)* as RuleKind>::NAME, self.$field.len()),)*]
             }
 
-            fn of(set: &RuleSet) -> Self {
+            pub(crate) fn of(set: &RuleSet) -> Self {
                 RuleBook {
                     $($field: set.rules_of::<crate::$($kind)*>().to_vec(),)*
                 }
@@ -80,15 +80,15 @@ macro_rules! rule_book {
 
             /// Adds up the book's rules, then, if the budget takes them,
             /// puts them into `parts`.
-            fn apply(self, tally: &mut Tally, parts: &mut super::RuleSetParts) -> Result<u64, RuleError> {
+            pub(crate) fn apply(self, tally: &mut Tally, parts: &mut super::RuleSetParts) -> Result<u64, RuleError> {
                 $(tally.loaded::<crate::$($kind)*>(&self.$field);)*
                 let footprint = tally.finish()?;
                 $(replace::<crate::$($kind)*>(parts, self.$field);)*
                 Ok(footprint)
             }
 
-            fn announce(sentinel: &Sentinel, set: &RuleSet) {
-                $(announce::<crate::$($kind)*>(sentinel, set);)*
+            pub(crate) fn announce(listeners: &AllListeners, set: &RuleSet) {
+                $(announce::<crate::$($kind)*>(listeners, set);)*
             }
         }
     };
@@ -101,39 +101,5 @@ impl RuleBook {
     /// [`DEFAULT_MAX_NAME_LEN`](crate::DEFAULT_MAX_NAME_LEN) included.
     pub fn validate(&self) -> Result<(), RuleErrors> {
         self.validate_within(crate::DEFAULT_MAX_NAME_LEN)
-    }
-}
-
-impl Sentinel {
-    /// Replaces every rule of every kind with `book`, in one swap: no entry
-    /// sees one kind from the book and another from before. When any rule
-    /// is invalid nothing changes and every problem is returned; so too
-    /// when the book's rules would take more than the instance's
-    /// [`rule_memory_budget`](crate::SentinelBuilder::rule_memory_budget)
-    /// (the error names the rule that takes them past it). Unchanged
-    /// rules keep their state; statistics are never reset. Each kind's
-    /// listeners hear of the load. As [`RuleManager::load`](crate::RuleManager::load),
-    /// the names the rules mention get their nodes outside the caps, and a
-    /// book mentioning more than
-    /// [`max_rule_names`](crate::SentinelBuilder::max_rule_names) distinct
-    /// names is refused.
-    pub fn load_rule_book(&self, book: RuleBook) -> Result<(), RuleErrors> {
-        if let Err(errors) = book.validate_within(self.max_name_len()) {
-            tracing::warn!(%errors, "sentinel: rule book refused");
-            return Err(errors);
-        }
-        let counts = book.counts();
-        let set = self.update_rules(|_, tally, parts| book.apply(tally, parts));
-        let set = set.inspect_err(|errors| {
-            tracing::warn!(%errors, "sentinel: rule book refused");
-        })?;
-        tracing::info!(?counts, version = set.version, "sentinel: rule book loaded");
-        RuleBook::announce(self, &set);
-        Ok(())
-    }
-
-    /// Every rule in force, by kind.
-    pub fn rule_book(&self) -> RuleBook {
-        RuleBook::of(&self.rule_set())
     }
 }

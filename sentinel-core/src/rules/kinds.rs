@@ -7,9 +7,8 @@ use std::sync::Arc;
 
 use super::list::Listed;
 use super::list::RuleSetParts;
-use super::listeners::Listeners;
+use super::listeners::{AllListeners, Listeners};
 use super::set::RuleSet;
-use crate::Sentinel;
 use crate::rule::RuleError;
 use crate::rule::footprint::Footprint;
 use crate::rule::kind::CompiledKind;
@@ -34,7 +33,7 @@ pub(crate) struct Kind<R: 'static> {
     /// the current set's; unchanged rules keep their state).
     pub(crate) replace: fn(&mut RuleSetParts, Vec<R>),
     /// The instance's listeners of the kind's rules.
-    pub(crate) listeners: fn(&Sentinel) -> &Listeners<R>,
+    pub(crate) listeners: fn(&AllListeners) -> &Listeners<R>,
 }
 
 impl<R> Kind<R> {
@@ -59,8 +58,8 @@ pub(crate) fn replace<K: Listed>(parts: &mut RuleSetParts, rules: Vec<K::Rule>) 
     *part = Arc::new(<K::Compiled as CompiledKind>::compile(rules, part));
 }
 
-fn listeners<K: Listed>(sentinel: &Sentinel) -> &Listeners<K::Rule> {
-    K::listeners(&sentinel.listeners)
+fn listeners<K: Listed>(all: &AllListeners) -> &Listeners<K::Rule> {
+    K::listeners(all)
 }
 
 /// A kind's descriptor, a constant of the kind (so that a manager holds a

@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use parking_lot::Mutex;
 
-use crate::degrade::StateListeners;
 use crate::rule::Listener;
 use crate::rule::kind::RuleKind;
 
@@ -20,8 +19,6 @@ macro_rules! all_listeners {
                 #[doc = $book_doc]
                 pub(crate) $field: Listeners<<crate::$($kind)* as RuleKind>::Rule>,
             )*
-            /// Listeners of breaker states.
-            pub(crate) states: StateListeners,
         }
     };
 }

@@ -16,21 +16,20 @@
 //! set.rs               RuleSet: the set in force, its index           list
 //! view.rs              View, Found: a kind's rules for an entry       list, set
 //! kinds.rs             Kind: a manager's descriptor of any kind       list, set, listeners
-//! manager.rs           RuleManager: load, read, listen                kinds, budget
-//! manager/degrade.rs   breakers(), on_state_change()                  manager
-//! manager/param_flow.rs tables()                                      manager
 //! book.rs              RuleBook (listed): every kind in one swap      list, kinds, set, budget
 //! budget.rs            Tally: the rule memory budget's sum            list, kinds, set
 //! names.rs             the names rules mention, for the caps          -
 //! user_kind.rs         UserKind, UserKindRules: an application's kinds -
 //! ```
+//!
+//! The instance's side (the rule set in force and its per-thread cache,
+//! the managers, rule loads) is in `crate::engine` and `crate::sentinel`.
 
 mod book;
 pub(crate) mod budget;
 pub(crate) mod kinds;
 pub(crate) mod list;
 mod listeners;
-mod manager;
 pub(crate) mod names;
 mod set;
 mod user_kind;
@@ -40,7 +39,6 @@ pub use crate::rule::Listener;
 pub use book::RuleBook;
 pub(crate) use list::RuleSetParts;
 pub(crate) use listeners::AllListeners;
-pub use manager::RuleManager;
 pub(crate) use set::RuleSet;
 pub(crate) use user_kind::UserKindSlot;
 pub use user_kind::{UserKind, UserKindRules};

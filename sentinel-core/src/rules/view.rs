@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 
 use super::list::{Checked, Listed, ResourceRules};
 use super::set::RuleSet;
-use crate::Sentinel;
+use crate::engine::rules::InstanceRules;
 use crate::node::ResourceNode;
 use crate::rule::kind::CompiledKind;
 use crate::slot::rule_slot::InForce;
@@ -38,18 +38,35 @@ impl<'r> View<'r> {
 
 /// Where kind `K`'s rules for an entry's resource are found, in the set
 /// in force, when a hook asks (at admission, at the exit).
-pub(crate) struct Found<K>(PhantomData<fn() -> K>);
+pub(crate) struct Found<'r, K> {
+    rules: &'r InstanceRules,
+    kind: PhantomData<fn() -> K>,
+}
 
-impl<K: Listed> InForce<Checked<K>> for Found<K> {
+impl<K> Clone for Found<'_, K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K> Copy for Found<'_, K> {}
+
+impl<'r, K> Found<'r, K> {
+    /// Kind `K`'s rules in `rules`.
     #[inline(always)]
-    fn with(
-        sentinel: &Sentinel,
-        resource: &ResourceNode,
-        inbound: bool,
-        f: impl FnOnce(&Checked<K>),
-    ) {
-        let version = sentinel.rules_version();
-        sentinel.with_rules(version, |set| {
+    pub(crate) fn new(rules: &'r InstanceRules) -> Self {
+        Found {
+            rules,
+            kind: PhantomData,
+        }
+    }
+}
+
+impl<K: Listed> InForce<Checked<K>> for Found<'_, K> {
+    #[inline(always)]
+    fn with(&self, resource: &ResourceNode, inbound: bool, f: impl FnOnce(&Checked<K>)) {
+        let version = self.rules.rules_version();
+        self.rules.with_rules(version, |set| {
             let view = View {
                 set: Some(set),
                 resource: set.for_resource(resource),

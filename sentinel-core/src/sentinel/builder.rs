@@ -3,22 +3,27 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
 use super::Sentinel;
-use super::clock::InstanceClock;
-use super::rules::InstanceRules;
 use crate::Clock;
+use crate::clock::instance::InstanceClock;
+use crate::degrade::StateListeners;
+use crate::engine::Engine;
+use crate::engine::parts::Parts;
+use crate::engine::rules::InstanceRules;
 use crate::flow::ClusterHook;
 use crate::log::BlockLedger;
 use crate::node::StatisticNode;
 use crate::node::invocation::InvocationTree;
+use crate::node::nodes::Nodes;
 use crate::node::overflow::{OriginCap, Overflow};
 use crate::node::registry::Registry;
 use crate::node::reserved::{DEFAULT_MAX_RULE_NAMES, RuleNames};
 use crate::rules::{AllListeners, UserKind, UserKindRules, UserKindSlot};
+use crate::slot::rule_chain::{RuleChain, RuleChecks};
 use crate::slot::{Slot, UserSlots};
 use crate::stat::StatConfig;
 use crate::system::{ProcStatus, SystemStatus};
@@ -185,8 +190,10 @@ impl SentinelBuilder {
     pub fn build(self) -> Sentinel {
         let max_name_len = self.max_name_len.unwrap_or(DEFAULT_MAX_NAME_LEN);
         let names = RuleNames::default();
-        Sentinel {
-            clock: InstanceClock::new(self.clock),
+        let uid = NEXT_UID.fetch_add(1, Ordering::Relaxed);
+        let mut orders = Vec::new();
+        RuleChain::orders(&mut orders);
+        let nodes = Nodes {
             resources: Registry::new(
                 self.max_resources.unwrap_or(DEFAULT_MAX_RESOURCES),
                 max_name_len,
@@ -198,8 +205,6 @@ impl SentinelBuilder {
                 &names,
             ),
             inbound: StatisticNode::new(&self.stat),
-            user_slots: UserSlots::new(self.slots),
-            enabled: AtomicBool::new(true),
             origin_cap: Arc::new(OriginCap::new(
                 self.max_origins.unwrap_or(DEFAULT_MAX_ORIGINS),
                 self.max_origins_total.unwrap_or(DEFAULT_MAX_ORIGINS_TOTAL),
@@ -208,21 +213,38 @@ impl SentinelBuilder {
             )),
             max_name_len,
             names,
+            config: self.stat,
+        };
+        let parts = Parts {
+            clock: InstanceClock::new(self.clock),
+            nodes,
+            status: self.status.unwrap_or_else(|| Arc::new(ProcStatus)),
+            ledger: BlockLedger::default(),
+            cluster: ClusterHook::default(),
+            states: StateListeners::default(),
+            uid,
+        };
+        Sentinel {
+            engine: Engine {
+                parts,
+                slots: UserSlots::new(self.slots, &orders),
+                rules: InstanceRules::new(
+                    uid,
+                    self.rule_memory_budget
+                        .unwrap_or(DEFAULT_RULE_MEMORY_BUDGET) as u64,
+                ),
+                enabled: AtomicBool::new(true),
+            },
             max_rule_names: self.max_rule_names.unwrap_or(DEFAULT_MAX_RULE_NAMES),
             refused_rule_loads: AtomicU64::new(0),
             named_by_rules: Mutex::new(Vec::new()),
-            config: self.stat,
-            rules: InstanceRules::new(
-                self.rule_memory_budget
-                    .unwrap_or(DEFAULT_RULE_MEMORY_BUDGET) as u64,
-            ),
             listeners: AllListeners::default(),
-            status: self.status.unwrap_or_else(|| Arc::new(ProcStatus)),
-            blocks: BlockLedger::default(),
-            cluster: ClusterHook::default(),
         }
     }
 }
+
+/// Instance ids (the per-thread rule cache and block tally key on them).
+static NEXT_UID: AtomicU64 = AtomicU64::new(1);
 
 impl fmt::Debug for SentinelBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

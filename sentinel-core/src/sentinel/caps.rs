@@ -58,13 +58,13 @@ impl Sentinel {
     /// was new past `max_resources`, or its name longer than
     /// `max_name_len`. Resources that rules name are never refused.
     pub fn refused_resources(&self) -> u64 {
-        self.resources.refused()
+        self.engine.parts.nodes.resources.refused()
     }
 
     /// How many entries named a context new past `max_contexts` (or longer
     /// than `max_name_len`), and ran in the default context instead.
     pub fn refused_contexts(&self) -> u64 {
-        self.tree.contexts.refused()
+        self.engine.parts.nodes.tree.contexts.refused()
     }
 
     /// How many entries named an origin new past `max_origins` of their
@@ -72,13 +72,13 @@ impl Sentinel {
     /// counted on the node that such origins of the resource share
     /// ([`ResourceNode::origins_past_cap`]).
     pub fn refused_origins(&self) -> u64 {
-        self.origin_cap.refused()
+        self.engine.parts.nodes.origin_cap.refused()
     }
 
     /// The longest name accepted, in bytes (see
     /// [`SentinelBuilder::max_name_len`](crate::SentinelBuilder::max_name_len)).
     pub fn max_name_len(&self) -> usize {
-        self.max_name_len
+        self.engine.parts.nodes.max_name_len
     }
 
     /// Whether a loaded rule mentions the resource `name` (its resource, a
@@ -86,7 +86,7 @@ impl Sentinel {
     /// cap. A lookup without a lock or an allocation: a cache of names
     /// (such as `sentinel-flow-tower`'s) asks it before refusing a name.
     pub fn is_reserved(&self, name: &str) -> bool {
-        self.names.load().resource(name)
+        self.engine.parts.nodes.names.load().resource(name)
     }
 
     /// Every cap, how full, and how many entries each refused.
@@ -111,29 +111,39 @@ impl Sentinel {
             .fold((0, 0), |(u, r), (used, reserved)| (u + used, r + reserved));
         Caps {
             resources: CapUsage {
-                max: self.resources.cap(),
-                used: self.resources.len() - self.resources.reserved(),
-                reserved: self.resources.reserved(),
+                max: self.engine.parts.nodes.resources.cap(),
+                used: self.engine.parts.nodes.resources.len()
+                    - self.engine.parts.nodes.resources.reserved(),
+                reserved: self.engine.parts.nodes.resources.reserved(),
                 refused: self.refused_resources(),
             },
             contexts: CapUsage {
                 // The default context is made first, by the instance.
-                max: self.tree.contexts.cap().saturating_sub(1),
-                used: (self.tree.contexts.len() - self.tree.contexts.reserved()).saturating_sub(1),
-                reserved: self.tree.contexts.reserved(),
+                max: self
+                    .engine
+                    .parts
+                    .nodes
+                    .tree
+                    .contexts
+                    .cap()
+                    .saturating_sub(1),
+                used: (self.engine.parts.nodes.tree.contexts.len()
+                    - self.engine.parts.nodes.tree.contexts.reserved())
+                .saturating_sub(1),
+                reserved: self.engine.parts.nodes.tree.contexts.reserved(),
                 refused: self.refused_contexts(),
             },
             origins: CapUsage {
-                max: self.origin_cap.max,
+                max: self.engine.parts.nodes.origin_cap.max,
                 used: origins.0,
                 reserved: origins.1,
                 refused: self.refused_origins(),
             },
             origins_total: CapUsage {
-                max: self.origin_cap.budget.max(),
-                used: self.origin_cap.budget.used(),
+                max: self.engine.parts.nodes.origin_cap.budget.max(),
+                used: self.engine.parts.nodes.origin_cap.budget.used(),
                 reserved: origins.1,
-                refused: self.origin_cap.budget.refused(),
+                refused: self.engine.parts.nodes.origin_cap.budget.refused(),
             },
             rule_names: CapUsage {
                 max: self.max_rule_names,
@@ -141,7 +151,7 @@ impl Sentinel {
                 reserved: 0,
                 refused: self.refused_rule_loads.load(Ordering::Relaxed),
             },
-            max_name_len: self.max_name_len,
+            max_name_len: self.engine.parts.nodes.max_name_len,
         }
     }
 
@@ -226,23 +236,23 @@ impl Sentinel {
 
         // Under the resources' creation lock: a resource made meanwhile is
         // made with the mark of the names in force.
-        self.resources.locked(|| {
+        self.engine.parts.nodes.resources.locked(|| {
             let mut named: Vec<u32> = reserved
                 .resources()
-                .filter_map(|name| self.resources.find(name))
+                .filter_map(|name| self.engine.parts.nodes.resources.find(name))
                 .collect();
-            self.names.store(Arc::new(reserved));
+            self.engine.parts.nodes.names.store(Arc::new(reserved));
             named.sort_unstable();
             let mut previous = self.named_by_rules.lock();
             for id in previous.iter() {
                 if named.binary_search(id).is_err() {
-                    if let Some(node) = self.resources.get(*id) {
+                    if let Some(node) = self.engine.parts.nodes.resources.get(*id) {
                         node.set_named_by_rules(false);
                     }
                 }
             }
             for id in &named {
-                if let Some(node) = self.resources.get(*id) {
+                if let Some(node) = self.engine.parts.nodes.resources.get(*id) {
                     node.set_named_by_rules(true);
                 }
             }
@@ -254,6 +264,6 @@ impl Sentinel {
     /// The distinct names the rules in force mention (resources, contexts,
     /// origins per resource).
     pub(crate) fn rule_names(&self) -> usize {
-        self.names.load().len()
+        self.engine.parts.nodes.names.load().len()
     }
 }

@@ -41,7 +41,7 @@ impl Sentinel {
     /// ```
     pub fn track_percentiles(&self, name: &str, on: bool) -> bool {
         let node = match on {
-            true => self.resolve_quietly(name),
+            true => self.engine.parts.nodes.resolve_quietly(name),
             false => self.resource_node(name),
         };
         match node {
@@ -68,11 +68,11 @@ impl Sentinel {
     /// resource cap.
     pub fn track_percentiles_from_rules<S: AsRef<str>>(&self, names: &[S]) -> Vec<String> {
         // One rule load at a time, as for rules.
-        let _guard = self.rules.lock.lock();
+        let _guard = self.engine.rules.lock.lock();
         let mut refused = Vec::new();
         let mut listed = Vec::with_capacity(names.len());
         for name in names {
-            match self.resolve_quietly(name.as_ref()) {
+            match self.engine.parts.nodes.resolve_quietly(name.as_ref()) {
                 Some(node) => {
                     node.track_percentiles_by(BY_RULES, true);
                     listed.push(node.id());

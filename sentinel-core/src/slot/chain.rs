@@ -34,66 +34,70 @@
 
 use super::cluster_builder::ClusterBuilderSlot;
 use super::node_selector::NodeSelectorSlot;
+use super::placement::{Place, Placement};
 use super::rule_chain::{RuleChain, RuleChecks};
 #[cfg(feature = "tokio")]
 use super::rule_slot::Abandoned;
 use super::rule_slot::{Exiting, Verdict};
 use super::statistic::{Counted, StatisticSlot};
 use super::{EntryContext, ExitContext, Holds, Outcome};
-use crate::entry::{Active, Request};
-use crate::node::{OriginNode, ResourceNode, StatisticNode};
+use crate::engine::Engine;
+use crate::entry::Request;
+use crate::entry::{Active, Entry};
+use crate::node::OriginNode;
 use crate::rules::RuleSet;
 use crate::rules::view::View;
-use crate::{BlockError, Entry, EntryType, Sentinel};
+use crate::{BlockError, EntryType};
 
 /// Enters `request`'s resource, waiting out a rate limiter's queue on the
 /// instance's clock ([`Clock::sleep`](crate::Clock::sleep): the thread
 /// sleeps on the system clock, a `ManualClock` advances).
 #[inline(always)]
 pub(crate) fn enter<'s>(
-    sentinel: &'s Sentinel,
+    engine: &'s Engine,
     request: Request<'_, 's>,
 ) -> Result<Entry<'s>, BlockError> {
-    let Some(mut checked) = check(sentinel, &request)? else {
+    let Some(checked) = check(engine, &request)? else {
         return Ok(Entry::pass_through());
     };
     let now = match checked.outcome.wait_ns() {
         0 => checked.pass_ms,
         wait => {
             // A rate limiter's queue: wait with nothing held, then count.
-            sentinel.clock.sleep(std::time::Duration::from_nanos(wait));
-            sentinel.clock.now_ms().max(checked.pass_ms)
+            let clock = &engine.parts.clock;
+            clock.sleep(std::time::Duration::from_nanos(wait));
+            clock.now_ms().max(checked.pass_ms)
         }
     };
-    Ok(admit(sentinel, &request, &mut checked, now))
+    Ok(admit(engine, &request, checked, now))
 }
 
 /// As [`enter`], waiting in a rate limiter's queue with
 /// `tokio::time::sleep` instead of sleeping the thread.
 #[cfg(feature = "tokio")]
 pub(crate) async fn enter_async<'s>(
-    sentinel: &'s Sentinel,
+    engine: &'s Engine,
     request: Request<'_, 's>,
 ) -> Result<Entry<'s>, BlockError> {
-    let Some(mut checked) = check(sentinel, &request)? else {
+    let Some(checked) = check(engine, &request)? else {
         return Ok(Entry::pass_through());
     };
     if checked.outcome.wait_ns() == 0 {
         let now = checked.pass_ms;
-        return Ok(admit(sentinel, &request, &mut checked, now));
+        return Ok(admit(engine, &request, checked, now));
     }
     let wait = std::time::Duration::from_nanos(checked.outcome.wait_ns());
     // Dropped while waiting (a cancelled future), the guard gives back
     // what the checks took (concurrency, probes); nothing is counted.
     let mut guard = Unadmitted {
-        sentinel,
+        engine,
         batch: request.batch,
         checked: Some(checked),
     };
     tokio::time::sleep(wait).await;
-    let mut checked = guard.checked.take().expect("taken once, after the wait");
-    let now = sentinel.clock.now_ms().max(checked.pass_ms);
-    Ok(admit(sentinel, &request, &mut checked, now))
+    let checked = guard.checked.take().expect("taken once, after the wait");
+    let now = engine.parts.clock.now_ms().max(checked.pass_ms);
+    Ok(admit(engine, &request, checked, now))
 }
 
 /// Everything up to counting the pass: the resource's node, the node
@@ -101,35 +105,36 @@ pub(crate) async fn enter_async<'s>(
 /// `Ok(None)`: the entry passes uncounted.
 #[inline(always)]
 pub(crate) fn check<'a, 's>(
-    sentinel: &'s Sentinel,
+    engine: &'s Engine,
     request: &Request<'a, 's>,
 ) -> Result<Option<Checked<'a, 's>>, BlockError> {
-    if !sentinel.is_enabled() {
+    if !engine.is_enabled() {
         return Ok(None);
     }
-    let Some(resource) = sentinel.resource_of(request) else {
+    let Some(resource) = engine.resource_of(request.name, request.resource) else {
         return Ok(None);
     };
-    let now = sentinel.clock.now_ms();
-    let selected = NodeSelectorSlot::select(sentinel, resource, request);
+    let parts = &engine.parts;
+    let now = parts.clock.now_ms();
+    let selected = NodeSelectorSlot::select(&parts.nodes, resource, request);
     let (origin_name, origin) =
-        ClusterBuilderSlot::origin(resource, request.origin, selected.parent);
+        ClusterBuilderSlot::origin(resource, request.origin, request.parent);
 
     // A refusal is left in `verdict` (with what a passing entry holds), so
     // that the outcome of a pass travels in a register, and becomes a
     // `BlockError` only here, in the caller's result.
     let mut verdict = Verdict::default();
-    let version = sentinel.rules_version();
+    let version = engine.rules.rules_version();
     let verdict = &mut verdict;
     // Inlined at each call (a closure called out of line reads its
     // captures back wider than they were stored, and stalls).
-    let outcome = sentinel.with_rules_if_any(
+    let outcome = engine.rules.with_rules_if_any(
         version,
         #[inline(always)]
         |rules: Option<&RuleSet>| {
             let resource_rules = rules.and_then(|set| set.for_resource(resource));
             let inbound = request.entry_type == EntryType::Inbound;
-            if sentinel.user_slots.is_empty()
+            if engine.slots.is_empty()
                 && resource_rules.is_none()
                 && !(inbound && rules.is_some_and(RuleSet::checks_inbound))
             {
@@ -147,12 +152,12 @@ pub(crate) fn check<'a, 's>(
                 origin,
                 origin_name,
                 context: selected.context,
-                sentinel,
+                parts: &engine.parts,
                 context_stats: selected.context_stats,
                 args: request.args,
                 now_ms: now,
             };
-            StatisticSlot::check::<RuleChain>(&ctx, &view, verdict)
+            StatisticSlot::check::<RuleChain>(&ctx, &engine.slots, &view, verdict)
         },
     );
     let Some(outcome) = outcome else {
@@ -164,8 +169,8 @@ pub(crate) fn check<'a, 's>(
         context: selected.context,
         context_stats: selected.context_stats,
         origin,
-        origin_name,
         start_ms: now,
+        origin_name,
         pass_ms: now.max(verdict.pass_ms),
         outcome,
         holds: std::mem::take(&mut verdict.holds),
@@ -174,90 +179,122 @@ pub(crate) fn check<'a, 's>(
 
 /// Counts the pass of a checked entry at `now` and hands out its guard.
 #[inline(always)]
-pub(crate) fn admit<'a, 's>(
-    sentinel: &'s Sentinel,
-    request: &Request<'a, 's>,
-    checked: &mut Checked<'a, 's>,
+pub(crate) fn admit<'s>(
+    engine: &'s Engine,
+    request: &Request<'_, 's>,
+    checked: Checked<'_, 's>,
     now: u64,
 ) -> Entry<'s> {
+    let place = &Place {
+        resource: checked.resource,
+        node: checked.node,
+        context: checked.context,
+        context_stats: checked.context_stats,
+        origin: checked.origin,
+        entry_type: request.entry_type,
+        batch: request.batch,
+        start_ms: checked.start_ms,
+    };
     let nodes = Counted::new(
-        sentinel,
-        checked.resource,
-        checked.context_stats,
-        checked.origin,
-        request.entry_type,
+        &engine.parts.nodes.inbound,
+        place.resource,
+        place.context_stats,
+        place.origin,
+        place.entry_type,
     );
-    StatisticSlot::count_pass(&nodes, now, request.batch);
+    StatisticSlot::count_pass(&nodes, now, place.batch);
     if checked.outcome.hears_admission() {
-        RuleChain::admitted(&EntryContext {
-            resource: checked.resource,
-            entry_type: request.entry_type,
-            batch: request.batch,
-            origin: checked.origin,
-            origin_name: checked.origin_name,
-            context: checked.context,
-            sentinel,
-            context_stats: checked.context_stats,
-            args: request.args,
-            now_ms: now,
-        });
+        admitted(engine, request.args, place, checked.origin_name, now);
     }
-    Entry::active(Active::new(
-        sentinel,
-        checked.resource,
-        checked.node,
-        checked.context,
-        checked.context_stats,
-        checked.origin,
-        checked.origin_name,
-        request.entry_type,
-        checked.start_ms,
-        request.batch,
-        checked.outcome.reserved(),
-        checked.outcome.hears_exit(),
-        std::mem::take(&mut checked.holds),
-    ))
+    Entry::active(
+        engine,
+        Placement::new(*place, checked.origin_name, checked.outcome, checked.holds),
+    )
+}
+
+/// Tells the slots that asked of an admission.
+#[inline(always)]
+fn admitted(
+    engine: &Engine,
+    args: &[crate::ParamValue],
+    place: &Place<'_>,
+    origin_name: &str,
+    now: u64,
+) {
+    RuleChain::admitted(
+        &EntryContext {
+            resource: place.resource,
+            entry_type: place.entry_type,
+            batch: place.batch,
+            origin: place.origin,
+            origin_name,
+            context: place.context,
+            parts: &engine.parts,
+            context_stats: place.context_stats,
+            args,
+            now_ms: now,
+        },
+        &engine.rules,
+    );
 }
 
 /// Completes an entry that passed. An entry exiting as its thread unwinds
 /// (the guarded code panicked) completed with an error, and a half-open
 /// probe it holds failed.
 #[inline]
-pub(crate) fn exit(sentinel: &Sentinel, active: &mut Active<'_>) {
-    let now = sentinel.clock.now_ms();
-    let rt = now.saturating_sub(active.start_ms);
+pub(crate) fn exit(engine: &Engine, placement: &mut Placement<'_>, error: bool) {
+    let parts = &engine.parts;
+    let now = parts.clock.now_ms();
+    let rt = now.saturating_sub(placement.start_ms);
     // One relaxed load of the process's panic count while no thread panics.
     let panicked = std::thread::panicking();
-    let error = active.has_error() || panicked;
-    StatisticSlot::exit(sentinel, active, now, rt, error);
-    RuleChain::exit(&Exiting {
-        sentinel,
-        active,
-        now,
-        rt,
-        error,
-        panicked,
-    });
-    active.holds.finish();
-    if !sentinel.user_slots.is_empty() {
+    let error = error || panicked;
+    StatisticSlot::exit(&parts.nodes.inbound, placement, now, rt, error);
+    // The rule slots hear the exit of an entry whose checks asked, or
+    // that holds concurrency they reserved; no other entry pays for it.
+    if placement.outcome.exit_has_work() {
+        exit_hooks(engine, placement, now, rt, error, panicked);
+    }
+    placement.holds.finish();
+    if !engine.slots.is_empty() {
         let ctx = ExitContext {
-            resource: active.resource,
-            entry_type: active.entry_type,
-            batch: active.batch,
-            origin: active.origin,
-            origin_name: active.origin_name(),
+            placement,
             rt_ms: rt,
             error,
             now_ms: now,
         };
         if panicked {
-            exit_user_slots_unwinding(sentinel, &ctx);
+            exit_user_slots_unwinding(engine, &ctx);
         } else {
-            for slot in sentinel.user_slots.all.iter() {
+            for slot in engine.slots.all.iter() {
                 slot.exit(&ctx);
             }
         }
     }
+}
+
+/// The rule slots' exit hooks, out of line: one call for the entries that
+/// have work for them, nothing inlined where an entry is dropped.
+#[inline(never)]
+fn exit_hooks(
+    engine: &Engine,
+    placement: &Placement<'_>,
+    now: u64,
+    rt: u64,
+    error: bool,
+    panicked: bool,
+) {
+    RuleChain::exit(
+        &Exiting {
+            parts: &engine.parts,
+            placement,
+            now,
+            rt,
+            error,
+            panicked,
+        },
+        &engine.rules,
+    );
 }
 
 /// The user slots' exit hooks of an entry dropped while its thread unwinds.
@@ -265,24 +302,35 @@ pub(crate) fn exit(sentinel: &Sentinel, active: &mut Active<'_>) {
 /// each hook's panic is caught here (and reported by the panic hook, as
 /// any panic), and the unwinding goes on.
 #[cold]
-fn exit_user_slots_unwinding(sentinel: &Sentinel, ctx: &ExitContext<'_>) {
-    for slot in sentinel.user_slots.all.iter() {
+fn exit_user_slots_unwinding(engine: &Engine, ctx: &ExitContext<'_>) {
+    for slot in engine.slots.all.iter() {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| slot.exit(ctx)));
+    }
+}
+
+impl Drop for Entry<'_> {
+    /// The exit: completes the entry through its engine's chain.
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(Active { engine, placement }) = self.active_mut() {
+            let error = placement.error.load(std::sync::atomic::Ordering::Relaxed);
+            exit(engine, placement, error);
+        }
     }
 }
 
 /// An entry that passed its checks, not counted yet.
 pub(crate) struct Checked<'a, 's> {
-    pub(crate) resource: &'s ResourceNode,
+    pub(crate) resource: &'s crate::node::ResourceNode,
     node: u32,
     context: u32,
-    context_stats: Option<&'s StatisticNode>,
+    context_stats: Option<&'s crate::node::StatisticNode>,
     origin: Option<&'s OriginNode>,
+    start_ms: u64,
     /// The caller's origin, given or inherited from the parent.
     pub(crate) origin_name: &'a str,
-    start_ms: u64,
-    /// When the pass is counted, unless it waits: `start_ms`, or later
-    /// (see `Verdict::pass_ms`).
+    /// When the pass is counted, unless it waits: the entry's start, or
+    /// later (see `Verdict::pass_ms`).
     pub(crate) pass_ms: u64,
     /// What the checks decided: the wait, what the entry took, which
     /// slots hear of its admission and exit.
@@ -297,13 +345,13 @@ impl<'s> Checked<'_, 's> {
     /// queued entry that keeps its own copy of the name.
     pub(crate) fn detached(self) -> Checked<'static, 's> {
         Checked {
-            origin_name: "",
             resource: self.resource,
             node: self.node,
             context: self.context,
             context_stats: self.context_stats,
             origin: self.origin,
             start_ms: self.start_ms,
+            origin_name: "",
             pass_ms: self.pass_ms,
             outcome: self.outcome,
             holds: self.holds,
@@ -314,7 +362,7 @@ impl<'s> Checked<'_, 's> {
 /// Gives back what a checked entry holds if it is never admitted.
 #[cfg(feature = "tokio")]
 pub(crate) struct Unadmitted<'a, 's> {
-    pub(crate) sentinel: &'s Sentinel,
+    pub(crate) engine: &'s Engine,
     pub(crate) batch: u32,
     pub(crate) checked: Option<Checked<'a, 's>>,
 }
@@ -325,18 +373,22 @@ impl Drop for Unadmitted<'_, '_> {
         let Some(mut checked) = self.checked.take() else {
             return;
         };
-        let sentinel = self.sentinel;
+        let engine = self.engine;
         // The entry type is of no matter here: nothing is counted.
-        RuleChain::unadmitted(&Abandoned {
-            sentinel,
-            node: checked.resource,
-            resource: checked.resource.stats(),
-            origin: checked.origin.map(OriginNode::stats),
-            context: checked.context_stats,
-            outcome: checked.outcome,
-            batch: self.batch,
-            pass_ms: checked.pass_ms,
-        });
-        checked.holds.give_back(sentinel.now_ms(), sentinel);
+        RuleChain::unadmitted(
+            &Abandoned {
+                node: checked.resource,
+                resource: checked.resource.stats(),
+                origin: checked.origin.map(OriginNode::stats),
+                context: checked.context_stats,
+                outcome: checked.outcome,
+                batch: self.batch,
+                pass_ms: checked.pass_ms,
+            },
+            &engine.rules,
+        );
+        checked
+            .holds
+            .give_back(engine.parts.clock.now_ms(), &engine.parts);
     }
 }

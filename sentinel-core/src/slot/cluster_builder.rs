@@ -6,7 +6,7 @@
 //! node per resource (see [`ResourceNode::origin_node`]). The resource
 //! node itself was found before the chain (by name, or by a handle).
 
-use crate::entry::Active;
+use super::placement::Placement;
 use crate::node::{OriginNode, ResourceNode};
 
 /// Finds (or makes) the origin's node of an entry.
@@ -19,7 +19,7 @@ impl ClusterBuilderSlot {
     pub(crate) fn origin<'a, 's>(
         resource: &'s ResourceNode,
         given: &'a str,
-        parent: Option<&'a Active<'s>>,
+        parent: Option<&'a Placement<'s>>,
     ) -> (&'a str, Option<&'s OriginNode>) {
         let name = match (given, parent) {
             ("", Some(parent)) => parent.origin_name(),

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use super::placement::Placement;
+use crate::engine::parts::Parts;
 use crate::node::{OriginNode, ResourceNode, StatisticNode};
 use crate::{BlockError, BlockKind, EntryType, ParamValue};
 
@@ -14,7 +16,7 @@ pub struct EntryContext<'a> {
     pub(crate) origin_name: &'a str,
     /// The context's id; its name is looked up when asked for.
     pub(crate) context: u32,
-    pub(crate) sentinel: &'a crate::Sentinel,
+    pub(crate) parts: &'a Parts,
     pub(crate) context_stats: Option<&'a StatisticNode>,
     pub(crate) args: &'a [ParamValue],
     pub(crate) now_ms: u64,
@@ -54,7 +56,7 @@ impl<'a> EntryContext<'a> {
 
     /// The context's name.
     pub fn context_name(&self) -> &'a str {
-        self.sentinel.context_name(self.context)
+        self.parts.nodes.context_name(self.context)
     }
 
     /// The statistics of this resource in this context, when the context is
@@ -96,11 +98,8 @@ impl fmt::Debug for EntryContext<'_> {
 
 /// An entry that passed, completing.
 pub struct ExitContext<'a> {
-    pub(crate) resource: &'a ResourceNode,
-    pub(crate) entry_type: EntryType,
-    pub(crate) batch: u32,
-    pub(crate) origin: Option<&'a OriginNode>,
-    pub(crate) origin_name: &'a str,
+    /// The entry's record: where it ran, its caller.
+    pub(crate) placement: &'a Placement<'a>,
     pub(crate) rt_ms: u64,
     pub(crate) error: bool,
     pub(crate) now_ms: u64,
@@ -109,33 +108,33 @@ pub struct ExitContext<'a> {
 impl<'a> ExitContext<'a> {
     /// The resource's name.
     pub fn resource_name(&self) -> &'a str {
-        self.resource.name()
+        self.placement.resource.name()
     }
 
     /// The resource's node.
     pub fn resource(&self) -> &'a ResourceNode {
-        self.resource
+        self.placement.resource
     }
 
     /// Inbound or outbound.
     pub fn entry_type(&self) -> EntryType {
-        self.entry_type
+        self.placement.entry_type
     }
 
     /// How many permits the entry held.
     pub fn batch_count(&self) -> u32 {
-        self.batch
+        self.placement.batch
     }
 
     /// The caller's origin, or `""`.
     pub fn origin(&self) -> &'a str {
-        self.origin_name
+        self.placement.origin_name()
     }
 
     /// The origin's node, when an origin was given (past the origin cap,
     /// the node that origins past it share).
     pub fn origin_node(&self) -> Option<&'a OriginNode> {
-        self.origin
+        self.placement.origin
     }
 
     /// Milliseconds from entry to exit.

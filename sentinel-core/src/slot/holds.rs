@@ -7,7 +7,7 @@
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
 
-use crate::Sentinel;
+use crate::engine::parts::Parts;
 
 /// What an entry holds of one kind's rule, until it ends.
 pub(crate) trait Held: Sized {
@@ -17,7 +17,7 @@ pub(crate) trait Held: Sized {
 
     /// Gives back the hold of an entry that will not run (a later check
     /// refused it, or it was dropped before it was admitted).
-    fn give_back(self, now: u64, sentinel: &Sentinel);
+    fn give_back(self, now: u64, parts: &Parts);
 }
 
 /// What a kind that holds nothing holds: no value.
@@ -29,7 +29,7 @@ impl Held for NoHold {
         match self {}
     }
 
-    fn give_back(self, _: u64, _: &Sentinel) {
+    fn give_back(self, _: u64, _: &Parts) {
         match self {}
     }
 }
@@ -65,9 +65,9 @@ macro_rules! holds {
                 }
             }
 
-            fn give_back(self, now: u64, sentinel: &Sentinel) {
+            fn give_back(self, now: u64, parts: &Parts) {
                 match self {
-                    $(Hold::$variant(held) => held.give_back(now, sentinel),)*
+                    $(Hold::$variant(held) => held.give_back(now, parts),)*
                 }
             }
         }
@@ -150,9 +150,9 @@ impl Holds {
     /// Gives back everything of an entry that will not run (a later check
     /// refused it, or it was dropped before it was admitted): the counts,
     /// and the probes, whose breakers open again.
-    pub(crate) fn give_back(&mut self, now: u64, sentinel: &Sentinel) {
+    pub(crate) fn give_back(&mut self, now: u64, parts: &Parts) {
         if self.0.is_some() {
-            self.end(|hold| hold.give_back(now, sentinel));
+            self.end(|hold| hold.give_back(now, parts));
         }
     }
 

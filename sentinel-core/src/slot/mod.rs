@@ -36,6 +36,7 @@ pub(crate) mod holds;
 mod node_selector;
 pub mod order;
 mod outcome;
+pub(crate) mod placement;
 pub(crate) mod rule_chain;
 pub(crate) mod rule_slot;
 mod statistic;

@@ -7,16 +7,16 @@
 //! under the context's entrance. Nodes and edges are made on first use
 //! (see [`InvocationTree`]).
 
-use crate::Sentinel;
-use crate::entry::{Active, Request};
+use crate::entry::Request;
 use crate::node::invocation::{DEFAULT_CONTEXT_ID, InvocationTree};
+use crate::node::nodes::Nodes;
 use crate::node::{ResourceNode, StatisticNode};
 
 /// Finds (or makes) the entry's node in the invocation tree.
 pub(crate) struct NodeSelectorSlot;
 
 /// Where an entry runs.
-pub(crate) struct Selected<'a, 's> {
+pub(crate) struct Selected<'s> {
     /// Its context's id.
     pub(crate) context: u32,
     /// Its node in the tree.
@@ -24,21 +24,18 @@ pub(crate) struct Selected<'a, 's> {
     /// Its node's statistics: `None` in the default context, whose figures
     /// are derived from the resource node.
     pub(crate) context_stats: Option<&'s StatisticNode>,
-    /// The entry it is nested in, active in this instance.
-    pub(crate) parent: Option<&'a Active<'s>>,
 }
 
 impl NodeSelectorSlot {
     #[inline(always)]
-    pub(crate) fn select<'a, 's>(
-        sentinel: &'s Sentinel,
+    pub(crate) fn select<'s>(
+        nodes: &'s Nodes,
         resource: &'s ResourceNode,
-        request: &Request<'a, 's>,
-    ) -> Selected<'a, 's> {
-        let tree: &InvocationTree = &sentinel.tree;
-        let config = &sentinel.config;
-        let parent = request.parent.and_then(|p| p.active_in(sentinel));
-        let (context, node) = match (parent, request.context) {
+        request: &Request<'_, 's>,
+    ) -> Selected<'s> {
+        let tree: &InvocationTree = &nodes.tree;
+        let config = &nodes.config;
+        let (context, node) = match (request.parent, request.context) {
             (None, None) => (DEFAULT_CONTEXT_ID, tree.default_node(resource)),
             (Some(parent), _) => {
                 let node = tree.nested_node(resource, parent.context, parent.node, config);
@@ -60,7 +57,6 @@ impl NodeSelectorSlot {
             context,
             node,
             context_stats,
-            parent,
         }
     }
 }

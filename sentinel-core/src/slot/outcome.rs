@@ -52,8 +52,15 @@ impl Outcome {
         self.0 & Self::EXIT != 0
     }
 
+    /// Whether an exit hook has work for the entry: a check asked to hear
+    /// of its exit, or it holds reserved concurrency.
+    #[inline]
+    pub(crate) fn exit_has_work(self) -> bool {
+        self.0 & (Self::EXIT | Self::RESERVED) != 0
+    }
+
     /// Asks to hear of the entry's exit with what the slot's rules in
-    /// force then (its `exit` hook reads `Active::hears_exit`).
+    /// force then (its `exit` hook reads `Placement::hears_exit`).
     pub(crate) fn hear_exit(self) -> Self {
         Outcome(self.0 | Self::EXIT)
     }

@@ -11,14 +11,12 @@ use super::EntryContext;
 #[cfg(feature = "tokio")]
 use super::rule_slot::Abandoned;
 use super::rule_slot::{Checking, Exiting, Refused, RuleSlot};
+use crate::engine::rules::InstanceRules;
 use crate::rules::list::Listed;
 use crate::rules::view::{Found, View};
 
 /// Rule slots in a row.
 pub(crate) trait RuleChecks {
-    /// How many rule slots.
-    const LEN: usize;
-
     /// Runs the slots from position `at` on, each after the user slots
     /// placed before it; the first refusal wins, and the slots that passed
     /// give back what they took.
@@ -29,15 +27,16 @@ pub(crate) trait RuleChecks {
     /// unwound from a panic.
     fn undo_all(v: &View<'_>, c: &mut Checking<'_, '_>);
 
-    /// Tells every slot of an admission, in chain order.
-    fn admitted(ctx: &EntryContext<'_>);
+    /// Tells every slot of an admission, in chain order (`rules`: the
+    /// rules in force, where a slot that asks finds its kind's).
+    fn admitted(ctx: &EntryContext<'_>, rules: &InstanceRules);
 
     /// Tells every slot that a checked entry will not be admitted.
     #[cfg(feature = "tokio")]
-    fn unadmitted(entry: &Abandoned<'_>);
+    fn unadmitted(entry: &Abandoned<'_>, rules: &InstanceRules);
 
     /// Tells every slot of an exit, in chain order.
-    fn exit(x: &Exiting<'_, '_>);
+    fn exit(x: &Exiting<'_, '_>, rules: &InstanceRules);
 
     /// The slots' orders, in chain order.
     fn orders(into: &mut Vec<i32>);
@@ -50,8 +49,6 @@ pub(crate) struct Then<K, R>(PhantomData<fn() -> (K, R)>);
 pub(crate) struct End;
 
 impl<K: Listed, R: RuleChecks> RuleChecks for Then<K, R> {
-    const LEN: usize = R::LEN + 1;
-
     #[inline(always)]
     fn check(v: &View<'_>, c: &mut Checking<'_, '_>, at: usize) -> Result<(), Refused> {
         c.user_slots(at)?;
@@ -74,21 +71,21 @@ impl<K: Listed, R: RuleChecks> RuleChecks for Then<K, R> {
     }
 
     #[inline(always)]
-    fn admitted(ctx: &EntryContext<'_>) {
-        K::Slot::admitted::<Found<K>>(ctx);
-        R::admitted(ctx);
+    fn admitted(ctx: &EntryContext<'_>, rules: &InstanceRules) {
+        K::Slot::admitted(ctx, Found::<K>::new(rules));
+        R::admitted(ctx, rules);
     }
 
     #[cfg(feature = "tokio")]
-    fn unadmitted(entry: &Abandoned<'_>) {
-        K::Slot::unadmitted::<Found<K>>(entry);
-        R::unadmitted(entry);
+    fn unadmitted(entry: &Abandoned<'_>, rules: &InstanceRules) {
+        K::Slot::unadmitted(entry, Found::<K>::new(rules));
+        R::unadmitted(entry, rules);
     }
 
     #[inline(always)]
-    fn exit(x: &Exiting<'_, '_>) {
-        K::Slot::exit::<Found<K>>(x);
-        R::exit(x);
+    fn exit(x: &Exiting<'_, '_>, rules: &InstanceRules) {
+        K::Slot::exit(x, Found::<K>::new(rules));
+        R::exit(x, rules);
     }
 
     fn orders(into: &mut Vec<i32>) {
@@ -98,8 +95,6 @@ impl<K: Listed, R: RuleChecks> RuleChecks for Then<K, R> {
 }
 
 impl RuleChecks for End {
-    const LEN: usize = 0;
-
     #[inline(always)]
     fn check(_: &View<'_>, c: &mut Checking<'_, '_>, at: usize) -> Result<(), Refused> {
         c.user_slots(at)
@@ -108,13 +103,13 @@ impl RuleChecks for End {
     fn undo_all(_: &View<'_>, _: &mut Checking<'_, '_>) {}
 
     #[inline(always)]
-    fn admitted(_: &EntryContext<'_>) {}
+    fn admitted(_: &EntryContext<'_>, _: &InstanceRules) {}
 
     #[cfg(feature = "tokio")]
-    fn unadmitted(_: &Abandoned<'_>) {}
+    fn unadmitted(_: &Abandoned<'_>, _: &InstanceRules) {}
 
     #[inline(always)]
-    fn exit(_: &Exiting<'_, '_>) {}
+    fn exit(_: &Exiting<'_, '_>, _: &InstanceRules) {}
 
     fn orders(_: &mut Vec<i32>) {}
 }
@@ -130,3 +125,27 @@ macro_rules! rule_chain {
     (@nest $first:path, $($rest:path,)*) => { Then<$first, rule_chain!(@nest $($rest,)*)> };
 }
 rule_kinds!(rule_chain);
+
+#[cfg(test)]
+mod tests {
+    use super::super::order;
+    use super::*;
+
+    #[test]
+    fn the_rule_slots_run_in_sentinels_order() {
+        let mut orders = Vec::new();
+        RuleChain::orders(&mut orders);
+        assert_eq!(
+            orders,
+            [
+                order::AUTHORITY,
+                order::SYSTEM,
+                order::PARAM_FLOW,
+                order::FLOW,
+                order::DEGRADE
+            ]
+        );
+        assert!(orders.is_sorted(), "a slot of smaller order runs first");
+        assert!(order::STATISTIC < orders[0]);
+    }
+}

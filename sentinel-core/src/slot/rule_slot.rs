@@ -11,10 +11,12 @@
 
 use std::sync::Arc;
 
-use crate::entry::Active;
+use crate::engine::parts::Parts;
 use crate::node::ResourceNode;
-use crate::{BlockError, BlockKind, Rule, Sentinel};
+use crate::{BlockError, BlockKind, Rule};
 
+use super::placement::Placement;
+use super::user::UserSlots;
 use super::{EntryContext, Holds, Outcome};
 
 /// A refusal; its reason is left in the [`Verdict`].
@@ -48,10 +50,10 @@ pub(crate) trait RuleSlot {
 
     /// Hears the admission of an entry whose outcome asks for it
     /// ([`Outcome::hear_admission`]): every check passed, any queue was
-    /// waited.
+    /// waited. `in_force` finds the kind's rules in force, if it asks.
     #[inline(always)]
-    fn admitted<F: InForce<Self::Rules>>(ctx: &EntryContext<'_>) {
-        let _ = ctx;
+    fn admitted(ctx: &EntryContext<'_>, in_force: impl InForce<Self::Rules>) {
+        let _ = (ctx, in_force);
     }
 
     /// Gives back what the check took from an entry that passed every
@@ -59,31 +61,32 @@ pub(crate) trait RuleSlot {
     /// cancelled).
     #[cfg(feature = "tokio")]
     #[inline(always)]
-    fn unadmitted<F: InForce<Self::Rules>>(entry: &Abandoned<'_>) {
-        let _ = entry;
+    fn unadmitted(entry: &Abandoned<'_>, in_force: impl InForce<Self::Rules>) {
+        let _ = (entry, in_force);
     }
 
-    /// Hears the exit of an entry that passed the whole chain (a slot
-    /// that needs it there asks with [`Outcome::hear_exit`]).
+    /// Hears the exit of an entry that passed the whole chain, when a
+    /// check asked for it ([`Outcome::hear_exit`]) or the entry holds
+    /// reserved concurrency ([`Outcome::reserve`]); the chain calls no
+    /// slot's hook for any other entry.
     #[inline(always)]
-    fn exit<F: InForce<Self::Rules>>(x: &Exiting<'_, '_>) {
-        let _ = x;
+    fn exit(x: &Exiting<'_, '_>, in_force: impl InForce<Self::Rules>) {
+        let _ = (x, in_force);
     }
 }
 
 /// Where a hook finds its kind's rules in force for an entry's resource
 /// (in the set in force now), only when it asks.
-pub(crate) trait InForce<T: ?Sized> {
+pub(crate) trait InForce<T: ?Sized>: Copy {
     /// Calls `f` with the kind's rules for `resource` (an `inbound` entry
     /// or not), if it has any.
-    fn with(sentinel: &Sentinel, resource: &ResourceNode, inbound: bool, f: impl FnOnce(&T));
+    fn with(&self, resource: &ResourceNode, inbound: bool, f: impl FnOnce(&T));
 }
 
 /// An entry that passed its checks and will not be admitted, with what the
 /// checks decided for it.
 #[cfg(feature = "tokio")]
 pub(crate) struct Abandoned<'a> {
-    pub(crate) sentinel: &'a Sentinel,
     pub(crate) node: &'a ResourceNode,
     pub(crate) resource: &'a crate::node::StatisticNode,
     pub(crate) origin: Option<&'a crate::node::StatisticNode>,
@@ -97,6 +100,8 @@ pub(crate) struct Abandoned<'a> {
 /// they decide.
 pub(crate) struct Checking<'c, 'a> {
     pub(crate) ctx: &'c EntryContext<'a>,
+    /// The application's slots, run among the checks by order.
+    pub(crate) slots: &'c UserSlots,
     /// What the slots passed so far decided (waits, reservations, flags).
     pub(crate) outcome: Outcome,
     pub(crate) verdict: &'c mut Verdict,
@@ -108,7 +113,7 @@ impl Checking<'_, '_> {
     #[inline(always)]
     pub(crate) fn user_slots(&mut self, at: usize) -> Result<(), Refused> {
         let ctx = self.ctx;
-        let Some(slots) = ctx.sentinel.user_slots.checks.get(at) else {
+        let Some(slots) = self.slots.checks.get(at) else {
             return Ok(());
         };
         for slot in slots.iter() {
@@ -169,8 +174,9 @@ impl Verdict {
 
 /// An entry that passed, exiting.
 pub(crate) struct Exiting<'e, 's> {
-    pub(crate) sentinel: &'s Sentinel,
-    pub(crate) active: &'e Active<'s>,
+    pub(crate) parts: &'s Parts,
+    /// Where the entry ran and what it holds.
+    pub(crate) placement: &'e Placement<'s>,
     pub(crate) now: u64,
     pub(crate) rt: u64,
     /// An error was recorded, or the entry exits as its thread unwinds.

@@ -11,14 +11,15 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use super::placement::Placement;
 use super::rule_chain::RuleChecks;
 use super::rule_slot::{Checking, Verdict};
+use super::user::UserSlots;
 use super::{EntryContext, Outcome};
-use crate::entry::Active;
 use crate::node::{OriginNode, ResourceNode, StatisticNode};
 use crate::rules::view::View;
 use crate::stat::tally::{self, BlockKey, BlockRule, BlockSource};
-use crate::{BlockError, BlockKind, EntryType, Rule, Sentinel};
+use crate::{BlockError, BlockKind, EntryType, Rule};
 
 /// Counts passes, blocks and completions around the rule checks.
 pub(crate) struct StatisticSlot;
@@ -31,13 +32,12 @@ impl StatisticSlot {
     #[inline(never)]
     pub(crate) fn check<Checks: RuleChecks>(
         ctx: &EntryContext<'_>,
+        slots: &UserSlots,
         view: &View<'_>,
         verdict: &mut Verdict,
     ) -> Option<Outcome> {
-        let sentinel = ctx.sentinel;
         // User slots before the statistic slot refuse without a block count.
-        if let Err(block) = sentinel
-            .user_slots
+        if let Err(block) = slots
             .before_statistic
             .iter()
             .try_for_each(|slot| slot.entry(ctx))
@@ -47,6 +47,7 @@ impl StatisticSlot {
         }
         let mut checking = Checking {
             ctx,
+            slots,
             outcome: Outcome::default(),
             verdict,
         };
@@ -64,7 +65,7 @@ impl StatisticSlot {
             return Some(checking.outcome);
         }
         Self::count_refusal(ctx, checking.verdict);
-        checking.verdict.holds.give_back(ctx.now_ms, sentinel);
+        checking.verdict.holds.give_back(ctx.now_ms, ctx.parts);
         let batch = u64::from(ctx.batch);
         Counted::of_context(ctx).each(|node| node.add_block(ctx.now_ms, batch));
         None
@@ -84,9 +85,15 @@ impl StatisticSlot {
     /// error if one was recorded; and its response time in the resource's
     /// percentiles while they are tracked.
     #[inline(always)]
-    pub(crate) fn exit(sentinel: &Sentinel, active: &Active<'_>, now: u64, rt: u64, error: bool) {
-        let batch = u64::from(active.batch);
-        Counted::of(sentinel, active).each(
+    pub(crate) fn exit(
+        inbound: &StatisticNode,
+        placement: &Placement<'_>,
+        now: u64,
+        rt: u64,
+        error: bool,
+    ) {
+        let batch = u64::from(placement.batch);
+        Counted::of(inbound, placement).each(
             #[inline(always)]
             |node| {
                 if error {
@@ -95,7 +102,7 @@ impl StatisticSlot {
                 node.add_rt_and_success(now, rt, batch);
             },
         );
-        if let Some(percentiles) = active.resource.percentiles() {
+        if let Some(percentiles) = placement.resource.percentiles() {
             percentiles.record(now, rt);
         }
     }
@@ -124,7 +131,7 @@ impl StatisticSlot {
     ) {
         let origin = ctx.origin.map_or(0, |o| std::ptr::from_ref(o) as usize);
         let keyed = if by_rule { rule } else { None };
-        let key = BlockKey::new(ctx.sentinel.uid(), ctx.resource.id(), kind, keyed, origin);
+        let key = BlockKey::new(ctx.parts.uid, ctx.resource.id(), kind, keyed, origin);
         tally::count(
             &key,
             ctx.now_ms,
@@ -164,7 +171,7 @@ impl<Checks: RuleChecks> Drop for GiveBackOnUnwind<'_, '_, '_, Checks> {
     fn drop(&mut self) {
         let c = &mut *self.checking;
         Checks::undo_all(self.view, c);
-        c.verdict.holds.give_back(c.ctx.now_ms, c.ctx.sentinel);
+        c.verdict.holds.give_back(c.ctx.now_ms, c.ctx.parts);
     }
 }
 
@@ -181,7 +188,7 @@ impl<'a> Counted<'a> {
     /// origin's, and the inbound total for inbound entries.
     #[inline(always)]
     pub(crate) fn new(
-        sentinel: &'a Sentinel,
+        inbound: &'a StatisticNode,
         resource: &'a ResourceNode,
         context: Option<&'a StatisticNode>,
         origin: Option<&'a OriginNode>,
@@ -191,25 +198,25 @@ impl<'a> Counted<'a> {
             resource,
             context,
             origin,
-            inbound: (entry_type == EntryType::Inbound).then_some(&sentinel.inbound),
+            inbound: (entry_type == EntryType::Inbound).then_some(inbound),
         }
     }
 
     #[inline(always)]
-    fn of(sentinel: &'a Sentinel, active: &Active<'a>) -> Self {
+    fn of(inbound: &'a StatisticNode, placement: &Placement<'a>) -> Self {
         Self::new(
-            sentinel,
-            active.resource,
-            active.context_stats,
-            active.origin,
-            active.entry_type,
+            inbound,
+            placement.resource,
+            placement.context_stats,
+            placement.origin,
+            placement.entry_type,
         )
     }
 
     #[inline(always)]
     fn of_context(ctx: &EntryContext<'a>) -> Self {
         Self::new(
-            ctx.sentinel,
+            &ctx.parts.nodes.inbound,
             ctx.resource,
             ctx.context_stats,
             ctx.origin,

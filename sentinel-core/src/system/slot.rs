@@ -84,8 +84,8 @@ impl RuleSlot for SystemKind {
     #[inline(always)]
     fn check(limits: &SystemLimits, c: &mut Checking<'_, '_>) -> Result<(), Refused> {
         let ctx = c.ctx;
-        let sentinel = ctx.sentinel;
-        if let Err(rule) = limits.check(&sentinel.inbound, &*sentinel.status, ctx.batch, ctx.now_ms)
+        let parts = ctx.parts;
+        if let Err(rule) = limits.check(&parts.nodes.inbound, &*parts.status, ctx.batch, ctx.now_ms)
         {
             // Named with the resource entered, not the rule's.
             let rule = Arc::clone(rule) as Arc<dyn Rule>;

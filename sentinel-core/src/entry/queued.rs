@@ -7,10 +7,11 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::Sentinel;
-use crate::entry::Request;
+use super::guard::Entry;
+use super::request::Request;
+use crate::ParamValue;
+use crate::engine::Engine;
 use crate::slot::chain::{self, Checked, Unadmitted};
-use crate::{Entry, ParamValue};
 
 /// What [`EntryBuilder::enter_or_queue`](crate::EntryBuilder::enter_or_queue)
 /// gives when no rule refused the entry.
@@ -48,16 +49,12 @@ struct Waiting<'s> {
 }
 
 impl<'s> Queued<'s> {
-    pub(super) fn new(
-        sentinel: &'s Sentinel,
-        request: &Request<'_, 's>,
-        checked: Checked<'_, 's>,
-    ) -> Self {
+    fn new(engine: &'s Engine, request: &Request<'_, 's>, checked: Checked<'_, 's>) -> Self {
         let wait = Duration::from_nanos(checked.outcome.wait_ns());
         let origin: Box<str> = checked.origin_name.into();
         Queued(Box::new(Waiting {
             unadmitted: Unadmitted {
-                sentinel,
+                engine,
                 batch: request.batch,
                 checked: Some(checked.detached()),
             },
@@ -78,7 +75,7 @@ impl<'s> Queued<'s> {
     /// it, whichever is later) and hands out the entry.
     pub fn admit(self) -> Entry<'s> {
         let mut waiting = self.0;
-        let sentinel = waiting.unadmitted.sentinel;
+        let engine = waiting.unadmitted.engine;
         let mut checked: Checked<'_, 's> = waiting
             .unadmitted
             .checked
@@ -91,8 +88,8 @@ impl<'s> Queued<'s> {
         request.batch = waiting.unadmitted.batch;
         request.origin = &waiting.origin;
         request.args = &waiting.args;
-        let now = sentinel.clock.now_ms().max(checked.pass_ms);
-        chain::admit(sentinel, &request, &mut checked, now)
+        let now = engine.parts.clock.now_ms().max(checked.pass_ms);
+        chain::admit(engine, &request, checked, now)
     }
 }
 
@@ -105,30 +102,25 @@ impl fmt::Debug for Queued<'_> {
     }
 }
 
-impl Sentinel {
-    /// As [`enter`](Self::enter), but an entry a rate limiter queues is
-    /// handed back instead of waited for.
-    // Inlined into the caller (one, the tower layer): what its request
-    // fixes (no arguments, a batch of one) is then folded away.
-    #[inline]
-    pub(crate) fn enter_or_queue<'s>(
-        &'s self,
-        request: Request<'_, 's>,
-    ) -> Result<Entering<'s>, crate::BlockError> {
-        let Some(mut checked) = chain::check(self, &request)? else {
-            return Ok(Entering::Entered(Entry::pass_through()));
-        };
-        if checked.outcome.wait_ns() == 0 {
-            let now = checked.pass_ms;
-            return Ok(Entering::Entered(chain::admit(
-                self,
-                &request,
-                &mut checked,
-                now,
-            )));
-        }
-        Ok(Entering::Queued(Queued::new(self, &request, checked)))
+/// Enters through `engine`'s chain without waiting: an entry a rate
+/// limiter queues comes back queued.
+// Inlined into the caller (one, the tower layer): what its request fixes
+// (no arguments, a batch of one) is then folded away.
+#[inline]
+pub(crate) fn enter_or_queue<'s>(
+    engine: &'s Engine,
+    request: Request<'_, 's>,
+) -> Result<Entering<'s>, crate::BlockError> {
+    let Some(checked) = chain::check(engine, &request)? else {
+        return Ok(Entering::Entered(Entry::pass_through()));
+    };
+    if checked.outcome.wait_ns() == 0 {
+        let now = checked.pass_ms;
+        return Ok(Entering::Entered(chain::admit(
+            engine, &request, checked, now,
+        )));
     }
+    Ok(Entering::Queued(Queued::new(engine, &request, checked)))
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ impl RuleManager<'_, DegradeRule> {
     /// instance (Sentinel's `onTransformState`), on the thread whose entry
     /// or exit made the change: keep it short.
     pub fn on_state_change(&self, listener: impl Fn(&StateChange<'_>) + Send + Sync + 'static) {
-        self.sentinel.listeners.states.add(Arc::new(listener));
+        self.sentinel.engine.parts.states.add(Arc::new(listener));
     }
 
     /// Every rule in force with its breaker's state and window now.

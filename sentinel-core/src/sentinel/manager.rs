@@ -8,10 +8,10 @@ mod param_flow;
 use std::fmt;
 use std::sync::Arc;
 
-use super::kinds::Kind;
-use crate::Sentinel;
+use super::Sentinel;
 use crate::rule::names::too_long;
 use crate::rule::{RuleError, RuleErrors};
+use crate::rules::kinds::Kind;
 
 /// One kind of an instance's rules: load, read, listen.
 ///
@@ -93,7 +93,8 @@ impl<'s, R: Clone + Send + Sync + 'static> RuleManager<'s, R> {
             rules = count,
             "sentinel: rules loaded"
         );
-        (self.kind.listeners)(self.sentinel).announce(set.version, (self.kind.rules)(&set));
+        (self.kind.listeners)(&self.sentinel.listeners)
+            .announce(set.version, (self.kind.rules)(&set));
         Ok(())
     }
 
@@ -106,7 +107,7 @@ impl<'s, R: Clone + Send + Sync + 'static> RuleManager<'s, R> {
     /// of this kind (not for a load that a newer one overtook). It runs with
     /// no lock held: it may load rules or add listeners itself.
     pub fn on_change(&self, listener: impl Fn(&[R]) + Send + Sync + 'static) {
-        (self.kind.listeners)(self.sentinel).add(Arc::new(listener));
+        (self.kind.listeners)(&self.sentinel.listeners).add(Arc::new(listener));
     }
 }
 
