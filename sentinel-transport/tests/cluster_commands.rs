@@ -272,7 +272,8 @@ async fn set_cluster_mode_succeeds_only_for_the_mode_the_machine_is_in() {
     let (sentinel, _clock) = instance();
     let server = writable_server(&sentinel);
     let addr = server.local_addr();
-    let set = |mode: &'static str| async move { get(addr, "setClusterMode", &[("mode", mode)]).await };
+    let set =
+        |mode: &'static str| async move { get(addr, "setClusterMode", &[("mode", mode)]).await };
     let no_client = Outcome::Failed("token client mode not available: no SPI found".into());
     let no_server = Outcome::Failed("token server mode not available: no SPI found".into());
     let success = Outcome::Body("success".into());
@@ -285,7 +286,10 @@ async fn set_cluster_mode_succeeds_only_for_the_mode_the_machine_is_in() {
         get(addr, "setClusterMode", &[]).await,
         Outcome::Failed("invalid parameter".into())
     );
-    assert_eq!(set("client").await, Outcome::Failed("invalid parameter".into()));
+    assert_eq!(
+        set("client").await,
+        Outcome::Failed("invalid parameter".into())
+    );
     assert!(matches!(set("7").await, Outcome::Failed(why) if why.contains("mode")));
 
     sentinel.set_cluster_tokens(Some(Client::at(Some(redis_endpoint()))));
@@ -330,7 +334,10 @@ async fn token_server_commands_are_unknown_as_on_a_machine_without_the_server_mo
         if attached {
             sentinel.set_cluster_tokens(Some(Client::at(Some(redis_endpoint()))));
         }
-        assert_eq!(get(addr, "cluster/server/info", &[]).await, Outcome::NotFound);
+        assert_eq!(
+            get(addr, "cluster/server/info", &[]).await,
+            Outcome::NotFound
+        );
         assert_eq!(
             get(
                 addr,

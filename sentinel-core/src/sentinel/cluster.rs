@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use super::Sentinel;
 use crate::flow::{
-    ClusterEndpoint, ClusterStatus, ClusterTokens, FlowKind, FlowRule, warn_unattached_cluster_rules as warn,
+    ClusterEndpoint, ClusterStatus, ClusterTokens, FlowKind, FlowRule,
+    warn_unattached_cluster_rules as warn,
 };
 
 impl Sentinel {

@@ -80,8 +80,14 @@ pub(super) async fn fetch_client_config(State(ctx): Ctx) -> Response {
 /// least 1 ms for a nonzero one (a 500 µs budget is not "no wait").
 fn java_int_ms(duration: Duration) -> i64 {
     let ms = duration.as_millis();
-    let ms = if ms == 0 && !duration.is_zero() { 1 } else { ms };
-    i64::try_from(ms).unwrap_or(i64::MAX).min(i64::from(i32::MAX))
+    let ms = if ms == 0 && !duration.is_zero() {
+        1
+    } else {
+        ms
+    };
+    i64::try_from(ms)
+        .unwrap_or(i64::MAX)
+        .min(i64::from(i32::MAX))
 }
 
 /// `setClusterMode`, as Sentinel's `ModifyClusterModeCommandHandler`

@@ -123,7 +123,10 @@ pub(crate) const COMMANDS: &[Command] = &[
         "set cluster mode, accept param: mode={0|1} 0:client mode 1:server mode",
     ),
     read("cluster/client/fetchConfig", "get cluster client config"),
-    read("cluster/client/modifyConfig", "modify cluster client config"),
+    read(
+        "cluster/client/modifyConfig",
+        "modify cluster client config",
+    ),
 ];
 
 /// The access a request path needs: its command's, or `Read` for every
