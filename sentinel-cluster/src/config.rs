@@ -3,6 +3,9 @@
 use std::fmt;
 use std::time::Duration;
 
+use redis::{ConnectionAddr, IntoConnectionInfo};
+use sentinel_flow_core::flow::ClusterEndpoint;
+
 /// The most permits one lease holds (the lease word keeps 20 bits).
 pub const MAX_LEASE_LIMIT: u32 = (1 << 20) - 1;
 
@@ -138,6 +141,23 @@ impl ClusterConfig {
         self.budget
     }
 
+    /// The Redis server's host and port (no password), the entry budget
+    /// and the connect timeout; `None` for a URL that names no TCP
+    /// endpoint (a Unix socket, or one Redis cannot read).
+    pub(crate) fn endpoint(&self) -> Option<ClusterEndpoint> {
+        let info = self.url.as_str().into_connection_info().ok()?;
+        let (host, port) = match info.addr {
+            ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
+                (host, port)
+            }
+            ConnectionAddr::Unix(_) => return None,
+        };
+        Some(
+            ClusterEndpoint::new(host, port, self.budget)
+                .with_connect_timeout(self.connect_timeout),
+        )
+    }
+
     pub(crate) fn url(&self) -> &str {
         &self.url
     }
@@ -245,3 +265,35 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::ClusterConfig;
+
+    #[test]
+    fn endpoint_names_the_redis_host_and_port_without_the_password() {
+        let config = ClusterConfig::new("redis://:secret@10.0.0.7:6380/2")
+            .budget(Duration::from_millis(3))
+            .connect_timeout(Duration::from_millis(700));
+        let endpoint = config.endpoint().unwrap();
+        assert_eq!(endpoint.host(), "10.0.0.7");
+        assert_eq!(endpoint.port(), 6380);
+        assert_eq!(endpoint.request_timeout(), Duration::from_millis(3));
+        assert_eq!(endpoint.connect_timeout(), Some(Duration::from_millis(700)));
+        assert!(!format!("{endpoint:?}").contains("secret"));
+
+        let default_port = ClusterConfig::new("redis://redis.internal/").endpoint();
+        assert_eq!(default_port.map(|e| e.port()), Some(6379));
+    }
+
+    #[test]
+    fn endpoint_is_none_for_a_unix_socket_or_a_bad_url() {
+        assert_eq!(
+            ClusterConfig::new("redis+unix:///tmp/redis.sock").endpoint(),
+            None
+        );
+        assert_eq!(ClusterConfig::new("not a url").endpoint(), None);
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use sentinel_flow_core::flow::{ClusterFlow, ClusterTokens, TokenAnswer};
+use sentinel_flow_core::flow::{ClusterEndpoint, ClusterFlow, ClusterTokens, TokenAnswer};
 
 use crate::flow::Flow;
 use crate::shared::Shared;
@@ -41,6 +41,11 @@ impl ClusterTokens for Tokens {
     /// Redis answered lately: not in fallback.
     fn is_available(&self) -> bool {
         self.0.is_up()
+    }
+
+    /// The Redis server, the entry budget and the connect timeout.
+    fn endpoint(&self) -> Option<ClusterEndpoint> {
+        self.0.config.endpoint()
     }
 }
 

@@ -19,6 +19,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
 
@@ -133,6 +134,65 @@ pub trait ClusterTokens: Send + Sync + fmt::Debug + 'static {
     /// service).
     fn is_available(&self) -> bool {
         true
+    }
+
+    /// Where the service asks for permits and how long it waits, for
+    /// operators (the command API's `cluster/client/fetchConfig`). Read
+    /// off the entry path. `None` (the default): the service does not say.
+    fn endpoint(&self) -> Option<ClusterEndpoint> {
+        None
+    }
+}
+
+/// Where a [`ClusterTokens`] service asks for permits
+/// ([`ClusterTokens::endpoint`]): the host and port of what holds the
+/// cluster windows (for `sentinel-flow-cluster`, the Redis server), the
+/// longest an entry waits for an answer before its rule falls back, and,
+/// if the service has one, how long it waits to connect.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterEndpoint {
+    host: String,
+    port: u16,
+    request_timeout: Duration,
+    connect_timeout: Option<Duration>,
+}
+
+impl ClusterEndpoint {
+    /// `host:port`, answering an entry within `request_timeout`.
+    pub fn new(host: impl Into<String>, port: u16, request_timeout: Duration) -> Self {
+        ClusterEndpoint {
+            host: host.into(),
+            port,
+            request_timeout,
+            connect_timeout: None,
+        }
+    }
+
+    /// The same endpoint, connected to within `timeout`.
+    #[must_use]
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// The host (a name or an address) of what holds the cluster windows.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The longest an entry waits for an answer before its rule falls back.
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// How long the service waits to connect, if it says.
+    pub fn connect_timeout(&self) -> Option<Duration> {
+        self.connect_timeout
     }
 }
 
@@ -261,6 +321,17 @@ impl ClusterHook {
     /// Whether a service is attached.
     pub(crate) fn is_attached(&self) -> bool {
         self.tokens.load().is_some()
+    }
+
+    /// What the instance's service says of its endpoint; `None` without a
+    /// service, when it does not say, or when it panics saying it.
+    pub(crate) fn endpoint(&self) -> Option<ClusterEndpoint> {
+        let tokens = self.tokens.load();
+        let tokens = (*tokens).as_ref()?;
+        panic::catch_unwind(AssertUnwindSafe(|| tokens.endpoint())).unwrap_or_else(|_| {
+            service_panicked("endpoint");
+            None
+        })
     }
 
     pub(crate) fn status(&self) -> ClusterStatus {

@@ -51,7 +51,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 pub(crate) use cluster::ClusterHook;
-pub use cluster::{ClusterFlow, ClusterStatus, ClusterTokens, TokenAnswer};
+pub use cluster::{ClusterEndpoint, ClusterFlow, ClusterStatus, ClusterTokens, TokenAnswer};
 pub use cluster_config::{ClusterFlowConfig, ClusterThresholdType};
 pub use remaining::FlowQuota;
 pub use rule::cluster_problems;

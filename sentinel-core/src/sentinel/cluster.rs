@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use super::Sentinel;
 use crate::flow::{
-    ClusterStatus, ClusterTokens, FlowKind, FlowRule, warn_unattached_cluster_rules as warn,
+    ClusterEndpoint, ClusterStatus, ClusterTokens, FlowKind, FlowRule,
+    warn_unattached_cluster_rules as warn,
 };
 
 impl Sentinel {
@@ -33,6 +34,13 @@ impl Sentinel {
     /// Read off the entry path (it asks the service); entries never call it.
     pub fn cluster_status(&self) -> ClusterStatus {
         self.engine.parts.cluster.status()
+    }
+
+    /// Where the attached cluster service asks for permits, as it says
+    /// ([`ClusterTokens::endpoint`]); `None` without a service or when it
+    /// does not say. Read off the entry path.
+    pub fn cluster_endpoint(&self) -> Option<ClusterEndpoint> {
+        self.engine.parts.cluster.endpoint()
     }
 
     /// When a cluster service was last given or taken away

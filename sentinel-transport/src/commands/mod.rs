@@ -2,6 +2,7 @@
 //! ...), as the dashboard calls them; any other path is answered 400
 //! `Unknown command`.
 
+mod cluster;
 mod info;
 mod metric;
 mod nodes;
@@ -114,6 +115,18 @@ pub(crate) const COMMANDS: &[Command] = &[
         "set sentinel switch, accept param: value={true|false}",
     ),
     read("getClusterMode", "get cluster mode status"),
+    // The two below change nothing here (they answer `success` for the
+    // state the machine is in, or why they cannot), so they are served
+    // like reads: the dashboard sends `setClusterMode` as a GET.
+    read(
+        "setClusterMode",
+        "set cluster mode, accept param: mode={0|1} 0:client mode 1:server mode",
+    ),
+    read("cluster/client/fetchConfig", "get cluster client config"),
+    read(
+        "cluster/client/modifyConfig",
+        "modify cluster client config",
+    ),
 ];
 
 /// The access a request path needs: its command's, or `Read` for every
@@ -128,7 +141,7 @@ pub(crate) fn access_of(path: &str) -> Access {
 
 /// The command routes, with `ctx` as their state.
 pub(crate) fn router(ctx: Arc<Ctx>) -> Router {
-    let routes: [(&str, MethodRouter<Arc<Ctx>>); 18] = [
+    let routes: [(&str, MethodRouter<Arc<Ctx>>); 21] = [
         ("version", any(info::version)),
         ("api", any(info::api)),
         ("basicInfo", any(info::basic_info)),
@@ -147,6 +160,15 @@ pub(crate) fn router(ctx: Arc<Ctx>) -> Router {
         ("getSwitch", any(info::get_switch)),
         ("setSwitch", any(info::set_switch)),
         ("getClusterMode", any(info::get_cluster_mode)),
+        ("setClusterMode", any(cluster::set_cluster_mode)),
+        (
+            "cluster/client/fetchConfig",
+            any(cluster::fetch_client_config),
+        ),
+        (
+            "cluster/client/modifyConfig",
+            any(cluster::modify_client_config),
+        ),
     ];
     let mut router = Router::new();
     for (name, route) in routes {
