@@ -16,13 +16,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::{TIMEOUT, instance, writable_server};
+use common::{dashboard_exchange, instance, writable_server};
 use sentinel_flow_core::flow::{ClusterEndpoint, ClusterFlow, ClusterTokens, TokenAnswer};
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-
-const USER_AGENT: &str = "Apache-HttpAsyncClient/4.1.4 (Java/1.8.0_392)";
 
 /// What `SentinelApiClient.executeCommand` completes its future with.
 #[derive(Debug, PartialEq)]
@@ -35,45 +31,15 @@ enum Outcome {
     Failed(String),
 }
 
-/// One request on its own connection, as Apache's client writes it.
+/// One request on its own connection, as Apache's client writes it,
+/// its answer read as `executeCommand` reads it.
 async fn exchange(addr: SocketAddr, head: &str, body: &str) -> Outcome {
-    let request = format!(
-        "{head}\r\nHost: {addr}\r\nConnection: Keep-Alive\r\nUser-Agent: {USER_AGENT}\r\n\r\n{body}"
-    );
-    let run = async {
-        let mut stream = TcpStream::connect(addr).await.unwrap();
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut answer = Vec::new();
-        let mut chunk = [0u8; 8192];
-        loop {
-            if let Some(done) = complete(&answer) {
-                return done;
-            }
-            let n = stream.read(&mut chunk).await.unwrap();
-            assert!(n > 0, "closed before a whole answer: {answer:?}");
-            answer.extend_from_slice(&chunk[..n]);
-        }
-    };
-    let (status, body) = tokio::time::timeout(TIMEOUT, run)
-        .await
-        .expect("an answer in time");
+    let (status, body) = dashboard_exchange(addr, head, body).await;
     match status {
         200..=299 => Outcome::Body(body),
         400 if body.contains("Unknown command") => Outcome::NotFound,
         _ => Outcome::Failed(body),
     }
-}
-
-fn complete(answer: &[u8]) -> Option<(u16, String)> {
-    let text = String::from_utf8_lossy(answer);
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    let status = head.split(' ').nth(1)?.parse().ok()?;
-    let length: usize = head.lines().find_map(|line| {
-        let (name, value) = line.split_once(':')?;
-        name.eq_ignore_ascii_case("content-length")
-            .then(|| value.trim().parse().ok())?
-    })?;
-    (body.len() >= length).then(|| (status, body[..length].to_owned()))
 }
 
 /// `executeCommand(ip, port, api, params, false)`: a GET, the parameters

@@ -18,54 +18,13 @@ mod common;
 
 use std::net::SocketAddr;
 
-use common::{TIMEOUT, instance, writable_server};
+use common::{dashboard_exchange, instance, writable_server};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-
-/// What Apache's HttpAsyncClient 4.1 puts on every request.
-const USER_AGENT: &str = "Apache-HttpAsyncClient/4.1.4 (Java/1.8.0_392)";
 
 /// One request on its own connection, written as Apache's client writes
 /// it; the status and the body of the answer.
 async fn exchange(addr: SocketAddr, head: &str, body: &str) -> (u16, String) {
-    let request = format!(
-        "{head}\r\nHost: {addr}\r\nConnection: Keep-Alive\r\nUser-Agent: {USER_AGENT}\r\n\r\n{body}"
-    );
-    let run = async {
-        let mut stream = TcpStream::connect(addr).await.unwrap();
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut answer = Vec::new();
-        let mut chunk = [0u8; 8192];
-        loop {
-            let n = stream.read(&mut chunk).await.unwrap();
-            if n == 0 {
-                break;
-            }
-            answer.extend_from_slice(&chunk[..n]);
-            if let Some(done) = complete(&answer) {
-                return done;
-            }
-        }
-        complete(&answer).expect("a whole answer")
-    };
-    tokio::time::timeout(TIMEOUT, run)
-        .await
-        .expect("an answer in time")
-}
-
-/// The status and body once `answer` holds its head and its
-/// Content-Length of body.
-fn complete(answer: &[u8]) -> Option<(u16, String)> {
-    let text = String::from_utf8_lossy(answer);
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    let status = head.split(' ').nth(1)?.parse().ok()?;
-    let length: usize = head.lines().find_map(|line| {
-        let (name, value) = line.split_once(':')?;
-        name.eq_ignore_ascii_case("content-length")
-            .then(|| value.trim().parse().ok())?
-    })?;
-    (body.len() >= length).then(|| (status, body[..length].to_owned()))
+    dashboard_exchange(addr, head, body).await
 }
 
 /// `SentinelApiClient.executeCommand(app, ip, port, api, params, true)`:

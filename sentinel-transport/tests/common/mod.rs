@@ -182,3 +182,47 @@ pub fn assert_golden(name: &str, actual: &serde_json::Value) {
         serde_json::to_string_pretty(actual).unwrap()
     );
 }
+
+/// What Apache's HttpAsyncClient 4.1, the dashboard's client, puts on
+/// every request.
+pub const DASHBOARD_USER_AGENT: &str = "Apache-HttpAsyncClient/4.1.4 (Java/1.8.0_392)";
+
+/// One request on its own connection, written as the dashboard's Apache
+/// client writes it (`head` is the request line); the status and the
+/// body of the answer, read up to its Content-Length.
+pub async fn dashboard_exchange(addr: SocketAddr, head: &str, body: &str) -> (u16, String) {
+    let request = format!(
+        "{head}\r\nHost: {addr}\r\nConnection: Keep-Alive\r\nUser-Agent: {DASHBOARD_USER_AGENT}\r\n\r\n{body}"
+    );
+    let run = async {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        let mut chunk = [0u8; 8192];
+        loop {
+            if let Some(done) = complete_answer(&answer) {
+                return done;
+            }
+            let n = stream.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "closed before a whole answer: {answer:?}");
+            answer.extend_from_slice(&chunk[..n]);
+        }
+    };
+    tokio::time::timeout(TIMEOUT, run)
+        .await
+        .expect("an answer in time")
+}
+
+/// The status and body once `answer` holds its head and its
+/// Content-Length of body.
+fn complete_answer(answer: &[u8]) -> Option<(u16, String)> {
+    let text = String::from_utf8_lossy(answer);
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    let length: usize = head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("content-length")
+            .then(|| value.trim().parse().ok())?
+    })?;
+    (body.len() >= length).then(|| (status, body[..length].to_owned()))
+}
