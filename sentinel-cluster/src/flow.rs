@@ -2,12 +2,14 @@
 //! sends, the latest answer of Redis, and where waiting entries park.
 
 use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 use sentinel_flow_core::flow::{ClusterFlow, ClusterThresholdType};
 
 use crate::lease::Lease;
+use crate::ledger::{self, Ledger};
 use crate::script::{FlowKeys, Grant};
 
 /// The rule's settings, as the acquire script takes them.
@@ -45,6 +47,8 @@ pub(crate) struct Flow {
     wake: Condvar,
     /// Live instances of the flow id, as Redis last counted them.
     pub(crate) instances: AtomicU64,
+    /// What this instance admitted lately: granted, and by the fallback.
+    pub(crate) ledger: Mutex<Ledger>,
 }
 
 /// What the flow last heard from Redis.
@@ -92,11 +96,40 @@ impl Flow {
             keys: FlowKeys::new(prefix, flow.flow_id()),
             lease: Lease::new(),
             params: Mutex::new(Params::of(flow)),
+            ledger: Mutex::new(Ledger::new(flow.window_interval_ms(), flow.sample_count())),
             last: Mutex::new(Last::default()),
             answered: Mutex::new(0),
             wake: Condvar::new(),
             instances: AtomicU64::new(0),
         }
+    }
+
+    /// The most this instance's fallback admits in a window, grants
+    /// included: its share of the cluster threshold (see
+    /// [`ledger::allowance`]). The threshold is the one Redis last
+    /// answered (the lowest count among the live instances), never above
+    /// this instance's own count; before any answer, the rule's count.
+    pub(crate) fn fallback_allowance(&self) -> u64 {
+        let params = *self.params.lock();
+        let own = params.count.max(0.0).floor() as u64;
+        let grant = self.last.lock().grant;
+        let instances = self.instances.load(Relaxed);
+        if params.avg_local {
+            let answered = grant.map_or(own, |g| g.threshold / g.instances.max(1));
+            return answered.min(own);
+        }
+        let threshold = grant.map_or(own, |g| g.threshold).min(own);
+        ledger::allowance(threshold, instances)
+    }
+
+    /// Counts `permits` admitted by the fallback at `now_ms` if the
+    /// instance's window keeps within its allowance with them.
+    pub(crate) fn admit_fallback(&self, permits: u32, now_ms: u64) -> bool {
+        let allowance = self.fallback_allowance();
+        let params = *self.params.lock();
+        let mut ledger = self.ledger.lock();
+        ledger.reshape(params.window_ms, params.samples);
+        ledger.admit_fallback(u64::from(permits), allowance, now_ms)
     }
 
     /// The answer count now, to wait for the next one.

@@ -45,6 +45,7 @@ mod config;
 mod flow;
 mod handshake;
 mod lease;
+mod ledger;
 mod script;
 mod shared;
 mod snapshot;
