@@ -197,7 +197,7 @@ impl Worker {
                 let call = invocation.invoke_async::<u64>(&mut conn);
                 match with_timeout(&shared, call).await {
                     Ok(live) => {
-                        flow.instances.store(live, Relaxed);
+                        flow.note_instances(live, shared.config.ttl() * 3);
                         shared.answered.store(true, Release);
                     }
                     Err(why) => {
@@ -293,12 +293,13 @@ impl Refill {
             let mut last = flow.last.lock();
             last.round_trips += 1;
             last.granted += grant.granted;
+            last.charged += charges.iter().map(|(_, n)| n).sum::<u64>();
             last.grant = Some(grant);
             last.remember(
                 expiry,
                 grant.bucket_start_ms(params.window_ms, params.samples),
             );
-            flow.instances.store(grant.instances, Relaxed);
+            flow.note_instances(grant.instances, shared.config.ttl() * 3);
             if grant.granted > 0 {
                 refunds.extend(flow.lease.fill(grant.granted, expiry));
             } else {

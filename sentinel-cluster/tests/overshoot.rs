@@ -85,13 +85,19 @@ fn stalled_run(response_timeout: Duration, secs: u64) -> Vec<(u64, usize)> {
         stalling.store(false, Ordering::Relaxed);
         loads
     });
-    let mut switches = 0;
+    let (mut switches, mut charged) = (0, 0);
     for (_, cluster) in &instances {
         let snapshot = cluster.snapshot();
         println!("{snapshot:?}");
         switches += snapshot.fallback_switches;
+        charged += snapshot.flows[0].fallback_charged;
         assert!(snapshot.fallback_decisions > 0, "{snapshot:?}");
+        assert_eq!(
+            snapshot.flows[0].fallback_allowance, ALLOWANCE as u64,
+            "{snapshot:?}"
+        );
     }
+    assert!(charged > 0, "the fallback's admissions reached redis");
     let seconds = per_second(loads.iter().flat_map(|l| l.admitted.iter().copied()));
     let whole: Vec<(u64, usize)> = seconds
         .iter()
@@ -100,7 +106,7 @@ fn stalled_run(response_timeout: Duration, secs: u64) -> Vec<(u64, usize)> {
         .map(|(s, n)| (*s, *n))
         .collect();
     println!(
-        "admitted per second: {whole:?}; {switches} switches; now {}",
+        "admitted per second: {whole:?}; {switches} switches, {charged} charged; now {}",
         unix_ms()
     );
     assert!(whole.len() as u64 >= secs - 2, "{seconds:?}");
