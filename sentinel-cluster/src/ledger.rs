@@ -27,9 +27,10 @@ struct Bucket {
 /// call's instant, ms; admissions).
 pub(crate) type Charges = Vec<(u64, u64)>;
 
-/// The most buckets a ledger keeps (a rule's sample count is at most this
-/// in practice; a larger one shares buckets, counted together).
-const MAX_BUCKETS: usize = 64;
+/// The most buckets a ledger keeps: a rule with more samples is counted
+/// here in fewer, longer buckets covering at least its window (64 words
+/// of four at most per flow id).
+const MAX_BUCKETS: u64 = 64;
 
 /// A flow id's admissions on this instance, per bucket.
 #[derive(Debug)]
@@ -43,12 +44,13 @@ pub(crate) struct Ledger {
 
 impl Ledger {
     pub(crate) fn new(window_ms: u64, samples: u32) -> Self {
-        let samples = (samples.max(1) as usize).min(MAX_BUCKETS);
         let window_ms = window_ms.max(1);
+        let bucket_ms = window_ms.div_ceil(u64::from(samples.max(1)).min(MAX_BUCKETS));
+        let len = window_ms.div_ceil(bucket_ms);
         Ledger {
-            window_ms,
-            bucket_ms: (window_ms / samples as u64).max(1),
-            buckets: vec![Bucket::default(); samples],
+            window_ms: len * bucket_ms,
+            bucket_ms,
+            buckets: vec![Bucket::default(); len as usize],
             latest_ms: 0,
         }
     }
@@ -237,6 +239,18 @@ mod tests {
         // A grant for a bucket older than the slot holds is not counted.
         ledger.grant(9, 1_050);
         assert_eq!(ledger.admitted(2_000), 7);
+    }
+
+    #[test]
+    fn many_samples_are_kept_in_at_most_64_buckets_covering_the_window() {
+        let ledger = Ledger::new(1_000, 1_000);
+        assert_eq!((ledger.bucket_ms, ledger.buckets.len()), (16, 63));
+        assert!(ledger.window_ms >= 1_000);
+        let mut ledger = Ledger::new(1_000, 1_000);
+        ledger.grant(5, 10_000);
+        assert_eq!(ledger.admitted(10_999), 5, "still in the window");
+        let ledger = Ledger::new(3_600_000, 3_600);
+        assert_eq!(ledger.buckets.len(), 64);
     }
 
     #[test]
