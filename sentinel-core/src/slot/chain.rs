@@ -157,7 +157,11 @@ pub(crate) fn check<'a, 's>(
                 args: request.args,
                 now_ms: now,
             };
-            StatisticSlot::check::<RuleChain>(&ctx, &engine.slots, &view, verdict)
+            if engine.slots.is_empty() {
+                StatisticSlot::check::<RuleChain, false>(&ctx, &engine.slots, &view, verdict)
+            } else {
+                StatisticSlot::check::<RuleChain, true>(&ctx, &engine.slots, &view, verdict)
+            }
         },
     );
     let Some(outcome) = outcome else {

@@ -28,19 +28,21 @@ impl StatisticSlot {
     /// The user slots placed before this one, then the `Checks`: `None`
     /// (and the reason in `verdict`) if refused, counted as blocked on
     /// every node of the entry and by rule, with what the entry held given
-    /// back.
+    /// back. `USER`: the instance has user slots (`slots` is not empty);
+    /// an instance without pays nothing for looking for them.
     #[inline(never)]
-    pub(crate) fn check<Checks: RuleChecks>(
+    pub(crate) fn check<Checks: RuleChecks, const USER: bool>(
         ctx: &EntryContext<'_>,
         slots: &UserSlots,
         view: &View<'_>,
         verdict: &mut Verdict,
     ) -> Option<Outcome> {
         // User slots before the statistic slot refuse without a block count.
-        if let Err(block) = slots
-            .before_statistic
-            .iter()
-            .try_for_each(|slot| slot.entry(ctx))
+        if USER
+            && let Err(block) = slots
+                .before_statistic
+                .iter()
+                .try_for_each(|slot| slot.entry(ctx))
         {
             verdict.block = Some(block);
             return None;
@@ -59,7 +61,7 @@ impl StatisticSlot {
             checking: &mut checking,
             chain: PhantomData,
         };
-        let passed = Checks::check(view, &mut *unwinding.checking, 0).is_ok();
+        let passed = Checks::check::<USER>(view, &mut *unwinding.checking, 0).is_ok();
         std::mem::forget(unwinding);
         if passed {
             return Some(checking.outcome);
