@@ -3,8 +3,11 @@
 use std::fmt;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use redis::{ConnectionAddr, IntoConnectionInfo};
 use sentinel_flow_core::flow::ClusterEndpoint;
+use sentinel_flow_core::{Clock, SystemClock};
 
 /// The most permits one lease holds (the lease word keeps 20 bits).
 pub const MAX_LEASE_LIMIT: u32 = (1 << 20) - 1;
@@ -33,6 +36,7 @@ pub struct ClusterConfig {
     backoff_min: Duration,
     backoff_max: Duration,
     instance_ttl: Duration,
+    clock: Arc<dyn Clock>,
 }
 
 impl fmt::Debug for ClusterConfig {
@@ -70,6 +74,7 @@ impl ClusterConfig {
             backoff_min: Duration::from_millis(100),
             backoff_max: Duration::from_secs(5),
             instance_ttl: Duration::from_secs(3),
+            clock: Arc::new(SystemClock),
         }
     }
 
@@ -136,6 +141,17 @@ impl ClusterConfig {
         self
     }
 
+    /// The clock the client reads its own time from (default
+    /// [`SystemClock`]): how long the fallback remembers the most live
+    /// instances of a flow id. Give it the clock the instances it serves
+    /// were built with (`Sentinel::builder().clock(..)`), so that a test on
+    /// a [`ManualClock`](sentinel_flow_core::ManualClock) moves both. The
+    /// time of the cluster's windows is always Redis' own.
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
     /// The entry budget.
     pub fn get_budget(&self) -> Duration {
         self.budget
@@ -188,6 +204,11 @@ impl ClusterConfig {
 
     pub(crate) fn ttl(&self) -> Duration {
         self.instance_ttl
+    }
+
+    /// The client's time now (its clock's ms).
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
     }
 
     /// Every problem of the settings, each naming its setting.

@@ -90,7 +90,8 @@ impl Last {
 #[derive(Debug, Default)]
 struct Peak {
     instances: u64,
-    at: Option<Instant>,
+    /// When Redis counted them (the client's clock, ms).
+    at_ms: Option<u64>,
 }
 
 /// How a wait for the worker ended.
@@ -142,17 +143,19 @@ impl Flow {
         self.instances.load(Relaxed)
     }
 
-    /// Redis counted `live` instances now; the fallback's share divides
-    /// by the most counted within `memory`.
-    pub(crate) fn note_instances(&self, live: u64, memory: std::time::Duration) {
+    /// Redis counted `live` instances at `now_ms` (the client's clock);
+    /// the fallback's share divides by the most counted within
+    /// `memory_ms`.
+    pub(crate) fn note_instances(&self, live: u64, memory_ms: u64, now_ms: u64) {
         self.instances.store(live, Relaxed);
-        let now = Instant::now();
         let mut peak = self.peak.lock();
-        let lapsed = peak.at.is_none_or(|at| now.duration_since(at) > memory);
+        let lapsed = peak
+            .at_ms
+            .is_none_or(|at| now_ms.saturating_sub(at) > memory_ms);
         if live >= peak.instances || lapsed {
             *peak = Peak {
                 instances: live,
-                at: Some(now),
+                at_ms: Some(now_ms),
             };
         }
     }
@@ -190,5 +193,47 @@ impl Flow {
     pub(crate) fn answer(&self) {
         *self.answered.lock() += 1;
         self.wake.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sentinel_flow_core::ManualClock;
+    use sentinel_flow_core::flow::{ClusterFlow, ClusterFlowConfig, FlowRule};
+
+    use crate::config::ClusterConfig;
+    use crate::shared::Shared;
+
+    fn rule(count: f64) -> ClusterFlow {
+        ClusterFlow::of_rule(&FlowRule {
+            cluster_mode: true,
+            cluster_config: ClusterFlowConfig {
+                flow_id: Some(1),
+                ..ClusterFlowConfig::default()
+            },
+            ..FlowRule::new("r", count)
+        })
+        .expect("a cluster rule")
+    }
+
+    #[test]
+    fn the_live_instance_memory_lapses_on_the_client_s_clock() {
+        let clock = ManualClock::new(1_000_000);
+        let config = ClusterConfig::new("redis://127.0.0.1:1/").clock(clock.clone());
+        let shared = Shared::new(config, "a".into());
+        let flow = shared.flow(&rule(300.0));
+        let note =
+            |live| flow.note_instances(live, shared.peak_memory_ms(), shared.config.now_ms());
+        note(3);
+        assert_eq!(flow.fallback_allowance(), 100);
+        // Fewer instances within the memory (three 3 s TTLs): still 3.
+        clock.advance_ms(8_000);
+        note(1);
+        assert_eq!(flow.fallback_allowance(), 100);
+        // Past the memory of the clock the client was given, the peak is
+        // the count Redis gives now, with no real time having passed.
+        clock.advance_ms(9_001);
+        note(1);
+        assert_eq!(flow.fallback_allowance(), 300);
     }
 }

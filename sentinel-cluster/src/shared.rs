@@ -79,6 +79,12 @@ impl Shared {
         }
     }
 
+    /// How long a flow's fallback remembers the most live instances Redis
+    /// counted (three instance TTLs), ms.
+    pub(crate) fn peak_memory_ms(&self) -> u64 {
+        (self.config.ttl() * 3).as_millis() as u64
+    }
+
     pub(crate) fn is_up(&self) -> bool {
         self.up.load(Acquire)
     }

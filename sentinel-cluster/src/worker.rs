@@ -197,7 +197,7 @@ impl Worker {
                 let call = invocation.invoke_async::<u64>(&mut conn);
                 match with_timeout(&shared, call).await {
                     Ok(live) => {
-                        flow.note_instances(live, shared.config.ttl() * 3);
+                        flow.note_instances(live, shared.peak_memory_ms(), shared.config.now_ms());
                         shared.answered.store(true, Release);
                     }
                     Err(why) => {
@@ -299,7 +299,11 @@ impl Refill {
                 expiry,
                 grant.bucket_start_ms(params.window_ms, params.samples),
             );
-            flow.note_instances(grant.instances, shared.config.ttl() * 3);
+            flow.note_instances(
+                grant.instances,
+                shared.peak_memory_ms(),
+                shared.config.now_ms(),
+            );
             if grant.granted > 0 {
                 refunds.extend(flow.lease.fill(grant.granted, expiry));
             } else {
