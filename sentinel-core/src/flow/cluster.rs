@@ -7,6 +7,11 @@
 //! A resource without cluster rules pays nothing for this; a cluster rule
 //! loads the service once per entry (an `arc_swap` load) and calls it.
 //!
+//! A concurrency-grade rule in cluster mode (Sentinel's cluster concurrency)
+//! asks the service for a token instead ([`ClusterTokens::acquire_concurrent`]):
+//! the entry holds it ([`HeldToken`], in the flow kind's hold) and its exit
+//! gives it back ([`ClusterTokens::release_concurrent`]).
+//!
 //! Two ways a cluster rule ends up decided by its fallback are kept apart: no
 //! service attached at all ([`ClusterStatus::NotAttached`], a
 //! misconfiguration, warned of and shown per resource; see `unattached.rs`),
@@ -44,11 +49,32 @@ pub enum TokenAnswer {
     Unavailable,
 }
 
+/// What a [`ClusterTokens`] service answered for a cluster concurrency
+/// token ([`ClusterTokens::acquire_concurrent`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConcurrencyAnswer {
+    /// The entry holds the token with this id until its exit, which gives
+    /// it back with [`ClusterTokens::release_concurrent`].
+    Granted(u64),
+    /// The cluster holds its threshold of tokens (or, for a rule that
+    /// falls back locally, no answer came and the service's fallback
+    /// allowance for this instance is spent): the entry is blocked.
+    Refused,
+    /// No answer in time: the rule's `fallback_to_local_when_fail` decides
+    /// (the rule's count on this instance's nodes, or a pass). `Some(id)`:
+    /// the service counted the entry against a fallback allowance of its
+    /// own, and gets the token back at the exit as for a granted one.
+    Unavailable(Option<u64>),
+}
+
 /// A cluster rule as a [`ClusterTokens`] service sees it.
 #[derive(Debug)]
 pub struct ClusterFlow {
     flow_id: u64,
     count: f64,
+    /// A concurrency-grade rule: tokens held from entry to exit.
+    concurrency: bool,
     config: ClusterFlowConfig,
     /// What [`ClusterTokens::bind`] gave for this rule, with the hook's
     /// generation it was given under.
@@ -61,15 +87,11 @@ impl ClusterFlow {
     /// The cluster flow of a rule in cluster mode with a flow id (`None`
     /// for any other rule).
     pub fn of_rule(rule: &FlowRule) -> Option<Self> {
-        // Cluster concurrency is not counted across instances: a
-        // concurrency-grade rule in cluster mode limits locally.
-        let flow_id = rule
-            .cluster_config
-            .flow_id
-            .filter(|_| rule.cluster_mode && rule.grade == FlowGrade::Qps)?;
+        let flow_id = rule.cluster_config.flow_id.filter(|_| rule.cluster_mode)?;
         Some(ClusterFlow {
             flow_id,
             count: rule.count,
+            concurrency: rule.grade == FlowGrade::Concurrency,
             config: rule.cluster_config.clone(),
             binding: OnceLock::new(),
         })
@@ -100,6 +122,33 @@ impl ClusterFlow {
         self.config.sample_count
     }
 
+    /// Whether the rule limits concurrency (Sentinel's cluster concurrency):
+    /// its entries take a token with [`ClusterTokens::acquire_concurrent`]
+    /// and give it back at their exit; `false`: a QPS rule, whose entries
+    /// take permits with [`ClusterTokens::acquire`].
+    pub fn is_concurrency(&self) -> bool {
+        self.concurrency
+    }
+
+    /// Cluster concurrency: how long a token may be held, ms
+    /// (`resource_timeout`).
+    pub fn resource_timeout_ms(&self) -> u64 {
+        self.config.resource_timeout
+    }
+
+    /// Cluster concurrency: Sentinel's `resource_timeout_strategy` code (0:
+    /// the server takes back a token held past twice `resource_timeout`;
+    /// 1: past `resource_timeout`).
+    pub fn resource_timeout_strategy(&self) -> u32 {
+        self.config.resource_timeout_strategy
+    }
+
+    /// Cluster concurrency: after how long without a sign of life an
+    /// instance's tokens are taken back, ms (`client_offline_time`).
+    pub fn client_offline_ms(&self) -> u64 {
+        self.config.client_offline_time
+    }
+
     /// Whether an unanswered request is decided locally
     /// (`fallback_to_local_when_fail`); `false`: the entry passes.
     pub fn falls_back_to_local(&self) -> bool {
@@ -121,6 +170,31 @@ pub trait ClusterTokens: Send + Sync + fmt::Debug + 'static {
     fn bind(&self, flow: &ClusterFlow) -> Option<Arc<dyn ClusterTokens>> {
         let _ = flow;
         None
+    }
+
+    /// A cluster concurrency token of `permits` for an entry of `flow` (a
+    /// concurrency-grade rule, [`ClusterFlow::is_concurrency`]) at `now_ms`
+    /// (the instance's clock). As [`acquire`](Self::acquire), any wait is
+    /// bounded. The default: [`ConcurrencyAnswer::Unavailable`] with no
+    /// token (the rule's fallback decides), for a service that does not
+    /// count concurrency.
+    fn acquire_concurrent(
+        &self,
+        flow: &ClusterFlow,
+        permits: u32,
+        now_ms: u64,
+    ) -> ConcurrencyAnswer {
+        let _ = (flow, permits, now_ms);
+        ConcurrencyAnswer::Unavailable(None)
+    }
+
+    /// Gives back a token this service granted for `flow`, at the exit of
+    /// the entry that held it (or when a later check refused the entry).
+    /// Called on the exiting thread: it must not wait for the cluster (a
+    /// service queues the release and sends it in the background). The
+    /// default does nothing.
+    fn release_concurrent(&self, flow: &ClusterFlow, token: u64) {
+        let _ = (flow, token);
     }
 
     /// Appends the service's own metric families (Prometheus text format,
@@ -315,6 +389,62 @@ impl ClusterHook {
         }
     }
 
+    /// A cluster concurrency token for an entry of `flow` from the rule's
+    /// bound service, or the instance's: what the service answered, each
+    /// token with the service that gets it back. No service: no answer.
+    #[cold]
+    pub(crate) fn acquire_concurrent(
+        &self,
+        flow: &ClusterFlow,
+        permits: u32,
+        now_ms: u64,
+    ) -> Concurrency {
+        let Some(service) = self.service(flow) else {
+            return Concurrency::Unavailable(None);
+        };
+        let answer = panic::catch_unwind(AssertUnwindSafe(|| {
+            service.acquire_concurrent(flow, permits, now_ms)
+        }))
+        .unwrap_or_else(|_| {
+            service_panicked("acquire_concurrent");
+            ConcurrencyAnswer::Unavailable(None)
+        });
+        let held = |token| HeldToken {
+            service: service.clone(),
+            token,
+        };
+        match answer {
+            ConcurrencyAnswer::Granted(token) => Concurrency::Granted(held(token)),
+            ConcurrencyAnswer::Refused => Concurrency::Refused,
+            ConcurrencyAnswer::Unavailable(token) => Concurrency::Unavailable(token.map(held)),
+        }
+    }
+
+    /// The service that answers for `flow`: its binding of this
+    /// generation, or the instance's.
+    fn service(&self, flow: &ClusterFlow) -> Option<Arc<dyn ClusterTokens>> {
+        let generation = self.generation.load(Ordering::Acquire);
+        if let Some((bound_in, Some(bound))) = flow.binding.get()
+            && *bound_in == generation
+        {
+            return Some(bound.clone());
+        }
+        let tokens = self.tokens.load();
+        let tokens = (*tokens).as_ref()?;
+        if flow.binding.get().is_none() {
+            let bound =
+                panic::catch_unwind(AssertUnwindSafe(|| tokens.bind(flow))).unwrap_or_else(|_| {
+                    service_panicked("bind");
+                    None
+                });
+            let _ = flow.binding.set((generation, bound.clone()));
+            if let Some(bound) = bound {
+                return Some(bound);
+            }
+        }
+        Some(Arc::clone(tokens))
+    }
+
     /// Puts `tokens` in place at `now_ms`; whether a service was in place
     /// before.
     pub(crate) fn set(&self, tokens: Option<Arc<dyn ClusterTokens>>, now_ms: u64) -> bool {
@@ -345,6 +475,46 @@ impl ClusterHook {
             None => ClusterStatus::NotAttached,
             Some(tokens) if tokens.is_available() => ClusterStatus::Available,
             Some(_) => ClusterStatus::Unavailable,
+        }
+    }
+}
+
+/// What the hook answered for a cluster concurrency token.
+pub(crate) enum Concurrency {
+    /// Held until the exit.
+    Granted(HeldToken),
+    /// Blocked.
+    Refused,
+    /// No answer: the rule's fallback decides; a token the service counted
+    /// against its own fallback allowance, held until the exit.
+    Unavailable(Option<HeldToken>),
+}
+
+/// A cluster concurrency token an entry holds, with the service that
+/// granted it: [`release`](Self::release) gives it back.
+pub(crate) struct HeldToken {
+    service: Arc<dyn ClusterTokens>,
+    token: u64,
+}
+
+impl fmt::Debug for HeldToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HeldToken")
+            .field("token", &self.token)
+            .finish()
+    }
+}
+
+impl HeldToken {
+    /// Gives the token back to its service (a panic in the service is
+    /// logged once and taken as given back: the cluster reclaims the token
+    /// after the rule's `resource_timeout`).
+    pub(crate) fn release(self, flow: &ClusterFlow) {
+        let HeldToken { service, token } = self;
+        if panic::catch_unwind(AssertUnwindSafe(|| service.release_concurrent(flow, token)))
+            .is_err()
+        {
+            service_panicked("release_concurrent");
         }
     }
 }

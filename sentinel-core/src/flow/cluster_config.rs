@@ -38,21 +38,26 @@ pub struct ClusterFlowConfig {
     /// Sentinel's cluster strategy code (`strategy`, default 0, the normal
     /// strategy); kept as given.
     pub strategy: u32,
-    /// Cluster concurrency: how long a token may be held before the server
-    /// takes it back, ms (Sentinel's `resourceTimeout`, default 2000).
-    /// Kept as given; cluster concurrency is not counted across instances
-    /// yet (see [`FlowRule::cluster_mode`](super::FlowRule::cluster_mode)).
+    /// Cluster concurrency: how long a token may be held before the
+    /// cluster takes it back, ms (Sentinel's `resourceTimeout`, default
+    /// 2000): an entry that never exits (its process died, its exit was
+    /// lost) frees its token after it, as
+    /// `resource_timeout_strategy` says.
     pub resource_timeout: u64,
-    /// Cluster concurrency: what happens to a token held past
-    /// `resource_timeout` (Sentinel's `resourceTimeoutStrategy` code,
-    /// default 0); kept as given.
+    /// Cluster concurrency: when a token held past `resource_timeout` is
+    /// taken back (Sentinel's `resourceTimeoutStrategy`, default 0). 0: by
+    /// the cluster, once held twice `resource_timeout` (Sentinel's token
+    /// server sweeps tokens held past it); 1: at `resource_timeout`
+    /// (Sentinel's client releases it then); any other code reads as 0.
     pub resource_timeout_strategy: u32,
     /// Cluster concurrency: what a refused acquire does (Sentinel's
-    /// `acquireRefuseStrategy` code, default 0); kept as given.
+    /// `acquireRefuseStrategy` code, default 0: blocked). Kept as given;
+    /// a refused entry is blocked (Sentinel retries only prioritized
+    /// entries, which this crate does not have).
     pub acquire_refuse_strategy: u32,
-    /// Cluster concurrency: after how long without a heartbeat a client's
-    /// tokens are released, ms (Sentinel's `clientOfflineTime`, default
-    /// 2000); kept as given.
+    /// Cluster concurrency: after how long without a sign of life
+    /// (heartbeat, acquire or release) an instance's tokens are taken back,
+    /// ms (Sentinel's `clientOfflineTime`, default 2000).
     pub client_offline_time: u64,
 }
 

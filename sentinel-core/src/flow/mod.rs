@@ -51,7 +51,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 pub(crate) use cluster::ClusterHook;
-pub use cluster::{ClusterEndpoint, ClusterFlow, ClusterStatus, ClusterTokens, TokenAnswer};
+pub use cluster::{
+    ClusterEndpoint, ClusterFlow, ClusterStatus, ClusterTokens, ConcurrencyAnswer, TokenAnswer,
+};
 pub use cluster_config::{ClusterFlowConfig, ClusterThresholdType};
 pub use remaining::FlowQuota;
 pub use rule::cluster_problems;
@@ -72,8 +74,10 @@ use crate::node::nodes::Nodes;
 use crate::rule::compiled::{CompiledRule, List};
 use crate::rule::{Listener, RuleErrors};
 use crate::slot::EntryContext;
+use crate::slot::Holds;
 use crate::slot::Outcome;
 use crate::stat::{LeapArray, MetricBucket, MetricEvent, WindowShape};
+use cluster::Concurrency;
 use controller::{Controller, Decision, Usage};
 
 /// Loads `rules` into the [`global`](crate::global) instance's flow rules,
@@ -138,6 +142,11 @@ impl CompiledFlow {
     /// Whether the rule asks a cluster service for its permits.
     pub(crate) fn in_cluster_mode(&self) -> bool {
         self.cluster.is_some()
+    }
+
+    /// The rule's cluster flow, when in cluster mode.
+    pub(crate) fn cluster_flow(&self) -> Option<&cluster::ClusterFlow> {
+        self.cluster.as_ref()
     }
 }
 
@@ -245,11 +254,15 @@ impl Usage for Qps<'_> {
 ///
 /// `pass_ms` is raised to the start of a reject rule's bucket when the rule
 /// began it after the entry read the clock: the entry is counted there.
+///
+/// A cluster concurrency rule's token goes into `holds`, given back at the
+/// exit (or by the chain when the entry is refused).
 pub(crate) fn check(
     rules: &[Arc<CompiledFlow>],
     named_origin: impl Fn(&str) -> bool,
     ctx: &EntryContext<'_>,
     pass_ms: &mut u64,
+    holds: &mut Holds,
 ) -> Result<Outcome, Arc<dyn Rule>> {
     let mut outcome = Outcome::default();
     for (i, compiled) in rules.iter().enumerate() {
@@ -274,7 +287,7 @@ pub(crate) fn check(
             // Out of line: what these read and compute is not hoisted into
             // the loop of rules that leases serve.
             Some(Acquired::Unserved) | None => {
-                match unleased(compiled, node, bit, ctx, &mut outcome) {
+                match unleased(compiled, node, bit, ctx, &mut outcome, holds) {
                     Some(refused) => refused,
                     None => continue,
                 }
@@ -298,15 +311,19 @@ pub(crate) fn check(
 /// without a local check.
 #[inline(never)]
 fn unleased(
-    compiled: &CompiledFlow,
+    compiled: &Arc<CompiledFlow>,
     node: &StatisticNode,
     bit: u8,
     ctx: &EntryContext<'_>,
     outcome: &mut Outcome,
+    holds: &mut Holds,
 ) -> Option<bool> {
     if compiled.quota.is_none()
         && let Some(flow) = &compiled.cluster
     {
+        if compiled.concurrency {
+            return cluster_concurrency(compiled, flow, node, bit, ctx, outcome, holds);
+        }
         match ctx.parts.cluster.acquire(flow, ctx.batch, ctx.now_ms) {
             TokenAnswer::Granted => return None,
             TokenAnswer::Refused => return Some(true),
@@ -337,6 +354,41 @@ fn unleased(
             Decision::Block => true,
         },
     )
+}
+
+/// The check of a cluster concurrency rule: a token from the cluster,
+/// held until the exit; with no answer, the rule's fallback (its count on
+/// this instance's nodes, or a pass). `Some(refused)`, or `None` when the
+/// entry passes without a local check.
+#[cold]
+fn cluster_concurrency(
+    compiled: &Arc<CompiledFlow>,
+    flow: &cluster::ClusterFlow,
+    node: &StatisticNode,
+    bit: u8,
+    ctx: &EntryContext<'_>,
+    outcome: &mut Outcome,
+    holds: &mut Holds,
+) -> Option<bool> {
+    let fallback_token = match ctx
+        .parts
+        .cluster
+        .acquire_concurrent(flow, ctx.batch, ctx.now_ms)
+    {
+        Concurrency::Granted(token) => {
+            slot::hold_token(holds, compiled, token);
+            return None;
+        }
+        Concurrency::Refused => return Some(true),
+        Concurrency::Unavailable(token) => token,
+    };
+    if let Some(token) = fallback_token {
+        slot::hold_token(holds, compiled, token);
+    }
+    if !flow.falls_back_to_local() {
+        return None;
+    }
+    Some(!reserve(compiled, node, bit, ctx.batch, outcome))
 }
 
 /// Gives back the permits an entry (of `batch`, to be counted at

@@ -128,10 +128,13 @@ pub struct FlowRule {
     /// Whether the threshold is the cluster's: permits come from the
     /// instance's [`ClusterTokens`](super::ClusterTokens) service (default
     /// false). Needs a `cluster_config.flow_id`; the control behaviour
-    /// applies only when the rule falls back to local counting. Cluster
-    /// concurrency (the concurrency grade in cluster mode) is not counted
-    /// across instances yet: such a rule is kept and limits the calls on
-    /// this instance alone, with its `count`.
+    /// applies only when the rule falls back to local counting. A
+    /// concurrency-grade rule in cluster mode is Sentinel's cluster
+    /// concurrency: each entry holds a token of the cluster's (at most
+    /// `count` held at once across the instances) from its entry to its
+    /// exit; see [`ClusterFlowConfig::resource_timeout`] and
+    /// [`ClusterFlowConfig::client_offline_time`] for tokens never given
+    /// back.
     ///
     /// The rule falls back in two cases, told apart. With no service
     /// attached ([`Sentinel::set_cluster_tokens`](crate::Sentinel::set_cluster_tokens),
@@ -413,23 +416,20 @@ impl Rule for FlowRule {
 }
 
 /// Problems between rules: every cluster rule of one flow id must agree on
-/// the threshold (count, threshold type, window), since they share one
-/// window. Each later rule that disagrees with the first is reported.
+/// the threshold (grade, count, threshold type, window), since they share
+/// one window (or one set of concurrency tokens). Each later rule that disagrees with the first is reported.
 pub fn cluster_problems(rules: &[FlowRule]) -> Vec<RuleError> {
     let mut first: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
     let mut errors = Vec::new();
     for (i, rule) in rules.iter().enumerate() {
-        let Some(id) = rule
-            .cluster_config
-            .flow_id
-            .filter(|_| rule.cluster_mode && rule.grade == FlowGrade::Qps)
-        else {
+        let Some(id) = rule.cluster_config.flow_id.filter(|_| rule.cluster_mode) else {
             continue;
         };
         let j = *first.entry(id).or_insert(i);
         let other = &rules[j];
         let (a, b) = (&rule.cluster_config, &other.cluster_config);
         let same = rule.count.to_bits() == other.count.to_bits()
+            && rule.grade == other.grade
             && a.threshold_type == b.threshold_type
             && a.window_interval_ms == b.window_interval_ms
             && a.sample_count == b.sample_count;
@@ -441,9 +441,10 @@ pub fn cluster_problems(rules: &[FlowRule]) -> Vec<RuleError> {
                 "cluster_config.flow_id",
                 format!(
                     "flow id {id} is also rule {j}'s (on {}) with another threshold \
-                     (count {} {:?} per {} ms / {}); rules sharing a flow id must agree \
-                     on count, threshold_type, window_interval_ms and sample_count",
+                     ({:?} count {} {:?} per {} ms / {}); rules sharing a flow id must agree \
+                     on grade, count, threshold_type, window_interval_ms and sample_count",
                     other.resource,
+                    other.grade,
                     other.count,
                     b.threshold_type,
                     b.window_interval_ms,

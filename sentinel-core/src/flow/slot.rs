@@ -7,12 +7,17 @@
 //! - a reject QPS rule's permits from its quota lease: spent for good once
 //!   the entry is admitted, given back when a later slot refuses it or its
 //!   wait in a rate limiter's queue is cancelled;
-//! - a rule with a window of its own counts the entry there once admitted.
+//! - a rule with a window of its own counts the entry there once admitted;
+//! - a cluster concurrency rule's token ([`ClusterTokenHold`]): given back
+//!   to the cluster service at the exit, or when a later slot refuses the
+//!   entry.
 
 use std::ops::Deref;
 use std::sync::Arc;
 
+use super::cluster::HeldToken;
 use super::{CompiledFlow, FlowRule};
+use crate::engine::parts::Parts;
 use crate::node::OriginNode;
 use crate::rule::RuleError;
 use crate::rule::compiled::List;
@@ -21,7 +26,8 @@ use crate::rule::kind::RuleKind;
 use crate::rule::kind_set::KindSet;
 use crate::rule::names::Names;
 use crate::slot::EntryContext;
-use crate::slot::holds::{Holding, NoHold};
+use crate::slot::Holds;
+use crate::slot::holds::{Held, Holding};
 use crate::slot::order;
 use crate::slot::placement::Placement;
 #[cfg(feature = "tokio")]
@@ -109,7 +115,39 @@ impl Deref for FlowRules {
 }
 
 impl Holding for FlowKind {
-    type Held = NoHold;
+    type Held = ClusterTokenHold;
+}
+
+/// A cluster concurrency token an entry holds, of one rule.
+pub(crate) struct ClusterTokenHold {
+    rule: Arc<CompiledFlow>,
+    token: HeldToken,
+}
+
+impl ClusterTokenHold {
+    fn release(self) {
+        if let Some(flow) = self.rule.cluster_flow() {
+            self.token.release(flow);
+        }
+    }
+}
+
+impl Held for ClusterTokenHold {
+    fn finish(self) {
+        self.release();
+    }
+
+    fn give_back(self, _: u64, _: &Parts) {
+        self.release();
+    }
+}
+
+/// Holds `token` of `rule` until the entry ends.
+pub(super) fn hold_token(holds: &mut Holds, rule: &Arc<CompiledFlow>, token: HeldToken) {
+    holds.hold::<FlowKind>(ClusterTokenHold {
+        rule: Arc::clone(rule),
+        token,
+    });
 }
 
 impl RuleSlot for FlowKind {
@@ -124,6 +162,7 @@ impl RuleSlot for FlowKind {
             |o| rules.names_origin(o),
             ctx,
             &mut c.verdict.pass_ms,
+            &mut c.verdict.holds,
         ) {
             Ok(passed) => {
                 c.outcome = c.outcome.merge(passed);

@@ -8,14 +8,14 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::rule::{FlowGrade, FlowRule};
+use super::rule::FlowRule;
 
 /// The most resources one warning names; the rest are counted.
 pub(crate) const MAX_NAMED: usize = 16;
 
 /// Whether `rule` asks a cluster service for its permits.
 pub(crate) fn in_cluster_mode(rule: &FlowRule) -> bool {
-    rule.cluster_mode && rule.cluster_config.flow_id.is_some() && rule.grade == FlowGrade::Qps
+    rule.cluster_mode && rule.cluster_config.flow_id.is_some()
 }
 
 /// The resources of `rules` that have rules in cluster mode, by name, with

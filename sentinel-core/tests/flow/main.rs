@@ -4,7 +4,8 @@
 //! (`strategies`), the warm-up curve (`warm_up`), the rate limiter's pacing and
 //! queue (`rate_limiter`), a synchronous wait on the instance's clock
 //! (`queue_wait`), reloads (`reloads`), rules with a window of their own
-//! (`window`), and the cluster hook (`cluster`). What every kind shares
+//! (`window`), the cluster hook (`cluster`) and cluster concurrency
+//! tokens (`cluster_concurrency`). What every kind shares
 //! (refused lists, listeners) is the contract in `tests/kinds/contract.rs`.
 //!
 //! Every test builds its own [`Sentinel`] on a [`ManualClock`]; time windows
@@ -20,6 +21,7 @@ use crate::support::admitted;
 mod support;
 
 mod cluster;
+mod cluster_concurrency;
 mod concurrency;
 mod limit_app;
 mod qps;
