@@ -8,29 +8,49 @@ use std::time::Instant;
 use parking_lot::{Condvar, Mutex};
 use sentinel_flow_core::flow::{ClusterFlow, ClusterThresholdType};
 
+use crate::concurrency::Concurrent;
 use crate::lease::Lease;
 use crate::ledger::{self, Ledger};
 use crate::script::{FlowKeys, Grant};
 
-/// The rule's settings, as the acquire script takes them.
+/// The rule's settings, as the acquire scripts take them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Params {
     pub(crate) count: f64,
     pub(crate) avg_local: bool,
     pub(crate) window_ms: u64,
     pub(crate) samples: u32,
+    /// Cluster concurrency: tokens, not permits of a window.
+    pub(crate) concurrency: bool,
+    /// Cluster concurrency: how long a token lives in Redis, ms.
+    pub(crate) hold_ms: u64,
+    /// Cluster concurrency: the rule's `client_offline_time` (clamped), ms.
+    pub(crate) offline_ms: u64,
 }
 
 impl Params {
     pub(crate) fn of(flow: &ClusterFlow) -> Self {
+        let timeout = flow.resource_timeout_ms().clamp(1, MAX_TOKEN_TIME_MS);
         Params {
             count: flow.count(),
             avg_local: flow.threshold_type() == ClusterThresholdType::AvgLocal,
             window_ms: flow.window_interval_ms(),
             samples: flow.sample_count(),
+            concurrency: flow.is_concurrency(),
+            // Sentinel: strategy 1, the client gives the token back at the
+            // timeout; otherwise the server sweeps it once held twice that.
+            hold_ms: match flow.resource_timeout_strategy() {
+                1 => timeout,
+                _ => timeout * 2,
+            },
+            offline_ms: flow.client_offline_ms().clamp(1, MAX_TOKEN_TIME_MS),
         }
     }
 }
+
+/// The longest `resource_timeout` and `client_offline_time` a cluster
+/// concurrency rule is held to (one day; longer values are taken as this).
+pub(crate) const MAX_TOKEN_TIME_MS: u64 = 86_400_000;
 
 /// A flow id's state on this instance.
 #[derive(Debug)]
@@ -51,6 +71,8 @@ pub(crate) struct Flow {
     peak: Mutex<Peak>,
     /// What this instance admitted lately: granted, and by the fallback.
     pub(crate) ledger: Mutex<Ledger>,
+    /// Cluster concurrency: the tokens held, and the acquires waiting.
+    pub(crate) concurrent: Concurrent,
 }
 
 /// What the flow last heard from Redis.
@@ -116,6 +138,7 @@ impl Flow {
             wake: Condvar::new(),
             instances: AtomicU64::new(0),
             peak: Mutex::new(Peak::default()),
+            concurrent: Concurrent::default(),
         }
     }
 

@@ -43,6 +43,7 @@
 //! ```
 
 mod client;
+mod concurrency;
 mod config;
 mod flow;
 mod handshake;

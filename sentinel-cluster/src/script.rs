@@ -104,8 +104,10 @@ return back
 
 /// Registers (or keeps alive) an instance of a flow id.
 ///
-/// KEYS: the instances sorted set. ARGV: instance id, ttl ms. Returns the
-/// live instances.
+/// KEYS: the instances sorted set; for a concurrency flow, also its
+/// signs-of-life sorted set (member: instance id, score: when last heard,
+/// server ms). ARGV: instance id, ttl ms; with the second key, how long
+/// it lives (ms). Returns the live instances.
 const REGISTER: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -114,15 +116,142 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local ttl = tonumber(ARGV[2])
 -- The set lives as long as its longest-lived member.
 if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+if KEYS[2] then
+  redis.call('ZADD', KEYS[2], now, ARGV[1])
+  local life = tonumber(ARGV[3])
+  if redis.call('PTTL', KEYS[2]) < life then redis.call('PEXPIRE', KEYS[2], life) end
+end
 return redis.call('ZCARD', KEYS[1])
 ";
 
-/// The three scripts, hashed once.
+/// Takes a cluster concurrency token if the flow's tokens in use leave
+/// room for it, after taking back the tokens past their deadline and
+/// those of instances not heard from within the offline time.
+///
+/// KEYS: the tokens sorted set (member: `<instance>|<token id>|<permits>`,
+/// score: the token's deadline, server ms), the held hash (field: an
+/// instance id, value: the permits of its tokens in the set; field
+/// `<instance>|fallback`: what its fallback admitted while it could not
+/// reach Redis, as it last said), the signs-of-life sorted set, the
+/// instances sorted set and the counts hash (as the acquire script).
+/// ARGV: instance id, token member, permits, count, avg_local (0/1), hold
+/// ms (the token's life), offline ms, instance ttl ms, the permits this
+/// instance's fallback holds now.
+///
+/// The threshold is the lowest count among the live instances (times the
+/// live instances for avg_local), as for QPS flows. A token is taken only
+/// while the tokens in use, with it, stay within the threshold: the set
+/// holds at most the threshold's permits (the highest in force while they
+/// were taken). Returns `{taken (0/1), permits in use after, threshold,
+/// server now ms, live instances}`.
+const CONCURRENT_ACQUIRE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local me = ARGV[1]
+local permits = tonumber(ARGV[3])
+local count = tonumber(ARGV[4])
+local hold = tonumber(ARGV[6])
+local offline = tonumber(ARGV[7])
+local ttl = tonumber(ARGV[8])
+local fallback = tonumber(ARGV[9])
+redis.call('ZADD', KEYS[4], now + ttl, me)
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+if redis.call('PTTL', KEYS[4]) < ttl then redis.call('PEXPIRE', KEYS[4], ttl) end
+local instances = math.max(1, redis.call('ZCARD', KEYS[4]))
+redis.call('HSET', KEYS[5], me, ARGV[4])
+local lowest = count
+local counts = redis.call('HGETALL', KEYS[5])
+for i = 1, #counts, 2 do
+  if redis.call('ZSCORE', KEYS[4], counts[i]) then
+    local other = tonumber(counts[i + 1])
+    if other < lowest then lowest = other end
+  else
+    redis.call('HDEL', KEYS[5], counts[i])
+  end
+end
+if redis.call('PTTL', KEYS[5]) < ttl then redis.call('PEXPIRE', KEYS[5], ttl) end
+local threshold = lowest
+if ARGV[5] == '1' then threshold = lowest * instances end
+threshold = math.floor(threshold)
+redis.call('ZADD', KEYS[3], now, me)
+local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+for _, token in ipairs(expired) do
+  redis.call('ZREM', KEYS[1], token)
+  local who, n = string.match(token, '^(.*)|[^|]*|([^|]*)$')
+  if who then redis.call('HINCRBY', KEYS[2], who, -tonumber(n)) end
+end
+if fallback > 0 then
+  redis.call('HSET', KEYS[2], me .. '|fallback', fallback)
+else
+  redis.call('HDEL', KEYS[2], me .. '|fallback')
+end
+local held = redis.call('HGETALL', KEYS[2])
+local total = 0
+local gone = {}
+local any_gone = false
+for i = 1, #held, 2 do
+  local field = held[i]
+  local n = tonumber(held[i + 1])
+  local who = string.match(field, '^(.*)|fallback$') or field
+  local seen = tonumber(redis.call('ZSCORE', KEYS[3], who) or '0')
+  if now - seen > offline then
+    redis.call('HDEL', KEYS[2], field)
+    gone[who] = true
+    any_gone = true
+  elseif n <= 0 then
+    redis.call('HDEL', KEYS[2], field)
+  else
+    total = total + n
+  end
+end
+if any_gone then
+  for _, token in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+    local who = string.match(token, '^(.*)|[^|]*|[^|]*$')
+    if who and gone[who] then redis.call('ZREM', KEYS[1], token) end
+  end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - offline - 1)
+local taken = 0
+if total + permits <= threshold then
+  redis.call('ZADD', KEYS[1], now + hold, ARGV[2])
+  redis.call('HINCRBY', KEYS[2], me, permits)
+  total = total + permits
+  taken = 1
+end
+local life = hold + offline + ttl
+for i = 1, 3 do
+  if redis.call('PTTL', KEYS[i]) < life then redis.call('PEXPIRE', KEYS[i], life) end
+end
+return {taken, total, threshold, now, instances}
+";
+
+/// Gives back a cluster concurrency token.
+///
+/// KEYS: the tokens sorted set, the held hash, the signs-of-life sorted
+/// set. ARGV: token member, instance id, permits, how long the
+/// signs-of-life set lives (ms). Returns 1 when the token was held, 0
+/// when it was not (taken back already, or given back before).
+const CONCURRENT_RELEASE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[3], now, ARGV[2])
+if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[3], ARGV[4]) end
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
+  local left = redis.call('HINCRBY', KEYS[2], ARGV[2], -tonumber(ARGV[3]))
+  if left <= 0 then redis.call('HDEL', KEYS[2], ARGV[2]) end
+  return 1
+end
+return 0
+";
+
+/// The scripts, hashed once.
 #[derive(Debug)]
 pub(crate) struct Scripts {
     pub(crate) acquire: Script,
     pub(crate) refund: Script,
     pub(crate) register: Script,
+    pub(crate) concurrent_acquire: Script,
+    pub(crate) concurrent_release: Script,
 }
 
 impl Scripts {
@@ -131,7 +260,20 @@ impl Scripts {
             acquire: Script::new(ACQUIRE),
             refund: Script::new(REFUND),
             register: Script::new(REGISTER),
+            concurrent_acquire: Script::new(CONCURRENT_ACQUIRE),
+            concurrent_release: Script::new(CONCURRENT_RELEASE),
         }
+    }
+
+    /// Every script, to load ahead on a new connection.
+    pub(crate) fn all(&self) -> [&Script; 5] {
+        [
+            &self.acquire,
+            &self.refund,
+            &self.register,
+            &self.concurrent_acquire,
+            &self.concurrent_release,
+        ]
     }
 }
 
@@ -141,6 +283,12 @@ pub(crate) struct FlowKeys {
     pub(crate) window: String,
     pub(crate) instances: String,
     pub(crate) counts: String,
+    /// Cluster concurrency: the tokens in use, by deadline.
+    pub(crate) tokens: String,
+    /// Cluster concurrency: the permits each instance holds.
+    pub(crate) held: String,
+    /// Cluster concurrency: when each instance was last heard from.
+    pub(crate) seen: String,
 }
 
 impl FlowKeys {
@@ -150,6 +298,9 @@ impl FlowKeys {
             window: format!("{tag}:window"),
             instances: format!("{tag}:instances"),
             counts: format!("{tag}:counts"),
+            tokens: format!("{tag}:tokens"),
+            held: format!("{tag}:held"),
+            seen: format!("{tag}:seen"),
         }
     }
 }
@@ -176,6 +327,26 @@ impl Grant {
             bucket_end_ms: get(4)?,
             instances: get(5)?,
         })
+    }
+
+    /// What the concurrent acquire script answered (`granted`: the permits
+    /// taken, `total`: the permits in use after, `bucket_end_ms`: the
+    /// server's now), and whether the token was taken.
+    pub(crate) fn from_concurrent_reply(reply: &[i64], permits: u32) -> Option<(Self, bool)> {
+        let get = |i: usize| reply.get(i).map(|v| (*v).max(0) as u64);
+        let taken = get(0)? == 1;
+        let now = get(3)?;
+        Some((
+            Grant {
+                granted: if taken { u64::from(permits) } else { 0 },
+                total: get(1)?,
+                threshold: get(2)?,
+                server_now_ms: now,
+                bucket_end_ms: now,
+                instances: get(4)?,
+            },
+            taken,
+        ))
     }
 
     /// The bucket the permits were counted in.

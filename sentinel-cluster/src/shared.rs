@@ -3,7 +3,7 @@
 //! [`ClusterTokens`](sentinel_flow_core::flow::ClusterTokens) service
 //! (`tokens.rs`) runs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -36,6 +36,9 @@ pub(crate) struct Counters {
     pub(crate) connects: AtomicU64,
     /// Connection attempts, made or not (spaced by the backoff).
     pub(crate) attempts: AtomicU64,
+    /// Cluster concurrency: releases dropped past the queue's bound (their
+    /// tokens expire in Redis).
+    pub(crate) dropped_releases: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -59,6 +62,11 @@ pub(crate) struct Shared {
     pub(crate) counters: Counters,
     /// Why Redis is taken for down, for the snapshot.
     pub(crate) last_error: Mutex<Option<String>>,
+    /// Cluster concurrency: the next token's sequence number.
+    pub(crate) next_token: AtomicU64,
+    /// Cluster concurrency: token releases for the worker, bounded by
+    /// [`MAX_PENDING_RELEASES`](crate::concurrency::MAX_PENDING_RELEASES).
+    pub(crate) releases: Mutex<VecDeque<(Arc<Flow>, u64)>>,
 }
 
 impl Shared {
@@ -76,6 +84,8 @@ impl Shared {
             wake: tokio::sync::Notify::new(),
             counters: Counters::default(),
             last_error: Mutex::new(None),
+            next_token: AtomicU64::new(1),
+            releases: Mutex::new(VecDeque::new()),
         }
     }
 
@@ -143,6 +153,15 @@ impl Shared {
         made
     }
 
+    /// Takes the rule's settings for the flow's next calls, if they changed.
+    pub(crate) fn keep_params(&self, flow: &Flow, rule: &ClusterFlow) {
+        let params = Params::of(rule);
+        let mut held = flow.params.lock();
+        if *held != params {
+            *held = params;
+        }
+    }
+
     /// Asks the worker for permits of `flow`, once until it answers.
     fn ask(&self, flow: &Flow, now_ms: u64, need: u32) {
         flow.lease.need.fetch_max(need, Relaxed);
@@ -182,13 +201,7 @@ impl Shared {
         permits: u32,
         now_ms: u64,
     ) -> TokenAnswer {
-        {
-            let params = Params::of(rule);
-            let mut held = flow.params.lock();
-            if *held != params {
-                *held = params;
-            }
-        }
+        self.keep_params(flow, rule);
         if !self.is_up() {
             return self.unavailable(flow, rule, permits, now_ms);
         }

@@ -34,6 +34,11 @@ pub struct ClusterSnapshot {
     pub connect_attempts: u64,
     /// Redis calls in flight now.
     pub in_flight: u64,
+    /// Cluster concurrency: token releases queued for Redis now.
+    pub pending_releases: u64,
+    /// Cluster concurrency: releases dropped past the queue's bound (their
+    /// tokens expired in Redis after the rule's `resource_timeout`).
+    pub dropped_releases: u64,
     /// Each flow id seen, by id.
     pub flows: Vec<FlowSnapshot>,
 }
@@ -65,6 +70,11 @@ pub struct FlowSnapshot {
     /// Entries the fallback admitted that acquire calls charged to the
     /// cluster's window.
     pub fallback_charged: u64,
+    /// Cluster concurrency: permits of the tokens this instance holds now,
+    /// from Redis and from its fallback (`granted` counts the tokens Redis
+    /// gave, `refunded` those given back to it; `window_total` is the
+    /// cluster's tokens in use at the latest call).
+    pub tokens_held: u64,
 }
 
 impl ClusterSnapshot {
@@ -90,6 +100,7 @@ impl ClusterSnapshot {
                     instances: flow.instances(),
                     fallback_allowance,
                     fallback_charged: last.charged,
+                    tokens_held: flow.concurrent.held.lock().permits,
                 }
             })
             .collect();
@@ -105,6 +116,8 @@ impl ClusterSnapshot {
             connects: c.connects.load(Relaxed),
             connect_attempts: c.attempts.load(Relaxed),
             in_flight: c.in_flight.load(Relaxed),
+            pending_releases: shared.releases.lock().len() as u64,
+            dropped_releases: c.dropped_releases.load(Relaxed),
             flows,
         }
     }
@@ -150,7 +163,13 @@ impl ClusterSnapshot {
             "failed redis calls",
             self.errors,
         );
-        let per_flow: [(&str, &str, &str, FlowFigure); 6] = [
+        gauge(
+            "sentinel_cluster_dropped_releases_total",
+            "counter",
+            "concurrency token releases dropped past the queue bound",
+            self.dropped_releases,
+        );
+        let per_flow: [(&str, &str, &str, FlowFigure); 7] = [
             (
                 "sentinel_cluster_round_trips_total",
                 "counter",
@@ -186,6 +205,12 @@ impl ClusterSnapshot {
                 "counter",
                 "fallback admissions charged to the cluster window",
                 |f| f.fallback_charged,
+            ),
+            (
+                "sentinel_cluster_tokens_held",
+                "gauge",
+                "permits of the concurrency tokens this instance holds",
+                |f| f.tokens_held,
             ),
         ];
         for (name, kind, help, value) in per_flow {

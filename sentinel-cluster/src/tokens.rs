@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use sentinel_flow_core::flow::{ClusterEndpoint, ClusterFlow, ClusterTokens, TokenAnswer};
+use sentinel_flow_core::flow::{
+    ClusterEndpoint, ClusterFlow, ClusterTokens, ConcurrencyAnswer, TokenAnswer,
+};
 
 use crate::flow::Flow;
 use crate::shared::Shared;
@@ -24,6 +26,16 @@ impl ClusterTokens for Tokens {
             return shared.miss(&flow, rule, permits, now_ms);
         };
         shared.decide(flow, rule, permits, now_ms)
+    }
+
+    fn acquire_concurrent(&self, rule: &ClusterFlow, permits: u32, _: u64) -> ConcurrencyAnswer {
+        let flow = self.0.flow(rule);
+        self.0.acquire_concurrent(&flow, rule, permits)
+    }
+
+    fn release_concurrent(&self, rule: &ClusterFlow, token: u64) {
+        let flow = self.0.flow(rule);
+        self.0.release_concurrent(&flow, token);
     }
 
     fn bind(&self, rule: &ClusterFlow) -> Option<Arc<dyn ClusterTokens>> {
@@ -60,5 +72,13 @@ impl ClusterTokens for FlowTokens {
     #[inline]
     fn acquire(&self, rule: &ClusterFlow, permits: u32, now_ms: u64) -> TokenAnswer {
         self.shared.decide(&self.flow, rule, permits, now_ms)
+    }
+
+    fn acquire_concurrent(&self, rule: &ClusterFlow, permits: u32, _: u64) -> ConcurrencyAnswer {
+        self.shared.acquire_concurrent(&self.flow, rule, permits)
+    }
+
+    fn release_concurrent(&self, _: &ClusterFlow, token: u64) {
+        self.shared.release_concurrent(&self.flow, token);
     }
 }

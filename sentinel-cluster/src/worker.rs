@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
+use crate::concurrency;
 use crate::flow::Flow;
 use crate::script::{Grant, Scripts};
 use crate::shared::Shared;
@@ -132,11 +133,7 @@ impl Worker {
             Err(_) => return Err(format!("cannot connect within {:?}", connect * 2)),
         };
         // The scripts are loaded ahead, so the first entries do not pay for it.
-        for script in [
-            &self.scripts.acquire,
-            &self.scripts.refund,
-            &self.scripts.register,
-        ] {
+        for script in self.scripts.all() {
             match tokio::time::timeout(response, script.prepare_invoke().load_async(&mut conn))
                 .await
             {
@@ -164,9 +161,29 @@ impl Worker {
         Ok(conn)
     }
 
-    /// Starts a call for each flow an entry asked for.
+    /// Starts a call for each flow an entry asked for, each acquire of a
+    /// concurrency token queued, and the queued releases.
     fn serve(&self, conn: &ConnectionManager) {
+        let releases: Vec<_> = self.shared.releases.lock().drain(..).collect();
+        if !releases.is_empty() {
+            tokio::spawn(concurrency::release(
+                self.shared.clone(),
+                self.scripts.clone(),
+                releases,
+                conn.clone(),
+            ));
+        }
         for flow in self.shared.flows.load().values() {
+            let pending: Vec<_> = flow.concurrent.pending.lock().drain(..).collect();
+            for pending in pending {
+                tokio::spawn(concurrency::acquire(
+                    self.shared.clone(),
+                    self.scripts.clone(),
+                    flow.clone(),
+                    pending,
+                    conn.clone(),
+                ));
+            }
             if flow.lease.handshake.start() {
                 let task = Refill {
                     shared: self.shared.clone(),
@@ -194,6 +211,12 @@ impl Worker {
                     .key(&flow.keys.instances)
                     .arg(&shared.instance)
                     .arg(ttl);
+                if flow.params.lock().concurrency {
+                    // A sign of life, which keeps the instance's tokens.
+                    invocation
+                        .key(&flow.keys.seen)
+                        .arg(concurrency::keys_life_ms(&shared, &flow));
+                }
                 let call = invocation.invoke_async::<u64>(&mut conn);
                 match with_timeout(&shared, call).await {
                     Ok(live) => {
@@ -212,7 +235,7 @@ impl Worker {
 
 /// Bounds a call by the response timeout (the manager has one too; this
 /// one also covers a script load after a restart).
-async fn with_timeout<T>(
+pub(crate) async fn with_timeout<T>(
     shared: &Shared,
     call: impl std::future::Future<Output = redis::RedisResult<T>>,
 ) -> Result<T, String> {

@@ -1,0 +1,267 @@
+//! Cluster concurrency on this instance (a concurrency-grade flow rule in
+//! cluster mode): an entry takes a token of the flow id's set in Redis and
+//! its exit gives it back.
+//!
+//! An entry queues its acquire for the worker (`calls.rs` runs the script)
+//! and waits for the answer no longer than the budget; past it, or while
+//! Redis is down, the fallback decides: the instance's share of the
+//! threshold (as for QPS flows, the threshold divided by the most live
+//! instances counted lately), charged with the tokens the instance holds
+//! from Redis, so that the instance never holds more than its share from
+//! the fallback and the cluster together. An answer that comes after its
+//! entry gave up is given back at once.
+//!
+//! The exit never waits for Redis: it queues the release for the worker.
+//! A release that fails (Redis down) is queued again and sent once Redis
+//! is back; past [`MAX_PENDING_RELEASES`] queued, a release is dropped and
+//! its token expires in Redis after the rule's `resource_timeout`.
+//!
+//! What this instance's fallback holds is told to Redis with each acquire
+//! call, and counted there as the instance's until it is heard of no more.
+
+mod calls;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex};
+use sentinel_flow_core::flow::{ClusterFlow, ConcurrencyAnswer};
+
+pub(crate) use calls::{acquire, keys_life_ms, release};
+
+use crate::flow::Flow;
+use crate::shared::Shared;
+
+/// The most acquires of one flow id waiting for the worker; an entry past
+/// it is decided by the fallback at once.
+pub(crate) const MAX_PENDING_ACQUIRES: usize = 1_024;
+
+/// The most releases a client keeps queued while Redis cannot take them;
+/// past it a release is dropped and its token expires in Redis after the
+/// rule's `resource_timeout` (counted in the snapshot's
+/// `dropped_releases`).
+pub(crate) const MAX_PENDING_RELEASES: usize = 4_096;
+
+/// A token id: the fallback's flag, a sequence number, and the permits.
+const FALLBACK: u64 = 1 << 63;
+const PERMIT_BITS: u32 = 24;
+/// The most permits one token holds; an entry asking more is decided by
+/// the rule's local count.
+pub(crate) const MAX_TOKEN_PERMITS: u32 = (1 << PERMIT_BITS) - 1;
+const SEQUENCE: u64 = (1 << (63 - PERMIT_BITS)) - 1;
+
+fn token_id(sequence: u64, permits: u32, fallback: bool) -> u64 {
+    let flag = if fallback { FALLBACK } else { 0 };
+    flag | ((sequence & SEQUENCE) << PERMIT_BITS) | u64::from(permits)
+}
+
+fn permits_of(token: u64) -> u32 {
+    (token & u64::from(MAX_TOKEN_PERMITS)) as u32
+}
+
+fn is_fallback(token: u64) -> bool {
+    token & FALLBACK != 0
+}
+
+/// The token's member in the flow's tokens set:
+/// `<instance>|<sequence>|<permits>`.
+pub(crate) fn member(instance: &str, token: u64) -> String {
+    let sequence = (token >> PERMIT_BITS) & SEQUENCE;
+    format!("{instance}|{sequence}|{}", permits_of(token))
+}
+
+/// A flow id's concurrency state on this instance.
+#[derive(Debug, Default)]
+pub(crate) struct Concurrent {
+    pub(crate) held: Mutex<Held>,
+    /// Acquires waiting for the worker.
+    pub(crate) pending: Mutex<VecDeque<Arc<Pending>>>,
+}
+
+/// The permits of the tokens this instance holds.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Held {
+    /// From Redis and from the fallback.
+    pub(crate) permits: u64,
+    /// Of them, from the fallback.
+    pub(crate) fallback: u64,
+}
+
+/// How an acquire stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    Waiting,
+    Taken,
+    Refused,
+    /// The call failed (Redis down).
+    Failed,
+    /// The entry stopped waiting: a token taken for it goes back.
+    Abandoned,
+}
+
+/// An acquire queued for the worker.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    pub(crate) token: u64,
+    state: Mutex<State>,
+    answered: Condvar,
+}
+
+impl Pending {
+    fn new(token: u64) -> Self {
+        Pending {
+            token,
+            state: Mutex::new(State::Waiting),
+            answered: Condvar::new(),
+        }
+    }
+
+    pub(crate) fn is_abandoned(&self) -> bool {
+        *self.state.lock() == State::Abandoned
+    }
+
+    /// The worker's answer; `true` when the entry gave up and the token
+    /// taken for it must go back.
+    pub(crate) fn answer(&self, state: State) -> bool {
+        let mut current = self.state.lock();
+        if *current == State::Abandoned {
+            return state == State::Taken;
+        }
+        *current = state;
+        self.answered.notify_all();
+        false
+    }
+
+    /// Waits for the answer until `deadline`; gives up past it.
+    fn wait(&self, deadline: Instant) -> State {
+        let mut state = self.state.lock();
+        while *state == State::Waiting {
+            if self.answered.wait_until(&mut state, deadline).timed_out() {
+                if *state == State::Waiting {
+                    *state = State::Abandoned;
+                }
+                break;
+            }
+        }
+        *state
+    }
+}
+
+impl Shared {
+    /// A token for an entry of `flow`: asked of Redis within the budget,
+    /// or decided by the fallback.
+    pub(crate) fn acquire_concurrent(
+        &self,
+        flow: &Arc<Flow>,
+        rule: &ClusterFlow,
+        permits: u32,
+    ) -> ConcurrencyAnswer {
+        self.keep_params(flow, rule);
+        if permits > MAX_TOKEN_PERMITS {
+            return ConcurrencyAnswer::Unavailable(None);
+        }
+        if !self.is_up() {
+            return self.concurrent_fallback(flow, rule, permits);
+        }
+        let sequence = self.next_token.fetch_add(1, Relaxed);
+        let pending = Arc::new(Pending::new(token_id(sequence, permits, false)));
+        {
+            let mut queue = flow.concurrent.pending.lock();
+            if queue.len() >= MAX_PENDING_ACQUIRES {
+                drop(queue);
+                return self.concurrent_fallback(flow, rule, permits);
+            }
+            queue.push_back(pending.clone());
+        }
+        self.wake.notify_one();
+        match pending.wait(Instant::now() + self.config.get_budget()) {
+            State::Taken => {
+                flow.concurrent.held.lock().permits += u64::from(permits);
+                ConcurrencyAnswer::Granted(pending.token)
+            }
+            State::Refused => ConcurrencyAnswer::Refused,
+            State::Abandoned => {
+                self.counters.over_budget.fetch_add(1, Relaxed);
+                self.concurrent_fallback(flow, rule, permits)
+            }
+            State::Failed | State::Waiting => self.concurrent_fallback(flow, rule, permits),
+        }
+    }
+
+    /// No answer: within the instance's share of the threshold, counted
+    /// with the tokens it holds from Redis, a fallback token (the rule's
+    /// local count runs after); past it, refused. A rule that does not
+    /// fall back locally passes.
+    fn concurrent_fallback(&self, flow: &Flow, rule: &ClusterFlow, permits: u32) -> ConcurrencyAnswer {
+        self.counters.fallbacks.fetch_add(1, Relaxed);
+        if !rule.falls_back_to_local() {
+            return ConcurrencyAnswer::Unavailable(None);
+        }
+        let allowance = flow.fallback_allowance();
+        let mut held = flow.concurrent.held.lock();
+        if held.permits + u64::from(permits) > allowance {
+            return ConcurrencyAnswer::Refused;
+        }
+        held.permits += u64::from(permits);
+        held.fallback += u64::from(permits);
+        let sequence = self.next_token.fetch_add(1, Relaxed);
+        ConcurrencyAnswer::Unavailable(Some(token_id(sequence, permits, true)))
+    }
+
+    /// Gives back a token of `flow`: at once for the fallback's, queued
+    /// for the worker for Redis'.
+    pub(crate) fn release_concurrent(&self, flow: &Arc<Flow>, token: u64) {
+        let permits = u64::from(permits_of(token));
+        {
+            let mut held = flow.concurrent.held.lock();
+            held.permits = held.permits.saturating_sub(permits);
+            if is_fallback(token) {
+                held.fallback = held.fallback.saturating_sub(permits);
+            }
+        }
+        if !is_fallback(token) {
+            self.queue_release(flow.clone(), token);
+        }
+    }
+
+    /// Queues the release of a Redis token (dropped past the bound: the
+    /// token then expires in Redis).
+    pub(crate) fn queue_release(&self, flow: Arc<Flow>, token: u64) {
+        {
+            let mut queue = self.releases.lock();
+            if queue.len() >= MAX_PENDING_RELEASES {
+                self.counters.dropped_releases.fetch_add(1, Relaxed);
+                return;
+            }
+            queue.push_back((flow, token));
+        }
+        self.wake.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_id_keeps_its_permits_and_whose_it_is() {
+        let token = token_id(7, 3, false);
+        assert_eq!((permits_of(token), is_fallback(token)), (3, false));
+        assert_eq!(member("host-1|x", token), "host-1|x|7|3");
+        let token = token_id(u64::MAX, MAX_TOKEN_PERMITS, true);
+        assert_eq!(permits_of(token), MAX_TOKEN_PERMITS);
+        assert!(is_fallback(token));
+    }
+
+    #[test]
+    fn an_answer_after_the_entry_gave_up_sends_the_token_back() {
+        let pending = Pending::new(1);
+        assert_eq!(pending.wait(Instant::now()), State::Abandoned);
+        assert!(pending.answer(State::Taken), "taken for no one: back");
+        let pending = Pending::new(1);
+        assert!(!pending.answer(State::Taken));
+        assert_eq!(pending.wait(Instant::now()), State::Taken);
+    }
+}
