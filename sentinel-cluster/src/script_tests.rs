@@ -96,6 +96,9 @@ fn the_script_runs_on_a_redis_cluster() {
         slot(&mut conn, &keys.instances)
     );
     assert_eq!(slot(&mut conn, &keys.window), slot(&mut conn, &keys.counts));
+    for key in [&keys.tokens, &keys.held, &keys.seen] {
+        assert_eq!(slot(&mut conn, &keys.window), slot(&mut conn, key));
+    }
     assert_ne!(
         slot(&mut conn, &keys.window),
         slot(&mut conn, "{sentinel:flow:43}:window")
@@ -400,4 +403,115 @@ fn a_rolling_change_of_the_count_starved_the_instances_with_the_lower_one() {
         .query(&mut conn)
         .unwrap();
     assert_eq!(counts, 1, "the departed instance's count was dropped");
+}
+
+/// One call of the concurrent acquire script: (taken, in use, threshold).
+#[allow(clippy::too_many_arguments)]
+fn take_token(
+    conn: &mut redis::Connection,
+    keys: &FlowKeys,
+    instance: &str,
+    token: &str,
+    count: f64,
+    hold_ms: u64,
+    offline_ms: u64,
+    fallback: u64,
+) -> (bool, u64, u64) {
+    let reply: Vec<i64> = Scripts::new()
+        .concurrent_acquire
+        .key(&keys.tokens)
+        .key(&keys.held)
+        .key(&keys.seen)
+        .key(&keys.instances)
+        .key(&keys.counts)
+        .arg(instance)
+        .arg(token)
+        .arg(1)
+        .arg(count)
+        .arg(0)
+        .arg(hold_ms)
+        .arg(offline_ms)
+        .arg(3_000)
+        .arg(fallback)
+        .invoke(conn)
+        .unwrap();
+    let (grant, taken) = Grant::from_concurrent_reply(&reply, 1).unwrap();
+    (taken, grant.total, grant.threshold)
+}
+
+fn give_back(conn: &mut redis::Connection, keys: &FlowKeys, instance: &str, token: &str) -> i64 {
+    Scripts::new()
+        .concurrent_release
+        .key(&keys.tokens)
+        .key(&keys.held)
+        .key(&keys.seen)
+        .arg(token)
+        .arg(instance)
+        .arg(1)
+        .arg(10_000)
+        .invoke(conn)
+        .unwrap()
+}
+
+#[test]
+fn concurrency_tokens_are_taken_up_to_the_threshold_and_given_back_once() {
+    let server = support::RedisServer::start();
+    let mut conn = connect(&server);
+    let keys = FlowKeys::new("sentinel", 9);
+    let take = |conn: &mut redis::Connection, who: &str, id: u32| {
+        take_token(conn, &keys, who, &format!("{who}|{id}|1"), 3.0, 60_000, 60_000, 0)
+    };
+    assert_eq!(take(&mut conn, "a", 1), (true, 1, 3));
+    assert_eq!(take(&mut conn, "b", 1), (true, 2, 3));
+    assert_eq!(take(&mut conn, "a", 2), (true, 3, 3));
+    assert_eq!(take(&mut conn, "b", 2), (false, 3, 3), "the threshold is held");
+    assert_eq!(give_back(&mut conn, &keys, "a", "a|1|1"), 1);
+    assert_eq!(give_back(&mut conn, &keys, "a", "a|1|1"), 0, "once");
+    assert_eq!(take(&mut conn, "b", 2), (true, 3, 3));
+    let in_set: u64 = redis::cmd("ZCARD").arg(&keys.tokens).query(&mut conn).unwrap();
+    assert_eq!(in_set, 3, "the set holds at most the threshold");
+    let ttl: i64 = redis::cmd("PTTL").arg(&keys.tokens).query(&mut conn).unwrap();
+    assert!(ttl > 0, "the keys expire");
+}
+
+#[test]
+fn a_token_held_past_its_deadline_is_taken_back() {
+    let server = support::RedisServer::start();
+    let mut conn = connect(&server);
+    let keys = FlowKeys::new("sentinel", 10);
+    assert!(take_token(&mut conn, &keys, "a", "a|1|1", 1.0, 100, 60_000, 0).0);
+    assert!(!take_token(&mut conn, &keys, "b", "b|1|1", 1.0, 100, 60_000, 0).0);
+    // The server's time: the deadline passes on its clock.
+    std::thread::sleep(Duration::from_millis(150));
+    assert_eq!(
+        take_token(&mut conn, &keys, "b", "b|1|1", 1.0, 100, 60_000, 0),
+        (true, 1, 1)
+    );
+    assert_eq!(give_back(&mut conn, &keys, "a", "a|1|1"), 0, "gone already");
+}
+
+#[test]
+fn the_tokens_of_an_instance_unheard_for_the_offline_time_are_taken_back() {
+    let server = support::RedisServer::start();
+    let mut conn = connect(&server);
+    let keys = FlowKeys::new("sentinel", 11);
+    assert!(take_token(&mut conn, &keys, "dead", "dead|1|1", 4.0, 60_000, 200, 0).0);
+    assert!(take_token(&mut conn, &keys, "dead", "dead|2|1", 4.0, 60_000, 200, 0).0);
+    // "live" keeps calling; "dead" is heard from no more, with a
+    // fallback of one it told Redis of before.
+    assert!(take_token(&mut conn, &keys, "live", "live|1|1", 4.0, 60_000, 200, 1).0);
+    assert!(!take_token(&mut conn, &keys, "live", "live|2|1", 4.0, 60_000, 200, 1).0);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        take_token(&mut conn, &keys, "live", "live|2|1", 4.0, 60_000, 200, 1),
+        (true, 3, 4),
+        "dead's two are back: live holds two and its fallback one"
+    );
+    let members: Vec<String> = redis::cmd("ZRANGE")
+        .arg(&keys.tokens)
+        .arg(0)
+        .arg(-1)
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(members, vec!["live|1|1", "live|2|1"]);
 }
