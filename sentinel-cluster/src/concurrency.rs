@@ -194,7 +194,12 @@ impl Shared {
     /// with the tokens it holds from Redis, a fallback token (the rule's
     /// local count runs after); past it, refused. A rule that does not
     /// fall back locally passes.
-    fn concurrent_fallback(&self, flow: &Flow, rule: &ClusterFlow, permits: u32) -> ConcurrencyAnswer {
+    fn concurrent_fallback(
+        &self,
+        flow: &Flow,
+        rule: &ClusterFlow,
+        permits: u32,
+    ) -> ConcurrencyAnswer {
         self.counters.fallbacks.fetch_add(1, Relaxed);
         if !rule.falls_back_to_local() {
             return ConcurrencyAnswer::Unavailable(None);

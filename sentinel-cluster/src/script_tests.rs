@@ -459,18 +459,37 @@ fn concurrency_tokens_are_taken_up_to_the_threshold_and_given_back_once() {
     let mut conn = connect(&server);
     let keys = FlowKeys::new("sentinel", 9);
     let take = |conn: &mut redis::Connection, who: &str, id: u32| {
-        take_token(conn, &keys, who, &format!("{who}|{id}|1"), 3.0, 60_000, 60_000, 0)
+        take_token(
+            conn,
+            &keys,
+            who,
+            &format!("{who}|{id}|1"),
+            3.0,
+            60_000,
+            60_000,
+            0,
+        )
     };
     assert_eq!(take(&mut conn, "a", 1), (true, 1, 3));
     assert_eq!(take(&mut conn, "b", 1), (true, 2, 3));
     assert_eq!(take(&mut conn, "a", 2), (true, 3, 3));
-    assert_eq!(take(&mut conn, "b", 2), (false, 3, 3), "the threshold is held");
+    assert_eq!(
+        take(&mut conn, "b", 2),
+        (false, 3, 3),
+        "the threshold is held"
+    );
     assert_eq!(give_back(&mut conn, &keys, "a", "a|1|1"), 1);
     assert_eq!(give_back(&mut conn, &keys, "a", "a|1|1"), 0, "once");
     assert_eq!(take(&mut conn, "b", 2), (true, 3, 3));
-    let in_set: u64 = redis::cmd("ZCARD").arg(&keys.tokens).query(&mut conn).unwrap();
+    let in_set: u64 = redis::cmd("ZCARD")
+        .arg(&keys.tokens)
+        .query(&mut conn)
+        .unwrap();
     assert_eq!(in_set, 3, "the set holds at most the threshold");
-    let ttl: i64 = redis::cmd("PTTL").arg(&keys.tokens).query(&mut conn).unwrap();
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(&keys.tokens)
+        .query(&mut conn)
+        .unwrap();
     assert!(ttl > 0, "the keys expire");
 }
 
