@@ -76,6 +76,7 @@ use crate::rule::{Listener, RuleErrors};
 use crate::slot::EntryContext;
 use crate::slot::Holds;
 use crate::slot::Outcome;
+use crate::slot::rule_slot::Verdict;
 use crate::stat::{LeapArray, MetricBucket, MetricEvent, WindowShape};
 use cluster::Concurrency;
 use controller::{Controller, Decision, Usage};
@@ -252,17 +253,16 @@ impl Usage for Qps<'_> {
 
 /// Runs the flow rules of one resource for `ctx`.
 ///
-/// `pass_ms` is raised to the start of a reject rule's bucket when the rule
-/// began it after the entry read the clock: the entry is counted there.
-///
-/// A cluster concurrency rule's token goes into `holds`, given back at the
-/// exit (or by the chain when the entry is refused).
+/// The verdict's `pass_ms` is raised to the start of a reject rule's bucket
+/// when the rule began it after the entry read the clock: the entry is
+/// counted there. A cluster concurrency rule's token goes into its
+/// `holds`, given back at the exit (or by the chain when the entry is
+/// refused).
 pub(crate) fn check(
     rules: &[Arc<CompiledFlow>],
     named_origin: impl Fn(&str) -> bool,
     ctx: &EntryContext<'_>,
-    pass_ms: &mut u64,
-    holds: &mut Holds,
+    verdict: &mut Verdict,
 ) -> Result<Outcome, Arc<dyn Rule>> {
     let mut outcome = Outcome::default();
     for (i, compiled) in rules.iter().enumerate() {
@@ -280,14 +280,14 @@ pub(crate) fn check(
             }
             Some(Acquired::PassedAt(start)) => {
                 outcome.lease();
-                *pass_ms = (*pass_ms).max(start);
+                verdict.pass_ms = verdict.pass_ms.max(start);
                 false
             }
             Some(Acquired::Refused) => true,
             // Out of line: what these read and compute is not hoisted into
             // the loop of rules that leases serve.
             Some(Acquired::Unserved) | None => {
-                match unleased(compiled, node, bit, ctx, &mut outcome, holds) {
+                match unleased(compiled, node, bit, ctx, &mut outcome, &mut verdict.holds) {
                     Some(refused) => refused,
                     None => continue,
                 }
@@ -296,7 +296,7 @@ pub(crate) fn check(
         if refused {
             release(ctx, outcome.reserved());
             if outcome.leased() {
-                give_back(&rules[..i], ctx.batch, ctx.now_ms.max(*pass_ms));
+                give_back(&rules[..i], ctx.batch, ctx.now_ms.max(verdict.pass_ms));
             }
             return Err(spare::share(&compiled.rule));
         }

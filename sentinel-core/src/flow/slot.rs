@@ -157,13 +157,7 @@ impl RuleSlot for FlowKind {
     #[inline(always)]
     fn check(rules: &FlowRules, c: &mut Checking<'_, '_>) -> Result<(), Refused> {
         let ctx = c.ctx;
-        match super::check(
-            &rules.list,
-            |o| rules.names_origin(o),
-            ctx,
-            &mut c.verdict.pass_ms,
-            &mut c.verdict.holds,
-        ) {
+        match super::check(&rules.list, |o| rules.names_origin(o), ctx, c.verdict) {
             Ok(passed) => {
                 c.outcome = c.outcome.merge(passed);
                 if rules.windows {
