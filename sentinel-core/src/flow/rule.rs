@@ -428,8 +428,21 @@ pub fn cluster_problems(rules: &[FlowRule]) -> Vec<RuleError> {
         let j = *first.entry(id).or_insert(i);
         let other = &rules[j];
         let (a, b) = (&rule.cluster_config, &other.cluster_config);
+        if rule.grade != other.grade {
+            errors.push(RuleError::new(
+                KIND_NAME,
+                i,
+                &rule.resource,
+                "cluster_config.flow_id",
+                format!(
+                    "flow id {id} is also rule {j}'s (on {}) of another grade ({:?}); rules \
+                     sharing a flow id must agree on the grade",
+                    other.resource, other.grade
+                ),
+            ));
+            continue;
+        }
         let same = rule.count.to_bits() == other.count.to_bits()
-            && rule.grade == other.grade
             && a.threshold_type == b.threshold_type
             && a.window_interval_ms == b.window_interval_ms
             && a.sample_count == b.sample_count;
@@ -441,10 +454,9 @@ pub fn cluster_problems(rules: &[FlowRule]) -> Vec<RuleError> {
                 "cluster_config.flow_id",
                 format!(
                     "flow id {id} is also rule {j}'s (on {}) with another threshold \
-                     ({:?} count {} {:?} per {} ms / {}); rules sharing a flow id must agree \
-                     on grade, count, threshold_type, window_interval_ms and sample_count",
+                     (count {} {:?} per {} ms / {}); rules sharing a flow id must agree \
+                     on count, threshold_type, window_interval_ms and sample_count",
                     other.resource,
-                    other.grade,
                     other.count,
                     b.threshold_type,
                     b.window_interval_ms,
