@@ -18,8 +18,8 @@ use tower_service::Service;
 
 use super::Gateway;
 use super::client_ip::{Cidr, ClientIpSettings, peer};
-use super::convert::Target;
-use super::extract::{RequestView, arguments};
+use super::convert::{ArgSource, Target};
+use super::extract::{RequestView, arguments, source_argument};
 use super::future::{Entries, GatewayFuture};
 use crate::block::{BlockReply, accepts_json, blocked_response, is_grpc};
 use crate::headers::HeaderSettings;
@@ -175,36 +175,32 @@ impl GatewayLayer {
         };
         let mut entries = Entries::default();
         let mut queued = Vec::new();
-        // The arguments of one resource at a time, in a buffer kept per
-        // thread (no allocation per request once it has grown).
-        // (A thread past its locals' end, shutting down, gets a new one.)
-        let mut scratch = ARGS.try_with(Cell::take).unwrap_or_default();
         let mut enter = |name: &str, target: Option<&Target>| -> Option<Response<Bytes>> {
-            scratch.clear();
-            let builder = match target {
-                Some(target) => {
-                    arguments(&target.args, &view, &mut scratch);
-                    match &target.resource {
-                        Some(resource) => resource.builder(),
-                        None => sentinel.entry_builder(name),
-                    }
-                }
+            let builder = match target.and_then(|target| target.resource.as_ref()) {
+                Some(resource) => resource.builder(),
                 None => sentinel.entry_builder(name),
             };
-            let entering = builder
-                .entry_type(EntryType::Inbound)
-                .args(&scratch)
-                .enter_or_queue();
-            match entering {
-                Ok(Entering::Entered(entry)) => entries.push(entry),
-                Ok(Entering::Queued(wait)) => queued.push(wait),
-                Err(block) => return Some(self.refused(&block, &scratch, headers)),
-            }
-            None
+            let sources = target.map_or(&[][..], |target| &target.args);
+            with_arguments(sources, &view, |args| {
+                let entering = builder
+                    .entry_type(EntryType::Inbound)
+                    .args(args)
+                    .enter_or_queue();
+                match entering {
+                    Ok(Entering::Entered(entry)) => entries.push(entry),
+                    Ok(Entering::Queued(wait)) => queued.push(wait),
+                    Err(block) => return Some(self.refused(&block, args, headers)),
+                }
+                None
+            })
         };
         let mut refused = None;
         match route_name(extensions) {
             Some(template) => refused = enter(template, plan.routes.get(template)),
+            // Outside a `Router` a path is entered only when a rule names
+            // it: when no rule's name can be this path's, there is
+            // nothing to clean it for.
+            None if !plan.may_name_route(path) => {}
             None => {
                 let cleaned = clean_path(path);
                 if let Some(target) = plan.routes.get(cleaned.as_ref()) {
@@ -220,8 +216,6 @@ impl GatewayLayer {
                 }
             }
         }
-        scratch.clear();
-        let _ = ARGS.try_with(|args| args.set(scratch));
         match refused {
             Some(response) => Admission::Blocked(response),
             None if queued.is_empty() => Admission::Entered(entries),
@@ -298,6 +292,31 @@ fn route_name(extensions: &Extensions) -> Option<&str> {
     }
     let _ = extensions;
     None
+}
+
+/// Calls `f` with the arguments of `sources`: none or one on the stack
+/// (the common gateway rule set: one parameter item per resource), more
+/// in a buffer kept per thread (no allocation per request once it has
+/// grown).
+fn with_arguments<R>(
+    sources: &[ArgSource],
+    view: &RequestView<'_>,
+    f: impl FnOnce(&[ParamValue]) -> R,
+) -> R {
+    match sources {
+        [] => f(&[]),
+        [source] => f(&[source_argument(source, view)]),
+        _ => {
+            // (A thread past its locals' end, shutting down, gets a new one.)
+            let mut scratch = ARGS.try_with(Cell::take).unwrap_or_default();
+            scratch.clear();
+            arguments(sources, view, &mut scratch);
+            let result = f(&scratch);
+            scratch.clear();
+            let _ = ARGS.try_with(|args| args.set(scratch));
+            result
+        }
+    }
 }
 
 thread_local! {
