@@ -2,7 +2,7 @@
 //! resource and every API group its path matches, with the arguments the
 //! gateway rules read.
 
-use std::cell::{Cell, OnceCell};
+use std::cell::Cell;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -150,23 +150,16 @@ impl GatewayLayer {
         let sentinel = self.gateway.inner.sentinel;
         let plan = self.gateway.inner.plan.load();
         let path = uri.path();
-        let client = OnceCell::new();
+        // The client's key, found at most once per request (several
+        // rules and resources may read it).
+        let found: Cell<Option<Option<ParamValue>>> = Cell::new(None);
         let client = || {
-            client
-                .get_or_init(|| match peer(extensions) {
-                    Some(peer) => Some(self.ip.key(self.ip.client(peer, headers))),
-                    None => {
-                        if !NO_PEER_WARNED.swap(true, Ordering::Relaxed) {
-                            tracing::warn!(
-                                "sentinel gateway: a request without its peer address; \
-                                 serve with `into_make_service_with_connect_info::<SocketAddr>()` \
-                                 for per-IP rules"
-                            );
-                        }
-                        None
-                    }
-                })
-                .clone()
+            let key = match found.take() {
+                Some(key) => key,
+                None => self.client_key(headers, extensions),
+            };
+            found.set(Some(key.clone()));
+            key
         };
         let view = RequestView {
             uri,
@@ -220,6 +213,24 @@ impl GatewayLayer {
             Some(response) => Admission::Blocked(response),
             None if queued.is_empty() => Admission::Entered(entries),
             None => Admission::Queued(entries, queued),
+        }
+    }
+
+    /// The client's key: its address as [`ClientIpSettings`] finds and
+    /// groups it; `None` without a known peer.
+    fn client_key(&self, headers: &HeaderMap, extensions: &Extensions) -> Option<ParamValue> {
+        match peer(extensions) {
+            Some(peer) => Some(self.ip.key(self.ip.client(peer, headers))),
+            None => {
+                if !NO_PEER_WARNED.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        "sentinel gateway: a request without its peer address; \
+                         serve with `into_make_service_with_connect_info::<SocketAddr>()` \
+                         for per-IP rules"
+                    );
+                }
+                None
+            }
         }
     }
 
