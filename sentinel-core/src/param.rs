@@ -79,6 +79,22 @@ impl InlineStr {
         })
     }
 
+    /// The first `len` bytes of `bytes`, when they are ASCII: a short
+    /// text written byte by byte (digits, an address) held without
+    /// copying it again or checking it as UTF-8. `None` if `len` is over
+    /// [`Self::CAPACITY`] or one of the bytes is not ASCII. The bytes
+    /// past `len` are never read.
+    #[inline]
+    pub fn from_ascii(bytes: [u8; Self::CAPACITY], len: usize) -> Option<Self> {
+        if !bytes.get(..len)?.is_ascii() {
+            return None;
+        }
+        Some(InlineStr {
+            len: len as u8,
+            bytes,
+        })
+    }
+
     /// The string's bytes (valid UTF-8).
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
@@ -469,6 +485,30 @@ mod tests {
         assert_ne!(ParamValue::from("1"), ParamValue::from(1));
         assert_eq!(short.to_string(), "exactly-22-bytes-long!");
         assert_eq!(std::mem::size_of::<ParamValue>(), 24);
+    }
+
+    #[test]
+    fn ascii_bytes_are_held_inline_and_anything_else_refused() {
+        let mut bytes = [b'x'; InlineStr::CAPACITY];
+        bytes[..3].copy_from_slice(b"1.2");
+        let text = InlineStr::from_ascii(bytes, 3).unwrap();
+        assert_eq!(text.as_str(), "1.2");
+        // Equal to (and hashed as) the same text made from a `&str`: the
+        // bytes past the length do not count.
+        let hasher = foldhash::quality::RandomState::default();
+        assert_eq!(ParamValue::InlineStr(text), ParamValue::from("1.2"));
+        assert_eq!(
+            hasher.hash_one(ParamValue::InlineStr(text)),
+            hasher.hash_one(ParamValue::from("1.2"))
+        );
+        let full = InlineStr::from_ascii(bytes, InlineStr::CAPACITY).unwrap();
+        assert_eq!(full.as_bytes().len(), InlineStr::CAPACITY);
+        assert!(InlineStr::from_ascii(bytes, InlineStr::CAPACITY + 1).is_none());
+        let mut not_ascii = bytes;
+        not_ascii[1] = 0xc3;
+        assert!(InlineStr::from_ascii(not_ascii, 3).is_none());
+        // A non-ASCII byte past the length is never read.
+        assert!(InlineStr::from_ascii(not_ascii, 1).is_some());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::str::FromStr;
 
 use http::{Extensions, HeaderMap, HeaderName};
-use sentinel_flow_core::ParamValue;
+use sentinel_flow_core::{InlineStr, ParamValue};
 
 /// The most forwarding hops read, from the right: past them the client is
 /// the last address read.
@@ -205,15 +205,61 @@ impl ClientIpSettings {
             IpAddr::V4(_) => self.ipv4_prefix,
             IpAddr::V6(_) => self.ipv6_prefix,
         };
-        let mut text = StackText::default();
         match mask(addr, prefix) {
-            IpAddr::V4(v4) => text.push_ipv4(v4),
+            IpAddr::V4(v4) => ipv4_text(v4),
             // 39 bytes at most (a full IPv6 address): always fits in 40.
             v6 => {
+                let mut text = StackText::default();
                 let _ = write!(text, "{v6}");
+                ParamValue::from(text.as_str())
             }
         }
-        ParamValue::from(text.as_str())
+    }
+}
+
+/// Each octet in decimal followed by a dot, as the little-endian bytes
+/// of a word, and the count of its digits.
+static OCTET_TEXT: [(u32, u32); 256] = {
+    let mut table = [(0, 0); 256];
+    let mut octet = 0;
+    while octet < 256 {
+        let (hundreds, tens, ones) = (octet / 100, octet / 10 % 10, octet % 10);
+        let (digits, count) = if octet >= 100 {
+            (
+                [b'0' + hundreds as u8, b'0' + tens as u8, b'0' + ones as u8],
+                3,
+            )
+        } else if octet >= 10 {
+            ([b'0' + tens as u8, b'0' + ones as u8, b'.'], 2)
+        } else {
+            ([b'0' + ones as u8, b'.', 0], 1)
+        };
+        let mut bytes = [digits[0], digits[1], digits[2], 0];
+        bytes[count] = b'.';
+        table[octet] = (u32::from_le_bytes(bytes), count as u32);
+        octet += 1;
+    }
+    table
+};
+
+/// `addr` in dotted decimal, written straight into an inline string (the
+/// per-request path of every IPv4 client: no formatting machinery, no
+/// UTF-8 check of digits): each octet's text and dot stored as one word.
+fn ipv4_text(addr: Ipv4Addr) -> ParamValue {
+    let mut bytes = [0; InlineStr::CAPACITY];
+    let mut len = 0;
+    for octet in addr.octets() {
+        let (word, count) = OCTET_TEXT[usize::from(octet)];
+        // At most 12 bytes before the last octet's 4: within the 22.
+        bytes[len..len + 4].copy_from_slice(&word.to_le_bytes());
+        len += count as usize + 1;
+    }
+    // The last octet's dot is past the text.
+    let len = len - 1;
+    match InlineStr::from_ascii(bytes, len) {
+        Some(text) => ParamValue::InlineStr(text),
+        // Unreachable: 15 ASCII bytes at most.
+        None => ParamValue::from(addr.to_string()),
     }
 }
 
@@ -247,7 +293,7 @@ fn forwarded_for(element: &str) -> Option<IpAddr> {
     }
 }
 
-/// A short text on the stack.
+/// A short text on the stack (an IPv6 key).
 struct StackText {
     bytes: [u8; 40],
     len: usize,
@@ -263,31 +309,6 @@ impl Default for StackText {
 }
 
 impl StackText {
-    /// `addr` in dotted decimal, without the formatting machinery (the
-    /// per-request path of every IPv4 client).
-    fn push_ipv4(&mut self, addr: Ipv4Addr) {
-        for (i, octet) in addr.octets().into_iter().enumerate() {
-            if i > 0 {
-                self.push(b'.');
-            }
-            if octet >= 100 {
-                self.push(b'0' + octet / 100);
-            }
-            if octet >= 10 {
-                self.push(b'0' + octet / 10 % 10);
-            }
-            self.push(b'0' + octet % 10);
-        }
-    }
-
-    fn push(&mut self, byte: u8) {
-        // At most 15 bytes for an IPv4 address: within the 40.
-        if let Some(slot) = self.bytes.get_mut(self.len) {
-            *slot = byte;
-            self.len += 1;
-        }
-    }
-
     fn as_str(&self) -> &str {
         std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
     }
@@ -401,6 +422,27 @@ mod tests {
         // All trusted: the left-most.
         let inner = headers(&[("x-forwarded-for", "10.0.0.9, 10.0.0.8")]);
         assert_eq!(settings.client(ip("10.0.0.1"), &inner), ip("10.0.0.9"));
+    }
+
+    #[test]
+    fn ipv4_keys_are_the_dotted_decimal_text_of_the_address() {
+        let settings = ClientIpSettings::default();
+        for octet in 0..=255u8 {
+            for addr in [
+                Ipv4Addr::new(octet, 0, 9, 255),
+                Ipv4Addr::new(10, octet, 100, 99),
+                Ipv4Addr::new(255, 255, 255, octet),
+            ] {
+                let key = settings.key(IpAddr::V4(addr));
+                assert_eq!(key, ParamValue::from(addr.to_string().as_str()));
+                assert_eq!(key.as_str(), Some(addr.to_string().as_str()));
+            }
+        }
+        let slash24 = ClientIpSettings {
+            ipv4_prefix: 24,
+            ..ClientIpSettings::default()
+        };
+        assert_eq!(slash24.key(ip("192.0.2.201")).as_str(), Some("192.0.2.0"));
     }
 
     #[test]

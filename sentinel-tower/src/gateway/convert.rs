@@ -92,6 +92,20 @@ pub(crate) struct Target {
 
 type Map<V> = HashMap<String, V, foldhash::fast::RandomState>;
 
+/// A set of bytes.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ByteSet([u64; 4]);
+
+impl ByteSet {
+    fn insert(&mut self, byte: u8) {
+        self.0[usize::from(byte >> 6)] |= 1 << (byte & 63);
+    }
+
+    fn contains(&self, byte: u8) -> bool {
+        self.0[usize::from(byte >> 6)] & (1 << (byte & 63)) != 0
+    }
+}
+
 impl Api {
     pub(crate) fn matches(&self, path: &str) -> bool {
         self.predicates
@@ -109,6 +123,10 @@ pub(crate) struct Plan {
     /// What a route's entries read, for each resource a rule names (set
     /// by [`Plan::attach`]).
     pub(crate) routes: Map<Target>,
+    /// The first bytes of the names in `routes`, so that a path no route
+    /// can be named by is not cleaned and looked up (set by
+    /// [`Plan::attach`]).
+    pub(crate) route_starts: ByteSet,
     /// The core's rules.
     pub(crate) flow: Vec<FlowRule>,
     pub(crate) param: Vec<ParamFlowRule>,
@@ -133,6 +151,22 @@ impl Plan {
             .keys()
             .map(|name| (name.clone(), target(name, &self.args)))
             .collect();
+        self.route_starts = ByteSet::default();
+        for name in self.routes.keys() {
+            if let Some(&first) = name.as_bytes().first() {
+                self.route_starts.insert(first);
+            }
+        }
+    }
+
+    /// Whether a path cleaned by [`clean_path`](crate::clean_path) may be
+    /// the name of one of `routes`: the cleaned path starts with the
+    /// path's first byte, or with `{` when its first segment is an
+    /// identifier (and is empty when the path is).
+    pub(crate) fn may_name_route(&self, path: &str) -> bool {
+        path.as_bytes().first().is_some_and(|&first| {
+            self.route_starts.contains(first) || self.route_starts.contains(b'{')
+        })
     }
 
     /// The resources the core's rules of this plan name.
@@ -410,6 +444,32 @@ mod tests {
         // Values outside a pattern, and missing ones, pass on a marker.
         assert_eq!(second.param_flow_item_list[0].value, not_matched());
         assert_eq!(plan.args["orders"].len(), 2);
+    }
+
+    #[test]
+    fn a_path_may_name_a_route_only_as_its_cleaned_form_can() {
+        let sentinel: &'static Sentinel = Box::leak(Box::new(
+            Sentinel::builder()
+                .clock(sentinel_flow_core::ManualClock::new(0))
+                .build(),
+        ));
+        let mut plan = compile(orders(), vec![GatewayRule::api_group("orders", 1.0)]).unwrap();
+        plan.attach(sentinel);
+        // Only the API's name: no path starting with `/` can be it.
+        assert!(!plan.may_name_route("/orders/42"));
+        assert!(plan.may_name_route("orders"));
+        let mut plan = compile(vec![], vec![GatewayRule::route("/orders/{id}", 1.0)]).unwrap();
+        plan.attach(sentinel);
+        assert!(plan.may_name_route("/orders/42") && !plan.may_name_route("orders"));
+        assert!(!plan.may_name_route(""));
+        // A name starting with an identifier's placeholder: any path whose
+        // first segment is an identifier is cleaned to start with it.
+        let mut plan = compile(vec![], vec![GatewayRule::route("{id}/a", 1.0)]).unwrap();
+        plan.attach(sentinel);
+        assert_eq!(crate::clean_path("42/a"), "{id}/a");
+        assert!(plan.may_name_route("42/a"));
+        assert!(!plan.may_name_route(""));
+        assert!(!Plan::default().may_name_route("/orders"));
     }
 
     #[test]

@@ -20,10 +20,15 @@ pub(crate) struct RequestView<'r> {
 
 /// Appends the arguments of `sources` to `args`.
 pub(crate) fn arguments(sources: &[ArgSource], view: &RequestView<'_>, args: &mut Vec<ParamValue>) {
-    args.extend(sources.iter().map(|source| match source {
+    args.extend(sources.iter().map(|source| source_argument(source, view)));
+}
+
+/// The argument of one source.
+pub(crate) fn source_argument(source: &ArgSource, view: &RequestView<'_>) -> ParamValue {
+    match source {
         ArgSource::Constant => constant(),
         ArgSource::Item(item) => argument(item, view),
-    }));
+    }
 }
 
 fn argument(item: &Item, view: &RequestView<'_>) -> ParamValue {

@@ -2,7 +2,7 @@
 //! resource and every API group its path matches, with the arguments the
 //! gateway rules read.
 
-use std::cell::{Cell, OnceCell};
+use std::cell::Cell;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,8 +18,8 @@ use tower_service::Service;
 
 use super::Gateway;
 use super::client_ip::{Cidr, ClientIpSettings, peer};
-use super::convert::Target;
-use super::extract::{RequestView, arguments};
+use super::convert::{ArgSource, Target};
+use super::extract::{RequestView, arguments, source_argument};
 use super::future::{Entries, GatewayFuture};
 use crate::block::{BlockReply, accepts_json, blocked_response, is_grpc};
 use crate::headers::HeaderSettings;
@@ -150,23 +150,16 @@ impl GatewayLayer {
         let sentinel = self.gateway.inner.sentinel;
         let plan = self.gateway.inner.plan.load();
         let path = uri.path();
-        let client = OnceCell::new();
+        // The client's key, found at most once per request (several
+        // rules and resources may read it).
+        let found: Cell<Option<Option<ParamValue>>> = Cell::new(None);
         let client = || {
-            client
-                .get_or_init(|| match peer(extensions) {
-                    Some(peer) => Some(self.ip.key(self.ip.client(peer, headers))),
-                    None => {
-                        if !NO_PEER_WARNED.swap(true, Ordering::Relaxed) {
-                            tracing::warn!(
-                                "sentinel gateway: a request without its peer address; \
-                                 serve with `into_make_service_with_connect_info::<SocketAddr>()` \
-                                 for per-IP rules"
-                            );
-                        }
-                        None
-                    }
-                })
-                .clone()
+            let key = match found.take() {
+                Some(key) => key,
+                None => self.client_key(headers, extensions),
+            };
+            found.set(Some(key.clone()));
+            key
         };
         let view = RequestView {
             uri,
@@ -175,36 +168,32 @@ impl GatewayLayer {
         };
         let mut entries = Entries::default();
         let mut queued = Vec::new();
-        // The arguments of one resource at a time, in a buffer kept per
-        // thread (no allocation per request once it has grown).
-        // (A thread past its locals' end, shutting down, gets a new one.)
-        let mut scratch = ARGS.try_with(Cell::take).unwrap_or_default();
         let mut enter = |name: &str, target: Option<&Target>| -> Option<Response<Bytes>> {
-            scratch.clear();
-            let builder = match target {
-                Some(target) => {
-                    arguments(&target.args, &view, &mut scratch);
-                    match &target.resource {
-                        Some(resource) => resource.builder(),
-                        None => sentinel.entry_builder(name),
-                    }
-                }
+            let builder = match target.and_then(|target| target.resource.as_ref()) {
+                Some(resource) => resource.builder(),
                 None => sentinel.entry_builder(name),
             };
-            let entering = builder
-                .entry_type(EntryType::Inbound)
-                .args(&scratch)
-                .enter_or_queue();
-            match entering {
-                Ok(Entering::Entered(entry)) => entries.push(entry),
-                Ok(Entering::Queued(wait)) => queued.push(wait),
-                Err(block) => return Some(self.refused(&block, &scratch, headers)),
-            }
-            None
+            let sources = target.map_or(&[][..], |target| &target.args);
+            with_arguments(sources, &view, |args| {
+                let entering = builder
+                    .entry_type(EntryType::Inbound)
+                    .args(args)
+                    .enter_or_queue();
+                match entering {
+                    Ok(Entering::Entered(entry)) => entries.push(entry),
+                    Ok(Entering::Queued(wait)) => queued.push(wait),
+                    Err(block) => return Some(self.refused(&block, args, headers)),
+                }
+                None
+            })
         };
         let mut refused = None;
         match route_name(extensions) {
             Some(template) => refused = enter(template, plan.routes.get(template)),
+            // Outside a `Router` a path is entered only when a rule names
+            // it: when no rule's name can be this path's, there is
+            // nothing to clean it for.
+            None if !plan.may_name_route(path) => {}
             None => {
                 let cleaned = clean_path(path);
                 if let Some(target) = plan.routes.get(cleaned.as_ref()) {
@@ -220,12 +209,28 @@ impl GatewayLayer {
                 }
             }
         }
-        scratch.clear();
-        let _ = ARGS.try_with(|args| args.set(scratch));
         match refused {
             Some(response) => Admission::Blocked(response),
             None if queued.is_empty() => Admission::Entered(entries),
             None => Admission::Queued(entries, queued),
+        }
+    }
+
+    /// The client's key: its address as [`ClientIpSettings`] finds and
+    /// groups it; `None` without a known peer.
+    fn client_key(&self, headers: &HeaderMap, extensions: &Extensions) -> Option<ParamValue> {
+        match peer(extensions) {
+            Some(peer) => Some(self.ip.key(self.ip.client(peer, headers))),
+            None => {
+                if !NO_PEER_WARNED.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        "sentinel gateway: a request without its peer address; \
+                         serve with `into_make_service_with_connect_info::<SocketAddr>()` \
+                         for per-IP rules"
+                    );
+                }
+                None
+            }
         }
     }
 
@@ -298,6 +303,31 @@ fn route_name(extensions: &Extensions) -> Option<&str> {
     }
     let _ = extensions;
     None
+}
+
+/// Calls `f` with the arguments of `sources`: none or one on the stack
+/// (the common gateway rule set: one parameter item per resource), more
+/// in a buffer kept per thread (no allocation per request once it has
+/// grown).
+fn with_arguments<R>(
+    sources: &[ArgSource],
+    view: &RequestView<'_>,
+    f: impl FnOnce(&[ParamValue]) -> R,
+) -> R {
+    match sources {
+        [] => f(&[]),
+        [source] => f(&[source_argument(source, view)]),
+        _ => {
+            // (A thread past its locals' end, shutting down, gets a new one.)
+            let mut scratch = ARGS.try_with(Cell::take).unwrap_or_default();
+            scratch.clear();
+            arguments(sources, view, &mut scratch);
+            let result = f(&scratch);
+            scratch.clear();
+            let _ = ARGS.try_with(|args| args.set(scratch));
+            result
+        }
+    }
 }
 
 thread_local! {
