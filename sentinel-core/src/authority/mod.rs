@@ -31,6 +31,7 @@
 //! ([`Sentinel::authority_rules`](crate::Sentinel::authority_rules)).
 
 mod in_force;
+mod fields;
 mod rule;
 mod slot;
 

@@ -61,6 +61,7 @@
 
 mod breaker;
 mod listeners;
+mod fields;
 mod rule;
 mod slot;
 mod window;
