@@ -115,7 +115,9 @@ impl DescribeRule for ParamFlowRule {
     const FILE_ORDER: u32 = 4;
     const COMMANDS: Option<Commands> = Some(Commands {
         get: "getParamFlowRules",
+        get_help: "get all active parameter flow rules",
         set: "setParamFlowRules",
+        set_help: "set parameter flow rules, accept param: data={paramFlowRuleJson}",
     });
 
     fn problems(&self, index: usize, max_name_len: usize) -> Vec<RuleError> {

@@ -299,8 +299,12 @@ pub trait Describe: Clone + Default + PartialEq + fmt::Debug + Send + Sync + 'st
 pub struct Commands {
     /// The command that answers the kind's rules (`getParamFlowRules`).
     pub get: &'static str,
+    /// What Sentinel's `api` command says of `get`.
+    pub get_help: &'static str,
     /// The command that replaces them.
     pub set: &'static str,
+    /// What Sentinel's `api` command says of `set`.
+    pub set_help: &'static str,
 }
 
 /// A kind's rule, described: what its codecs need of the kind beyond its
