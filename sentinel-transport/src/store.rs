@@ -37,10 +37,8 @@ impl RuleSink {
             RuleSink::Source(store) => {
                 let (store, sentinel) = (store.clone(), SentinelRef::clone(sentinel));
                 // The store's I/O blocks: off the async threads.
-                let written = tokio::task::spawn_blocking(move || {
-                    store.replace(&sentinel, change)
-                })
-                .await;
+                let written =
+                    tokio::task::spawn_blocking(move || store.replace(&sentinel, change)).await;
                 match written {
                     Ok(Ok(())) => Ok(()),
                     Ok(Err(e)) => {
@@ -71,10 +69,8 @@ impl RuleSink {
             RuleSink::File(store) => {
                 let (store, sentinel) = (store.clone(), SentinelRef::clone(sentinel));
                 // Writing the file syncs it to disk: off the async threads.
-                let written = tokio::task::spawn_blocking(move || {
-                    store.replace(&sentinel, change)
-                })
-                .await;
+                let written =
+                    tokio::task::spawn_blocking(move || store.replace(&sentinel, change)).await;
                 match written {
                     Ok(Ok(())) => Ok(()),
                     Ok(Err(e)) => {

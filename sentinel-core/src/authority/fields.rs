@@ -20,7 +20,12 @@ impl Describe for AuthorityRule {
         let resource = Name::new("resource", "resource").required().names_rule();
         f.string(resource, &mut self.resource, "");
         let strategy = Name::new("strategy", "strategy");
-        f.choice(strategy, &mut self.strategy, AuthorityStrategy::White, STRATEGIES);
+        f.choice(
+            strategy,
+            &mut self.strategy,
+            AuthorityStrategy::White,
+            STRATEGIES,
+        );
         let origins = Name::new("limit_app", "limitApp").required();
         f.names(origins, &mut self.limit_app, "origin");
     }

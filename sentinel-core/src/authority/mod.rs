@@ -30,8 +30,8 @@
 //! every kind, loads it
 //! ([`Sentinel::authority_rules`](crate::Sentinel::authority_rules)).
 
-mod in_force;
 mod fields;
+mod in_force;
 mod rule;
 mod slot;
 

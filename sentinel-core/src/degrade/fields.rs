@@ -13,8 +13,18 @@ const GRADES: &[Choice<DegradeGrade>] = &[
         0,
         "slow request ratio",
     ),
-    Choice::new(DegradeGrade::ErrorRatio, "error_ratio", 1, "exception ratio"),
-    Choice::new(DegradeGrade::ErrorCount, "error_count", 2, "exception count"),
+    Choice::new(
+        DegradeGrade::ErrorRatio,
+        "error_ratio",
+        1,
+        "exception ratio",
+    ),
+    Choice::new(
+        DegradeGrade::ErrorCount,
+        "error_count",
+        2,
+        "exception count",
+    ),
 ];
 
 /// Sentinel's `limitApp` and `regex`, which a circuit breaker here has not.
@@ -31,7 +41,11 @@ impl Describe for DegradeRule {
         f.string(resource, &mut self.resource, "");
         let grade = Name::new("grade", "grade").required();
         f.choice(grade, &mut self.grade, d.grade, GRADES);
-        f.number(Name::new("count", "count").required(), &mut self.count, d.count);
+        f.number(
+            Name::new("count", "count").required(),
+            &mut self.count,
+            d.count,
+        );
         let slow = Name::new("slow_ratio_threshold", "slowRatioThreshold");
         f.number(slow, &mut self.slow_ratio_threshold, d.slow_ratio_threshold);
         let window = Name::new("time_window_sec", "timeWindow");
@@ -40,7 +54,11 @@ impl Describe for DegradeRule {
         f.whole(amount, &mut self.min_request_amount, d.min_request_amount);
         let interval = Name::new("stat_interval_ms", "statIntervalMs");
         f.whole(interval, &mut self.stat_interval_ms, d.stat_interval_ms);
-        f.whole(Name::new("probe_num", "probeNum"), &mut self.probe_num, d.probe_num);
+        f.whole(
+            Name::new("probe_num", "probeNum"),
+            &mut self.probe_num,
+            d.probe_num,
+        );
     }
 }
 

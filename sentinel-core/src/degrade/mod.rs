@@ -60,8 +60,8 @@
 //! [`RuleManager::on_state_change`](crate::RuleManager::on_state_change)).
 
 mod breaker;
-mod listeners;
 mod fields;
+mod listeners;
 mod rule;
 mod slot;
 mod window;

@@ -23,7 +23,12 @@ const STRATEGIES: &[Choice<FlowStrategy>] = &[
 const BEHAVIORS: &[Choice<ControlBehavior>] = &[
     Choice::new(ControlBehavior::Reject, "reject", 0, "reject"),
     Choice::new(ControlBehavior::WarmUp, "warm_up", 1, "warm up"),
-    Choice::new(ControlBehavior::RateLimiter, "rate_limiter", 2, "rate limiter"),
+    Choice::new(
+        ControlBehavior::RateLimiter,
+        "rate_limiter",
+        2,
+        "rate limiter",
+    ),
     Choice::new(
         ControlBehavior::WarmUpRateLimiter,
         "warm_up_rate_limiter",
@@ -45,8 +50,7 @@ const THRESHOLDS: &[Choice<ClusterThresholdType>] = &[
 ];
 
 /// Sentinel's `regex` resource matching, which sentinel-rs does not have.
-const NO_REGEX: &str =
-    "regular-expression resources are not supported by sentinel-rs; send false";
+const NO_REGEX: &str = "regular-expression resources are not supported by sentinel-rs; send false";
 
 impl Describe for FlowRule {
     fn describe<F: Fields>(&mut self, f: &mut F) {
@@ -55,7 +59,12 @@ impl Describe for FlowRule {
         f.optional_whole(Name::new("id", "id").last(), &mut self.id);
         let resource = Name::new("resource", "resource").required().names_rule();
         f.string(resource.first(), &mut self.resource, "");
-        f.choice(Name::new("grade", "grade"), &mut self.grade, d.grade, GRADES);
+        f.choice(
+            Name::new("grade", "grade"),
+            &mut self.grade,
+            d.grade,
+            GRADES,
+        );
         let count = Name::new("count", "count").required().first();
         f.number(count, &mut self.count, d.count);
         let limit_app = Name::new("limit_app", "limitApp");
@@ -65,13 +74,22 @@ impl Describe for FlowRule {
         let reference = Name::new("ref_resource", "refResource");
         f.optional_string(reference, &mut self.ref_resource);
         let behavior = Name::new("control_behavior", "controlBehavior");
-        f.choice(behavior, &mut self.control_behavior, d.control_behavior, BEHAVIORS);
+        f.choice(
+            behavior,
+            &mut self.control_behavior,
+            d.control_behavior,
+            BEHAVIORS,
+        );
         let warm_up = Name::new("warm_up_period_sec", "warmUpPeriodSec");
         f.whole(warm_up, &mut self.warm_up_period_sec, d.warm_up_period_sec);
         let cold = Name::new("warm_up_cold_factor", "warmUpColdFactor");
         f.whole(cold, &mut self.warm_up_cold_factor, d.warm_up_cold_factor);
         let queueing = Name::new("max_queueing_time_ms", "maxQueueingTimeMs");
-        f.whole(queueing, &mut self.max_queueing_time_ms, d.max_queueing_time_ms);
+        f.whole(
+            queueing,
+            &mut self.max_queueing_time_ms,
+            d.max_queueing_time_ms,
+        );
         let interval = Name::new("stat_interval_ms", "statIntervalMs");
         f.whole(interval, &mut self.stat_interval_ms, d.stat_interval_ms);
         let samples = Name::new("stat_sample_count", "statSampleCount");
@@ -102,16 +120,28 @@ impl Describe for ClusterFlowConfig {
         f.whole(samples, &mut self.sample_count, d.sample_count);
         let window = Name::new("window_interval_ms", "windowIntervalMs");
         f.whole(window, &mut self.window_interval_ms, d.window_interval_ms);
-        f.whole(Name::new("strategy", "strategy"), &mut self.strategy, d.strategy);
+        f.whole(
+            Name::new("strategy", "strategy"),
+            &mut self.strategy,
+            d.strategy,
+        );
         let timeout = Name::new("resource_timeout", "resourceTimeout");
         f.whole(timeout, &mut self.resource_timeout, d.resource_timeout);
         let name = Name::new("resource_timeout_strategy", "resourceTimeoutStrategy");
         let default = d.resource_timeout_strategy;
         f.whole(name, &mut self.resource_timeout_strategy, default);
         let name = Name::new("acquire_refuse_strategy", "acquireRefuseStrategy");
-        f.whole(name, &mut self.acquire_refuse_strategy, d.acquire_refuse_strategy);
+        f.whole(
+            name,
+            &mut self.acquire_refuse_strategy,
+            d.acquire_refuse_strategy,
+        );
         let offline = Name::new("client_offline_time", "clientOfflineTime");
-        f.whole(offline, &mut self.client_offline_time, d.client_offline_time);
+        f.whole(
+            offline,
+            &mut self.client_offline_time,
+            d.client_offline_time,
+        );
     }
 }
 

@@ -13,7 +13,12 @@ use crate::rule::describe::{Choice, Commands, Describe, DescribeRule, Fields, Na
 /// In a rule file's order (problems give Sentinel's numbers in order).
 const GRADES: &[Choice<ParamFlowGrade>] = &[
     Choice::new(ParamFlowGrade::Qps, "qps", 1, "QPS"),
-    Choice::new(ParamFlowGrade::Concurrency, "concurrency", 0, "thread count"),
+    Choice::new(
+        ParamFlowGrade::Concurrency,
+        "concurrency",
+        0,
+        "thread count",
+    ),
 ];
 
 const BEHAVIORS: &[Choice<ParamControlBehavior>] = &[
@@ -52,16 +57,34 @@ impl Describe for ParamFlowRule {
             .required()
             .required_in_json("0 is the first argument");
         f.signed(index, &mut self.param_idx, d.param_idx);
-        f.number(Name::new("count", "count").required(), &mut self.count, d.count);
-        f.choice(Name::new("grade", "grade"), &mut self.grade, d.grade, GRADES);
+        f.number(
+            Name::new("count", "count").required(),
+            &mut self.count,
+            d.count,
+        );
+        f.choice(
+            Name::new("grade", "grade"),
+            &mut self.grade,
+            d.grade,
+            GRADES,
+        );
         let behavior = Name::new("control_behavior", "controlBehavior");
-        f.choice(behavior, &mut self.control_behavior, d.control_behavior, BEHAVIORS);
+        f.choice(
+            behavior,
+            &mut self.control_behavior,
+            d.control_behavior,
+            BEHAVIORS,
+        );
         let duration = Name::new("duration_in_sec", "durationInSec");
         f.whole(duration, &mut self.duration_in_sec, d.duration_in_sec);
         let burst = Name::new("burst_count", "burstCount");
         f.whole(burst, &mut self.burst_count, d.burst_count);
         let queueing = Name::new("max_queueing_time_ms", "maxQueueingTimeMs");
-        f.whole(queueing, &mut self.max_queueing_time_ms, d.max_queueing_time_ms);
+        f.whole(
+            queueing,
+            &mut self.max_queueing_time_ms,
+            d.max_queueing_time_ms,
+        );
         f.optional_whole(Name::new("capacity", "capacity"), &mut self.capacity);
         let mode = Name::new("cluster_mode", "clusterMode");
         f.boolean(mode, &mut self.cluster_mode, d.cluster_mode);

@@ -386,7 +386,13 @@ pub fn field_names<T: Describe>(format: Format) -> Vec<&'static str> {
         ) {
             self.push(name)
         }
-        fn value(&mut self, name: Name, class: Name, _: &mut ParamValue, _: &mut Option<&'static str>) {
+        fn value(
+            &mut self,
+            name: Name,
+            class: Name,
+            _: &mut ParamValue,
+            _: &mut Option<&'static str>,
+        ) {
             self.push(name);
             let n = class.of(self.0);
             if !n.is_empty() {

@@ -329,12 +329,13 @@ impl Fields for Object<'_, '_> {
         v: &mut ParamValue,
         class_type: &mut Option<&'static str>,
     ) {
-        let object = self.get(name).and_then(|value| match value::object_text(value) {
-            Ok(text) => Some(text),
-            Err(why) => {
+        let object = self.get(name).and_then(|value| {
+            let text = value::object_text(value);
+            if text.is_none() {
+                let why = format!("must be a string, got {}", type_name(value));
                 self.problem(name.json, &why);
-                None
             }
+            text
         });
         let (class_name, sent) = match self.get(class) {
             None => ("java.lang.String", false),

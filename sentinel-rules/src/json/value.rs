@@ -5,12 +5,13 @@ use sentinel_flow_core::ParamValue;
 use sentinel_flow_core::param_flow::{ParamClassKind, param_class_kind};
 use serde_json::Value;
 
-use super::fields::type_name;
-
 /// The value's text and its class type (the one it was given as, or its
 /// value's usual one); `None` for a list value, which Sentinel's items
 /// cannot hold.
-pub(super) fn write(value: &ParamValue, class_type: Option<&'static str>) -> Option<(String, &'static str)> {
+pub(super) fn write(
+    value: &ParamValue,
+    class_type: Option<&'static str>,
+) -> Option<(String, &'static str)> {
     let object = match value {
         ParamValue::Bool(b) => b.to_string(),
         ParamValue::Int(i) => i.to_string(),
@@ -77,13 +78,13 @@ fn parse_java_float(text: &str) -> Option<f64> {
 }
 
 /// The text of an `object` as sent: a string, or a number or boolean
-/// written as one.
-pub(super) fn object_text(value: &Value) -> Result<String, String> {
+/// written as one; `None` for another value.
+pub(super) fn object_text(value: &Value) -> Option<String> {
     match value {
-        Value::String(s) => Ok(s.clone()),
-        Value::Number(n) => Ok(n.to_string()),
-        Value::Bool(b) => Ok(b.to_string()),
-        other => Err(format!("must be a string, got {}", type_name(other))),
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
     }
 }
 

@@ -161,7 +161,11 @@ struct Find<'a> {
 
 impl Find<'_> {
     fn leaf(&mut self, name: Name) {
-        if self.found.is_none() && self.rest.is_none() && name.yaml == self.head && !name.json.is_empty() {
+        if self.found.is_none()
+            && self.rest.is_none()
+            && name.yaml == self.head
+            && !name.json.is_empty()
+        {
             self.found = Some(name.json.to_owned());
         }
     }

@@ -359,10 +359,13 @@ impl<'n> RuleFields<'n> {
         let rest = error.message.strip_prefix("item ")?;
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
         let (first, item) = items.get(rest[..digits].parse::<usize>().ok()?)?;
-        let word = match rest[digits..].find("): ").or_else(|| rest[digits..].find(": ")) {
+        let word = match rest[digits..]
+            .find("): ")
+            .or_else(|| rest[digits..].find(": "))
+        {
             Some(at) => {
                 let after = &rest[digits + at..];
-                let after = after.trim_start_matches(|c| c == ')' || c == ':' || c == ' ');
+                let after = after.trim_start_matches([')', ':', ' ']);
                 after.split(' ').next().unwrap_or("")
             }
             None => "",

@@ -61,7 +61,13 @@ impl Writer {
     }
 
     /// Pushes the field when it is required or `value` is not `default`.
-    fn unless<T: PartialEq>(&mut self, name: Name, value: T, default: T, show: impl Fn(T) -> String) {
+    fn unless<T: PartialEq>(
+        &mut self,
+        name: Name,
+        value: T,
+        default: T,
+        show: impl Fn(T) -> String,
+    ) {
         if name.is_required() || value != default {
             self.push(name, show(value));
         }
@@ -155,7 +161,8 @@ impl Fields for Writer {
             )),
         }
         if let (Some(class_type), false) = (class_type, class.yaml.is_empty()) {
-            self.trailing.push((class.yaml, string(class_type).into_owned()));
+            self.trailing
+                .push((class.yaml, string(class_type).into_owned()));
         }
     }
 

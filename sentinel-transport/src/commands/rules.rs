@@ -70,7 +70,10 @@ pub(super) async fn get_rules(State(ctx): Ctx, params: Params) -> Response {
 }
 
 /// `get...Rules` of a kind with commands of its own.
-pub(super) async fn get_kind_rules(ctx: std::sync::Arc<super::Ctx>, kind: &'static str) -> Response {
+pub(super) async fn get_kind_rules(
+    ctx: std::sync::Arc<super::Ctx>,
+    kind: &'static str,
+) -> Response {
     rules_of(&ctx, kind)
 }
 
