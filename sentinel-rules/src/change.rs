@@ -205,3 +205,27 @@ impl RuleChange {
         &KIND_INFOS
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_come_in_the_order_of_a_rule_file_not_the_chain() {
+        assert_eq!(
+            KIND_NAMES,
+            ["flow", "degrade", "system", "authority", "param_flow"]
+        );
+        let own: Vec<_> = RuleChange::kinds()
+            .iter()
+            .filter_map(|k| Some((k.name, k.commands?.get)))
+            .collect();
+        assert_eq!(own, [("param_flow", "getParamFlowRules")]);
+        let book = RuleBook::default();
+        let order: Vec<_> = RuleChange::all_of(&book)
+            .iter()
+            .map(RuleChange::kind)
+            .collect();
+        assert_eq!(order, KIND_NAMES);
+    }
+}
