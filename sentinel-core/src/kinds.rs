@@ -13,10 +13,21 @@
 //! built from it (the block kinds, the rule set's parts and per-resource
 //! rules, the listeners, the rule book, the managers, the chain) is made
 //! by a small macro beside the code it belongs to. The list names its
-//! types by path only: this file imports nothing.
+//! types by path only: this file imports nothing. The same list is
+//! exported (`for_each_rule_kind!`, hidden) for the rules and transport
+//! crates, which make their per-kind code (rule file sections, Sentinel's
+//! JSON, commands) from it and each rule's description
+//! ([`describe`](crate::describe)).
 
-/// Calls `$then!` with every rule kind, in chain order.
-macro_rules! rule_kinds {
+/// Calls `$then!` with every rule kind, in chain order: the list, for the
+/// crates around the core (`sentinel-flow-rules` and
+/// `sentinel-flow-transport` make their per-kind code from it). Each line:
+/// field, `BlockKind` variant, `[kind type]`, `[rule type]` (paths below
+/// the crate's root), manager accessor, name, Sentinel's exception name,
+/// and two docs lines. Not a stable API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! for_each_rule_kind {
     ($then:ident) => {
         $then! {
             authority Authority [authority::AuthorityKind] [authority::AuthorityRule] authority_rules "authority" "AuthorityException"
@@ -30,5 +41,12 @@ macro_rules! rule_kinds {
             degrade Degrade [degrade::DegradeKind] [degrade::DegradeRule] degrade_rules "degrade" "DegradeException"
                 "An open circuit breaker." "Circuit-breaking rules.";
         }
+    };
+}
+
+/// Calls `$then!` with every rule kind, in chain order.
+macro_rules! rule_kinds {
+    ($then:ident) => {
+        for_each_rule_kind! { $then }
     };
 }

@@ -74,6 +74,7 @@ pub use entry::{BlockError, BlockKind, Entry, EntryBuilder, EntryType, Resource}
 #[cfg(feature = "tokio")]
 pub use entry::{Entering, Queued};
 pub use param::{InlineStr, ParamKey, ParamValue};
+pub use rule::describe;
 pub use rule::{Rule, RuleError, RuleErrors};
 pub use rules::{Listener, RuleBook, UserKind, UserKindRules};
 pub use sentinel::DEFAULT_RULE_MEMORY_BUDGET;

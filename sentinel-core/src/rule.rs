@@ -9,6 +9,7 @@
 //! in `footprint.rs`, the most memory a rule may take.
 
 pub(crate) mod compiled;
+pub mod describe;
 pub(crate) mod footprint;
 pub(crate) mod kind;
 pub(crate) mod kind_set;

@@ -53,7 +53,7 @@ pub mod source;
 mod store;
 mod watch;
 
-pub use change::RuleChange;
+pub use change::{KindInfo, RuleChange};
 pub use error::{FileError, Position, Problem, RuleRef};
 pub use load::{Reloaded, apply, load_file, parse_bytes, parse_reader, parse_str, parse_str_with};
 pub use options::{DEFAULT_MAX_DEPTH, DEFAULT_MAX_SIZE, LoadOptions};

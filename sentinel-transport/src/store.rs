@@ -3,26 +3,10 @@
 //! the file or the store and then the instance.
 
 use axum::http::StatusCode;
-use sentinel_flow_core::Sentinel;
-use sentinel_flow_core::authority::AuthorityRule;
-use sentinel_flow_core::degrade::DegradeRule;
-use sentinel_flow_core::flow::FlowRule;
-use sentinel_flow_core::param_flow::ParamFlowRule;
-use sentinel_flow_core::system::SystemRule;
 use sentinel_flow_rules::source::{SourceStore, SourceWriteError};
 use sentinel_flow_rules::{RuleChange, RuleFileStore, StoreError};
 
 use crate::shared::SentinelRef;
-
-/// A whole new list of one kind.
-#[derive(Debug)]
-pub(crate) enum Change {
-    Flow(Vec<FlowRule>),
-    Degrade(Vec<DegradeRule>),
-    System(Vec<SystemRule>),
-    Authority(Vec<AuthorityRule>),
-    ParamFlow(Vec<ParamFlowRule>),
-}
 
 /// The destination of rule changes.
 #[derive(Debug)]
@@ -43,20 +27,18 @@ impl RuleSink {
     pub(crate) async fn apply(
         &self,
         sentinel: &SentinelRef,
-        change: Change,
+        change: RuleChange,
     ) -> Result<(), Refused> {
         match self {
-            RuleSink::Memory => load(sentinel, change).map_err(|e| {
+            RuleSink::Memory => change.load_into(sentinel).map_err(|e| {
                 let lines = e.errors().iter().map(ToString::to_string).collect();
                 (StatusCode::BAD_REQUEST, lines)
             }),
             RuleSink::Source(store) => {
                 let (store, sentinel) = (store.clone(), SentinelRef::clone(sentinel));
                 // The store's I/O blocks: off the async threads.
-                let written = tokio::task::spawn_blocking(move || {
-                    store.replace(&sentinel, file_change(change))
-                })
-                .await;
+                let written =
+                    tokio::task::spawn_blocking(move || store.replace(&sentinel, change)).await;
                 match written {
                     Ok(Ok(())) => Ok(()),
                     Ok(Err(e)) => {
@@ -87,10 +69,8 @@ impl RuleSink {
             RuleSink::File(store) => {
                 let (store, sentinel) = (store.clone(), SentinelRef::clone(sentinel));
                 // Writing the file syncs it to disk: off the async threads.
-                let written = tokio::task::spawn_blocking(move || {
-                    store.replace(&sentinel, file_change(change))
-                })
-                .await;
+                let written =
+                    tokio::task::spawn_blocking(move || store.replace(&sentinel, change)).await;
                 match written {
                     Ok(Ok(())) => Ok(()),
                     Ok(Err(e)) => {
@@ -125,25 +105,5 @@ fn status(error: &StoreError) -> StatusCode {
         StoreError::Invalid(_) => StatusCode::BAD_REQUEST,
         StoreError::Conflict { .. } => StatusCode::CONFLICT,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
-    }
-}
-
-fn file_change(change: Change) -> RuleChange {
-    match change {
-        Change::Flow(rules) => RuleChange::Flow(rules),
-        Change::Degrade(rules) => RuleChange::Degrade(rules),
-        Change::System(rules) => RuleChange::System(rules),
-        Change::Authority(rules) => RuleChange::Authority(rules),
-        Change::ParamFlow(rules) => RuleChange::ParamFlow(rules),
-    }
-}
-
-fn load(sentinel: &Sentinel, change: Change) -> Result<(), sentinel_flow_core::RuleErrors> {
-    match change {
-        Change::Flow(rules) => sentinel.flow_rules().load(rules),
-        Change::Degrade(rules) => sentinel.degrade_rules().load(rules),
-        Change::System(rules) => sentinel.system_rules().load(rules),
-        Change::Authority(rules) => sentinel.authority_rules().load(rules),
-        Change::ParamFlow(rules) => sentinel.param_flow_rules().load(rules),
     }
 }

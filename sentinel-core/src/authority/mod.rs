@@ -30,6 +30,7 @@
 //! every kind, loads it
 //! ([`Sentinel::authority_rules`](crate::Sentinel::authority_rules)).
 
+mod fields;
 mod in_force;
 mod rule;
 mod slot;

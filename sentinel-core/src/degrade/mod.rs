@@ -60,6 +60,7 @@
 //! [`RuleManager::on_state_change`](crate::RuleManager::on_state_change)).
 
 mod breaker;
+mod fields;
 mod listeners;
 mod rule;
 mod slot;

@@ -44,6 +44,7 @@ mod remaining;
 mod unattached;
 
 use quota::Acquired;
+mod fields;
 mod rule;
 mod slot;
 

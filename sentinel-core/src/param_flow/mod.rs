@@ -47,6 +47,7 @@
 mod cache;
 mod checker;
 mod cluster;
+mod fields;
 mod rule;
 mod slot;
 #[cfg(test)]

@@ -43,6 +43,7 @@
 //! the check. The instance's rule set, which composes every kind, loads
 //! them ([`Sentinel::system_rules`](crate::Sentinel::system_rules)).
 
+mod fields;
 mod rule;
 mod slot;
 mod status;

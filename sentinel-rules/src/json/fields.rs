@@ -1,6 +1,11 @@
-//! Reading one JSON rule object field by field, each problem kept.
+//! Reading one JSON rule object field by field, as its description asks,
+//! each problem kept.
 
+use sentinel_flow_core::ParamValue;
+use sentinel_flow_core::describe::{Choice, Describe, Fields, Format, Name, Whole};
 use serde_json::{Map, Value};
+
+use super::value;
 
 /// Every problem found in a list, one line each:
 /// `kind[index] (resource): field: why`.
@@ -27,22 +32,21 @@ impl Problems {
             .push(format!("{kind}[{index}] ({resource}): {field}: {why}"));
     }
 
-    /// A problem the core found, under the field's JSON name.
-    pub(crate) fn core(&mut self, error: &sentinel_flow_core::RuleError) {
-        let field = json_name(error.field);
+    /// A problem the core found, under the field's JSON name (`field`).
+    pub(crate) fn core(&mut self, error: &sentinel_flow_core::RuleError, field: &str) {
         self.add(
             error.kind,
             error.index,
             &error.resource,
-            &field,
+            field,
             &error.message,
         );
     }
 }
 
-/// The JSON name of a core field: camelCase, and Sentinel's own name where
-/// it differs.
-fn json_name(field: &str) -> String {
+/// The JSON name of a core field no description names: camelCase, and
+/// Sentinel's own name where it differs.
+pub(crate) fn json_name(field: &str) -> String {
     match field {
         "time_window_sec" => return "timeWindow".into(),
         "highest_system_load" => return "highestSystemLoad".into(),
@@ -75,25 +79,30 @@ pub(crate) fn type_name(value: &Value) -> &'static str {
     }
 }
 
-/// One element of a rule list, known to be an object.
+/// One element of a rule list, known to be an object, read as its
+/// description asks; or an object inside one (`clusterConfig`, an item of
+/// `paramFlowItemList`), whose problems name the field they are in.
 #[derive(Debug)]
-pub(crate) struct Object<'a> {
+pub(crate) struct Object<'a, 'p> {
     kind: &'static str,
     index: usize,
-    resource: String,
+    resource: &'a str,
     map: &'a Map<String, Value>,
-    /// `"clusterConfig."` for the fields of a nested object, else empty.
-    prefix: &'static str,
+    /// What precedes a field's name in problems: `clusterConfig.` for a
+    /// nested object, `paramFlowItemList[2]: ` for a list item.
+    prefix: String,
+    problems: &'p mut Problems,
 }
 
-impl<'a> Object<'a> {
+impl<'a, 'p> Object<'a, 'p> {
     /// Element `index` of a `kind` list; a problem and `None` if it is not
-    /// an object.
+    /// an object. `name_key` is the field naming the rule (its resource).
     pub(crate) fn new(
         kind: &'static str,
         index: usize,
         value: &'a Value,
-        problems: &mut Problems,
+        name_key: &str,
+        problems: &'p mut Problems,
     ) -> Option<Self> {
         let Value::Object(map) = value else {
             problems.lines.push(format!(
@@ -102,171 +111,305 @@ impl<'a> Object<'a> {
             ));
             return None;
         };
-        let resource = match map.get("resource") {
-            Some(Value::String(s)) => s.clone(),
-            _ => String::new(),
+        let resource = match map.get(name_key) {
+            Some(Value::String(s)) => s.as_str(),
+            _ => "",
         };
         Some(Object {
             kind,
             index,
             resource,
             map,
-            prefix: "",
+            prefix: String::new(),
+            problems,
         })
     }
 
-    /// The object in `field` (Sentinel's `clusterConfig`), whose problems
-    /// are named `field.name`; `None` when absent, a problem when it is not
-    /// an object.
-    pub(crate) fn nested(&self, field: &'static str, problems: &mut Problems) -> Option<Self> {
-        match self.get(field)? {
-            Value::Object(map) => Some(Object {
-                kind: self.kind,
-                index: self.index,
-                resource: self.resource.clone(),
-                map,
-                prefix: field,
-            }),
-            other => {
-                self.wrong(problems, field, "an object", other);
-                None
-            }
+    /// An object inside this one, its fields named after `prefix`.
+    fn inner(&mut self, map: &'a Map<String, Value>, prefix: String) -> Object<'a, '_> {
+        Object {
+            kind: self.kind,
+            index: self.index,
+            resource: self.resource,
+            map,
+            prefix,
+            problems: self.problems,
         }
     }
 
-    /// A problem with `field` of this rule.
-    pub(crate) fn problem(&self, problems: &mut Problems, field: &str, why: &str) {
-        match self.prefix {
-            "" => problems.add(self.kind, self.index, &self.resource, field, why),
-            prefix => {
-                let field = format!("{prefix}.{field}");
-                problems.add(self.kind, self.index, &self.resource, &field, why);
-            }
+    /// A problem with `field` of this object.
+    fn problem(&mut self, field: &str, why: &str) {
+        let field = format!("{}{field}", self.prefix);
+        let (kind, index, resource) = (self.kind, self.index, self.resource);
+        self.problems.add(kind, index, resource, &field, why);
+    }
+
+    /// The field's value; `None` when absent or `null`, as fastjson reads;
+    /// an absent field Sentinel requires is a problem.
+    fn get(&mut self, name: Name) -> Option<&'a Value> {
+        if name.json.is_empty() {
+            return None;
         }
+        let value = self.map.get(name.json).filter(|v| !v.is_null());
+        if value.is_none()
+            && let Some(hint) = name.json_required()
+        {
+            let why = match hint {
+                "" => "is required".to_owned(),
+                hint => format!("is required ({hint})"),
+            };
+            self.problem(name.json, &why);
+        }
+        value
     }
 
-    /// The field's value; `None` when absent or `null`, as fastjson reads.
-    pub(crate) fn raw(&self, field: &str) -> Option<&'a Value> {
-        self.get(field)
-    }
-
-    fn get(&self, field: &str) -> Option<&'a Value> {
-        self.map.get(field).filter(|v| !v.is_null())
-    }
-
-    fn wrong(&self, problems: &mut Problems, field: &str, wanted: &str, value: &Value) {
+    fn wrong(&mut self, field: &str, wanted: &str, value: &Value) {
         let why = format!("must be {wanted}, got {}", short(value));
-        self.problem(problems, field, &why);
+        self.problem(field, &why);
     }
 
-    /// A string field.
-    pub(crate) fn string(&self, field: &str, problems: &mut Problems) -> Option<String> {
-        match self.get(field)? {
-            Value::String(s) => Some(s.clone()),
+    fn read_string(&mut self, name: Name) -> Option<&'a str> {
+        match self.get(name)? {
+            Value::String(s) => Some(s),
             other => {
-                self.wrong(problems, field, "a string", other);
+                self.wrong(name.json, "a string", other);
                 None
             }
         }
     }
 
-    /// A boolean field.
-    pub(crate) fn boolean(&self, field: &str, problems: &mut Problems) -> Option<bool> {
-        match self.get(field)? {
-            Value::Bool(b) => Some(*b),
-            other => {
-                self.wrong(problems, field, "true or false", other);
-                None
-            }
-        }
-    }
-
-    /// A number field (any JSON number).
-    pub(crate) fn number(&self, field: &str, problems: &mut Problems) -> Option<f64> {
-        match self.get(field)? {
+    fn read_number(&mut self, name: Name) -> Option<f64> {
+        match self.get(name)? {
             Value::Number(n) => n.as_f64(),
             other => {
-                self.wrong(problems, field, "a number", other);
+                self.wrong(name.json, "a number", other);
                 None
             }
         }
     }
 
-    /// A whole-number field (negative allowed).
-    pub(crate) fn integer(&self, field: &str, problems: &mut Problems) -> Option<i64> {
-        let value = self.get(field)?;
+    /// A whole number, negative allowed.
+    fn integer(&mut self, name: Name) -> Option<i64> {
+        let value = self.get(name)?;
         match value.as_i64() {
             Some(i) => Some(i),
             None => {
-                self.wrong(problems, field, "a whole number", value);
+                self.wrong(name.json, "a whole number", value);
                 None
             }
         }
     }
 
-    /// A whole-number field that must be >= 0 and fit `T`.
-    pub(crate) fn unsigned<T: TryFrom<u64>>(
-        &self,
-        field: &str,
-        problems: &mut Problems,
-    ) -> Option<T> {
-        let value = self.get(field)?;
-        match value.as_u64().and_then(|n| T::try_from(n).ok()) {
+    /// A whole number >= 0 that fits `T`.
+    fn read_whole<T: Whole>(&mut self, name: Name) -> Option<T> {
+        let value = self.get(name)?;
+        match value.as_u64().and_then(T::from_u64) {
             Some(n) => Some(n),
             None => {
-                self.wrong(problems, field, "a whole number >= 0 in range", value);
+                self.wrong(name.json, "a whole number >= 0 in range", value);
                 None
             }
         }
     }
 
-    /// An enum field given by number: `options` pairs each accepted number
-    /// with its value and name; an absent field is `default`.
-    pub(crate) fn enumerated<T: Copy>(
-        &self,
-        field: &str,
-        problems: &mut Problems,
-        options: &[(i64, T, &str)],
-        default: T,
-    ) -> T {
-        let Some(n) = self.integer(field, problems) else {
-            return default;
-        };
-        if let Some((_, value, _)) = options.iter().find(|(k, _, _)| *k == n) {
-            return *value;
+    fn read_boolean(&mut self, name: Name) -> Option<bool> {
+        match self.get(name)? {
+            Value::Bool(b) => Some(*b),
+            other => {
+                self.wrong(name.json, "true or false", other);
+                None
+            }
         }
-        let accepted: Vec<String> = options
+    }
+}
+
+impl Fields for Object<'_, '_> {
+    fn format(&self) -> Format {
+        Format::Json
+    }
+
+    fn string(&mut self, name: Name, v: &mut String, default: &str) {
+        match self.read_string(name) {
+            Some(s) => s.clone_into(v),
+            None if v != default => default.clone_into(v),
+            None => {}
+        }
+    }
+
+    fn optional_string(&mut self, name: Name, v: &mut Option<String>) {
+        // The dashboard sends an unset string as "".
+        *v = self
+            .read_string(name)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned);
+    }
+
+    fn names(&mut self, name: Name, v: &mut Vec<String>, _: &'static str) {
+        // As Sentinel splits it: on commas, names kept as written (Sentinel
+        // compares them untrimmed), empty names dropped.
+        let joined = self.read_string(name).unwrap_or_default();
+        *v = joined
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect();
+    }
+
+    fn number(&mut self, name: Name, v: &mut f64, default: f64) {
+        *v = self.read_number(name).unwrap_or(default);
+    }
+
+    fn optional_number(&mut self, name: Name, v: &mut Option<f64>) {
+        let n = self.read_number(name);
+        // Sentinel reads a negative threshold as "not set".
+        *v = match name.is_unset_negative() {
+            true => n.filter(|n| *n >= 0.0),
+            false => n,
+        };
+    }
+
+    fn whole<T: Whole>(&mut self, name: Name, v: &mut T, default: T) {
+        *v = self.read_whole(name).unwrap_or(default);
+    }
+
+    fn optional_whole<T: Whole>(&mut self, name: Name, v: &mut Option<T>) {
+        *v = match name.is_unset_negative() {
+            true => self
+                .integer(name)
+                .and_then(|n| u64::try_from(n).ok())
+                .and_then(T::from_u64),
+            false => self.read_whole(name),
+        };
+    }
+
+    fn signed(&mut self, name: Name, v: &mut i32, default: i32) {
+        let n = self.integer(name).and_then(|i| {
+            let n = i32::try_from(i).ok();
+            if n.is_none() {
+                self.problem(name.json, &format!("out of range: {i}"));
+            }
+            n
+        });
+        *v = n.unwrap_or(default);
+    }
+
+    fn boolean(&mut self, name: Name, v: &mut bool, default: bool) {
+        *v = self.read_boolean(name).unwrap_or(default);
+    }
+
+    fn choice<T: Copy + PartialEq + std::fmt::Debug + Send + Sync + 'static>(
+        &mut self,
+        name: Name,
+        v: &mut T,
+        default: T,
+        table: &'static [Choice<T>],
+    ) {
+        *v = default;
+        let Some(n) = self.integer(name) else {
+            return;
+        };
+        if let Some(choice) = table.iter().find(|c| c.number == n) {
+            *v = choice.value;
+            return;
+        }
+        let mut accepted: Vec<&Choice<T>> = table.iter().collect();
+        accepted.sort_by_key(|c| c.number);
+        let accepted: Vec<String> = accepted
             .iter()
-            .map(|(k, _, name)| format!("{k} ({name})"))
+            .map(|c| format!("{} ({})", c.number, c.label))
             .collect();
         let why = format!("must be {}, got {n}", accepted.join(" or "));
-        self.problem(problems, field, &why);
-        default
+        self.problem(name.json, &why);
     }
 
-    /// Sentinel's `regex` resource matching: accepted off, refused on.
-    pub(crate) fn no_regex(&self, problems: &mut Problems) {
-        if self.boolean("regex", problems) == Some(true) {
-            self.problem(
-                problems,
-                "regex",
-                "regular-expression resources are not supported by sentinel-rs; send false",
-            );
+    fn value(
+        &mut self,
+        name: Name,
+        class: Name,
+        v: &mut ParamValue,
+        class_type: &mut Option<&'static str>,
+    ) {
+        let object = self.get(name).and_then(|value| {
+            let text = value::object_text(value);
+            if text.is_none() {
+                let why = format!("must be a string, got {}", type_name(value));
+                self.problem(name.json, &why);
+            }
+            text
+        });
+        let (class_name, sent) = match self.get(class) {
+            None => ("java.lang.String", false),
+            Some(Value::String(s)) => (s.as_str(), true),
+            Some(other) => {
+                let why = format!("must be a string, got {}", type_name(other));
+                return self.problem(class.json, &why);
+            }
+        };
+        let Some(object) = object else {
+            return;
+        };
+        match value::read(&object, class_name, sent) {
+            Ok((value, class)) => {
+                *v = value;
+                *class_type = class;
+            }
+            Err(value::Bad::Object(why)) => self.problem(name.json, &why),
+            Err(value::Bad::Class(why)) => self.problem(class.json, &why),
         }
     }
 
-    /// `limitApp` of a kind that has no origin in sentinel-rs: only
-    /// `default` (or nothing) is accepted.
-    pub(crate) fn default_limit_app(&self, problems: &mut Problems) {
-        if let Some(app) = self.string("limitApp", problems)
-            && !app.is_empty()
-            && app != "default"
+    fn nested<T: Describe>(&mut self, name: Name, v: &mut T) {
+        let Some(value) = self.get(name) else {
+            return;
+        };
+        let Value::Object(map) = value else {
+            return self.wrong(name.json, "an object", value);
+        };
+        let mut inner = self.inner(map, format!("{}{}.", self.prefix, name.json));
+        v.describe(&mut inner);
+    }
+
+    fn list<T: Describe>(&mut self, name: Name, v: &mut Vec<T>) {
+        v.clear();
+        let list = match self.get(name) {
+            None => return,
+            Some(Value::Array(list)) => list,
+            Some(other) => {
+                let why = format!("must be an array, got {}", type_name(other));
+                return self.problem(name.json, &why);
+            }
+        };
+        v.reserve(list.len());
+        for (i, entry) in list.iter().enumerate() {
+            let field = format!("{}[{i}]", name.json);
+            let Value::Object(map) = entry else {
+                let why = format!("must be an object, got {}", type_name(entry));
+                self.problem(&field, &why);
+                continue;
+            };
+            let before = self.problems.len();
+            let mut item = T::default();
+            let mut inner = self.inner(map, format!("{}{field}: ", self.prefix));
+            item.describe(&mut inner);
+            if self.problems.len() == before {
+                v.push(item);
+            }
+        }
+    }
+
+    fn fixed(&mut self, name: Name, value: &'static str, why: &'static str) {
+        if let Some(got) = self.read_string(name)
+            && !got.is_empty()
+            && got != value
         {
-            let why = format!(
-                "{} rules apply to every origin in sentinel-rs; send \"default\", got {app:?}",
-                self.kind
-            );
-            self.problem(problems, "limitApp", &why);
+            let why = format!("{} {why}; send {value:?}, got {got:?}", self.kind);
+            self.problem(name.json, &why);
+        }
+    }
+
+    fn refused(&mut self, name: Name, why: &'static str) {
+        if self.read_boolean(name) == Some(true) {
+            self.problem(name.json, why);
         }
     }
 }

@@ -22,61 +22,54 @@
 //! turned on) and lenient where fastjson is (unknown fields are ignored, a
 //! `null` is an absent field).
 
-mod authority;
-mod degrade;
 mod fields;
-mod flow;
-mod param;
-mod system;
+mod value;
+mod write;
 
+use sentinel_flow_core::describe::DescribeRule;
 use serde_json::Value;
 
-use crate::change::RuleChange;
+use crate::change::{Each, KIND_COUNT, KIND_NAMES, Make, RuleChange};
 pub(crate) use fields::Problems;
 
-/// A rule kind that has a JSON form.
-pub(crate) trait JsonRule: Sized {
-    /// The kind's name in problems (`flow`, `degrade`, ...).
-    const KIND: &'static str;
-    /// The rule as Sentinel's JSON object.
-    fn to_json(&self) -> Value;
-    /// The rule read from `object`; each bad field adds a problem and is
-    /// left at its default.
-    fn from_json(object: &fields::Object<'_>, problems: &mut Problems) -> Self;
-    /// The core's own checks of the rule (ranges, combinations).
-    fn core_problems(&self, index: usize) -> Vec<sentinel_flow_core::RuleError>;
-}
-
 /// The rules as a JSON array.
-pub(crate) fn to_json<R: JsonRule>(rules: &[R]) -> Value {
-    Value::Array(rules.iter().map(JsonRule::to_json).collect())
+pub(crate) fn to_json<R: DescribeRule>(rules: &[R]) -> Value {
+    Value::Array(rules.iter().filter_map(write::object).collect())
 }
 
 /// `data` (a JSON array of rules) read whole: every rule, or every problem
 /// found in it, one line each.
-pub(crate) fn from_json<R: JsonRule>(data: &str) -> Result<Vec<R>, Vec<String>> {
+pub(crate) fn from_json<R: DescribeRule>(data: &str) -> Result<Vec<R>, Vec<String>> {
     let value: Value =
         serde_json::from_str(data).map_err(|e| vec![format!("data: bad JSON: {e}")])?;
     let Value::Array(items) = value else {
         return Err(vec![format!(
             "data: must be a JSON array of {} rules, got {}",
-            R::KIND,
+            R::SENTINEL_KIND,
             fields::type_name(&value)
         )]);
     };
+    let name_key = rule_name_key::<R>();
     let mut problems = Problems::default();
     let mut rules = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
-        let Some(object) = fields::Object::new(R::KIND, index, item, &mut problems) else {
-            continue;
-        };
         let before = problems.len();
-        let rule = R::from_json(&object, &mut problems);
+        let mut rule = R::default();
+        {
+            let Some(mut object) =
+                fields::Object::new(R::SENTINEL_KIND, index, item, name_key, &mut problems)
+            else {
+                continue;
+            };
+            rule.describe(&mut object);
+        }
         // The core's checks of a rule read with defaults in place of bad
         // fields would report problems the sender did not make.
         if problems.len() == before {
-            for error in rule.core_problems(index) {
-                problems.core(&error);
+            for error in rule.problems(index, usize::MAX) {
+                let field = write::json_path::<R>(error.field)
+                    .unwrap_or_else(|| fields::json_name(error.field));
+                problems.core(&error, &field);
             }
         }
         rules.push(rule);
@@ -88,36 +81,85 @@ pub(crate) fn from_json<R: JsonRule>(data: &str) -> Result<Vec<R>, Vec<String>> 
     }
 }
 
+/// The JSON name of the field that names a rule of `R` (its resource).
+fn rule_name_key<R: DescribeRule>() -> &'static str {
+    use sentinel_flow_core::describe::{Choice, Describe, Fields, Format, Name, Whole};
+    struct Key(&'static str);
+    impl Fields for Key {
+        fn format(&self) -> Format {
+            Format::Json
+        }
+        fn string(&mut self, name: Name, _: &mut String, _: &str) {
+            if name.is_rule_name() && self.0.is_empty() {
+                self.0 = name.json;
+            }
+        }
+        fn optional_string(&mut self, _: Name, _: &mut Option<String>) {}
+        fn names(&mut self, _: Name, _: &mut Vec<String>, _: &'static str) {}
+        fn number(&mut self, _: Name, _: &mut f64, _: f64) {}
+        fn optional_number(&mut self, _: Name, _: &mut Option<f64>) {}
+        fn whole<T: Whole>(&mut self, _: Name, _: &mut T, _: T) {}
+        fn optional_whole<T: Whole>(&mut self, _: Name, _: &mut Option<T>) {}
+        fn signed(&mut self, _: Name, _: &mut i32, _: i32) {}
+        fn boolean(&mut self, _: Name, _: &mut bool, _: bool) {}
+        fn choice<T: Copy + PartialEq + std::fmt::Debug + Send + Sync + 'static>(
+            &mut self,
+            _: Name,
+            _: &mut T,
+            _: T,
+            _: &'static [Choice<T>],
+        ) {
+        }
+        fn value(
+            &mut self,
+            _: Name,
+            _: Name,
+            _: &mut sentinel_flow_core::ParamValue,
+            _: &mut Option<&'static str>,
+        ) {
+        }
+        fn nested<T: Describe>(&mut self, _: Name, _: &mut T) {}
+        fn list<T: Describe>(&mut self, _: Name, _: &mut Vec<T>) {}
+        fn fixed(&mut self, _: Name, _: &'static str, _: &'static str) {}
+        fn refused(&mut self, _: Name, _: &'static str) {}
+    }
+    let mut key = Key("");
+    R::default().describe(&mut key);
+    key.0
+}
+
 /// The kinds [`decode`] reads, by the names [`RuleChange::kind`] gives.
-pub const KINDS: [&str; 5] = ["flow", "degrade", "system", "authority", "param_flow"];
+pub const KINDS: [&str; KIND_COUNT] = KIND_NAMES;
 
 /// `data`, a JSON array of rules of `kind` (`flow`, `degrade`, `system`,
 /// `authority` or `param_flow`), read whole: the new list, or every problem
 /// found in it, one line each (`flow[2] (GET:/orders): count: why`).
 pub fn decode(kind: &str, data: &str) -> Result<RuleChange, Vec<String>> {
-    match kind {
-        "flow" => from_json(data).map(RuleChange::Flow),
-        "degrade" => from_json(data).map(RuleChange::Degrade),
-        "system" => from_json(data).map(RuleChange::System),
-        "authority" => from_json(data).map(RuleChange::Authority),
-        "param_flow" => from_json(data).map(RuleChange::ParamFlow),
-        other => Err(vec![format!(
-            "{other:?} is not a rule kind (one of {})",
-            KINDS.join(", ")
-        )]),
+    struct Decode<'d>(&'d str);
+    impl Make for Decode<'_> {
+        type Error = Vec<String>;
+        fn make<R: DescribeRule>(self) -> Result<Vec<R>, Vec<String>> {
+            from_json(self.0)
+        }
     }
+    RuleChange::make(kind, Decode(data)).unwrap_or_else(|| {
+        Err(vec![format!(
+            "{kind:?} is not a rule kind (one of {})",
+            KINDS.join(", ")
+        )])
+    })
 }
 
 /// The rules of `change` as Sentinel's JSON array.
 pub fn encode(change: &RuleChange) -> String {
-    match change {
-        RuleChange::Flow(rules) => to_json(rules),
-        RuleChange::Degrade(rules) => to_json(rules),
-        RuleChange::System(rules) => to_json(rules),
-        RuleChange::Authority(rules) => to_json(rules),
-        RuleChange::ParamFlow(rules) => to_json(rules),
+    struct Encode;
+    impl Each for Encode {
+        type Out = Value;
+        fn each<R: DescribeRule>(self, rules: &[R]) -> Value {
+            to_json(rules)
+        }
     }
-    .to_string()
+    change.each(Encode).to_string()
 }
 
 #[cfg(test)]

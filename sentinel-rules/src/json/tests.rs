@@ -13,9 +13,11 @@ use sentinel_flow_core::system::SystemRule;
 
 use crate::change::RuleChange;
 
-use super::{JsonRule, from_json, to_json};
+use sentinel_flow_core::describe::DescribeRule;
 
-fn round_trip<R: JsonRule + PartialEq + std::fmt::Debug>(rules: Vec<R>) {
+use super::{from_json, to_json};
+
+fn round_trip<R: DescribeRule>(rules: Vec<R>) {
     let json = to_json(&rules).to_string();
     let back: Vec<R> = from_json(&json).unwrap_or_else(|e| panic!("{json}: {e:?}"));
     assert_eq!(back, rules, "{json}");

@@ -1,18 +1,20 @@
 //! A rule file's text to a [`RuleFile`]: the spanned tree (`tree`), what
-//! scalars mean (`scalar`), one rule's fields (`fields`) and each kind
-//! (`kinds`).
+//! scalars mean (`scalar`), one rule's fields read as its kind's
+//! description asks (`fields`, the argument values of `value`), and each
+//! kind's list (`rules`).
 
-mod cluster;
 pub(crate) mod document;
 mod fast;
 mod fields;
-mod kinds;
 mod percentiles;
+mod rules;
 pub(crate) mod scalar;
 pub(crate) mod tree;
+mod value;
 
 use sentinel_flow_core::RuleBook;
 
+use crate::change::{KIND_NAMES, RuleChange};
 use crate::error::{FileError, Position, Problem};
 use crate::options::LoadOptions;
 use tree::{Node, Value};
@@ -24,8 +26,6 @@ pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::quality::R
 /// The most problems listed for one file; a file with more is mostly not a
 /// rule file, and the first ones say so.
 const MAX_PROBLEMS: usize = 200;
-
-const KINDS: [&str; 5] = ["flow", "degrade", "system", "authority", "param_flow"];
 
 /// The rules of a file, and its `version` if it has one.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -105,10 +105,6 @@ pub(crate) fn too_large(file: &str, options: &LoadOptions) -> FileError {
     )
 }
 
-/// Reads rule `index` of a kind from its node, names limited to
-/// `max_name_len` bytes.
-type Read<R> = fn(usize, &Node<'_>, usize, &mut Vec<Problem>) -> Option<R>;
-
 fn is_null(node: &Node<'_>) -> bool {
     matches!(&node.value, Value::Scalar { text, plain } if scalar::is_null(text, *plain))
 }
@@ -120,14 +116,14 @@ fn document(root: &Node<'_>, max_name_len: usize, problems: &mut Vec<Problem>) -
             Some(root.pos),
             format!(
                 "a rule file is a mapping with keys version, {}, track_percentiles; got {}",
-                KINDS.join(", "),
+                KIND_NAMES.join(", "),
                 root.value.describe()
             ),
         ));
         return file;
     };
     let mut seen: Map<&str, Position> = Map::default();
-    let kinds = KINDS.join(", ");
+    let kinds = KIND_NAMES.join(", ");
     for (key, value) in entries {
         let Value::Scalar { text: name, .. } = &key.value else {
             if !matches!(key.value, Value::Invalid) {
@@ -163,18 +159,6 @@ fn document(root: &Node<'_>, max_name_len: usize, problems: &mut Vec<Problem>) -
                 }
             }
         };
-        fn each<R>(
-            nodes: &[Node<'_>],
-            problems: &mut Vec<Problem>,
-            max_name_len: usize,
-            read: Read<R>,
-        ) -> Vec<R> {
-            let mut out = Vec::new();
-            for (i, node) in nodes.iter().enumerate() {
-                out.extend(read(i, node, max_name_len, problems));
-            }
-            out
-        }
         match name.as_ref() {
             "version" => match &value.value {
                 Value::Scalar { text, .. } if !is_null(value) => {
@@ -189,23 +173,18 @@ fn document(root: &Node<'_>, max_name_len: usize, problems: &mut Vec<Problem>) -
                     ),
                 )),
             },
-            "flow" => file.book.flow = kinds::flow_rules(rules(problems), problems, max_name_len),
-            "degrade" => {
-                file.book.degrade = each(rules(problems), problems, max_name_len, kinds::degrade)
-            }
-            "system" => {
-                file.book.system = each(rules(problems), problems, max_name_len, kinds::system)
-            }
-            "authority" => {
-                file.book.authority =
-                    each(rules(problems), problems, max_name_len, kinds::authority)
-            }
-            "param_flow" => {
-                file.book.param_flow =
-                    each(rules(problems), problems, max_name_len, kinds::param_flow)
-            }
             "track_percentiles" => {
                 file.track_percentiles = percentiles::names(value, max_name_len, problems)
+            }
+            kind if KIND_NAMES.contains(&kind) => {
+                let read = rules::Read {
+                    nodes: rules(problems),
+                    problems,
+                    max_name_len,
+                };
+                if let Some(Ok(change)) = RuleChange::make(kind, read) {
+                    change.move_into(&mut file.book);
+                }
             }
             other => problems.push(Problem::new(
                 Some(key.pos),

@@ -2,31 +2,31 @@
 //! whole file. What is written parses back to the same rules (a proptest
 //! checks every kind and field).
 
+mod fields;
 #[cfg(test)]
 mod generate;
-mod kinds;
 #[cfg(test)]
 mod roundtrip;
 pub(crate) mod scalar;
 
-use crate::change::RuleChange;
+use sentinel_flow_core::describe::DescribeRule;
+
+use crate::change::{Each, RuleChange};
 use crate::parse::RuleFile;
-use kinds::Rendered;
+use fields::Rendered;
 
 /// The top-level section of `change`'s kind, key included, ending with a
 /// newline: `flow:\n  - resource: a\n    count: 1\n`, or `flow: []\n`.
 /// `Err` lists what the format cannot express, one line per rule.
 pub(crate) fn section(change: &RuleChange) -> Result<String, Vec<String>> {
-    fn each<R>(rules: &[R], render: fn(&R) -> Rendered) -> Vec<Rendered> {
-        rules.iter().map(render).collect()
+    struct Render;
+    impl Each for Render {
+        type Out = Vec<Rendered>;
+        fn each<R: DescribeRule>(self, rules: &[R]) -> Vec<Rendered> {
+            rules.iter().map(fields::fields).collect()
+        }
     }
-    let rules = match change {
-        RuleChange::Flow(rules) => each(rules, kinds::flow),
-        RuleChange::Degrade(rules) => each(rules, kinds::degrade),
-        RuleChange::System(rules) => each(rules, kinds::system),
-        RuleChange::Authority(rules) => each(rules, kinds::authority),
-        RuleChange::ParamFlow(rules) => each(rules, kinds::param_flow),
-    };
+    let rules = change.each(Render);
     let kind = change.kind();
     if rules.is_empty() {
         return Ok(format!("{kind}: []\n"));
@@ -72,14 +72,7 @@ pub(crate) fn document(file: &RuleFile) -> Result<String, Vec<String>> {
     if let Some(version) = &file.version {
         out.push_str(&format!("version: {}\n", scalar::string(version)));
     }
-    let book = &file.book;
-    let changes = [
-        RuleChange::Flow(book.flow.clone()),
-        RuleChange::Degrade(book.degrade.clone()),
-        RuleChange::System(book.system.clone()),
-        RuleChange::Authority(book.authority.clone()),
-        RuleChange::ParamFlow(book.param_flow.clone()),
-    ];
+    let changes = RuleChange::all_of(&file.book);
     let mut problems = Vec::new();
     for change in changes.iter().filter(|c| !c.is_empty()) {
         match section(change) {

@@ -44,7 +44,7 @@ pub struct SentinelKeys {
 }
 
 /// The kinds in the order of [`SentinelKeys`]' keys.
-const KINDS: [&str; 5] = crate::json::KINDS;
+const KINDS: [&str; crate::change::KIND_COUNT] = crate::json::KINDS;
 
 impl SentinelKeys {
     /// Sentinel's convention, as its dashboard's persistence samples name

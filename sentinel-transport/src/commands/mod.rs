@@ -9,7 +9,7 @@ mod nodes;
 mod params;
 mod rules;
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use axum::Router;
 use axum::http::{StatusCode, Uri, header};
@@ -43,6 +43,7 @@ pub(crate) enum Access {
 
 /// One command: its path without the slash, what `api` says of it, and
 /// whether it changes state.
+#[derive(Clone, Copy)]
 pub(crate) struct Command {
     pub(crate) name: &'static str,
     pub(crate) desc: &'static str,
@@ -65,8 +66,26 @@ const fn write(name: &'static str, desc: &'static str) -> Command {
     }
 }
 
-/// Every command served, in the order `api` lists them.
-pub(crate) const COMMANDS: &[Command] = &[
+/// Every command served, in the order `api` lists them: the commands
+/// Sentinel gives a rule kind of its own follow `setRules`.
+pub(crate) static COMMANDS: LazyLock<Vec<Command>> = LazyLock::new(|| {
+    let mut commands = Vec::with_capacity(FIXED.len() + 2);
+    for command in FIXED {
+        commands.push(*command);
+        if command.name == "setRules" {
+            for kind in sentinel_flow_rules::RuleChange::kinds() {
+                if let Some(own) = kind.commands {
+                    commands.push(read(own.get, own.get_help));
+                    commands.push(write(own.set, own.set_help));
+                }
+            }
+        }
+    }
+    commands
+});
+
+/// The commands that are not a rule kind's own.
+const FIXED: &[Command] = &[
     read("version", "get sentinel version"),
     read("api", "get all available command handlers"),
     read("basicInfo", "get sentinel config info"),
@@ -77,11 +96,6 @@ pub(crate) const COMMANDS: &[Command] = &[
     write(
         "setRules",
         "modify the rules, accept param: type={ruleType}&data={ruleJson}",
-    ),
-    read("getParamFlowRules", "get all active parameter flow rules"),
-    write(
-        "setParamFlowRules",
-        "set parameter flow rules, accept param: data={paramFlowRuleJson}",
     ),
     read(
         "metric",
@@ -141,14 +155,12 @@ pub(crate) fn access_of(path: &str) -> Access {
 
 /// The command routes, with `ctx` as their state.
 pub(crate) fn router(ctx: Arc<Ctx>) -> Router {
-    let routes: [(&str, MethodRouter<Arc<Ctx>>); 21] = [
+    let routes: [(&str, MethodRouter<Arc<Ctx>>); 19] = [
         ("version", any(info::version)),
         ("api", any(info::api)),
         ("basicInfo", any(info::basic_info)),
         ("getRules", any(rules::get_rules)),
         ("setRules", any(rules::set_rules)),
-        ("getParamFlowRules", any(rules::get_param_flow_rules)),
-        ("setParamFlowRules", any(rules::set_param_flow_rules)),
         ("metric", any(metric::metric)),
         ("clusterNode", any(nodes::cluster_nodes)),
         ("clusterNodeById", any(nodes::cluster_node_by_id)),
@@ -174,6 +186,17 @@ pub(crate) fn router(ctx: Arc<Ctx>) -> Router {
     for (name, route) in routes {
         debug_assert!(COMMANDS.iter().any(|c| c.name == name));
         router = router.route(&format!("/{name}"), route);
+    }
+    for kind in sentinel_flow_rules::RuleChange::kinds() {
+        let (Some(own), name) = (kind.commands, kind.name) else {
+            continue;
+        };
+        let get = any(move |axum::extract::State(ctx): State| rules::get_kind_rules(ctx, name));
+        let set = any(move |axum::extract::State(ctx): State, params: Params| {
+            rules::set_kind_rules(ctx, params, name)
+        });
+        router = router.route(&format!("/{}", own.get), get);
+        router = router.route(&format!("/{}", own.set), set);
     }
     router.fallback(unknown).with_state(ctx)
 }

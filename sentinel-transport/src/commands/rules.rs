@@ -1,94 +1,110 @@
-//! `getRules`, `setRules`, `getParamFlowRules`, `setParamFlowRules`.
+//! `getRules`, `setRules`, and the commands Sentinel gives a kind of its
+//! own (`getParamFlowRules`, `setParamFlowRules`): every kind the rules
+//! crate knows, none named here.
 
 use axum::extract::State;
 use axum::response::Response;
 
-use sentinel_flow_rules::RuleChange;
 use sentinel_flow_rules::json::{decode, encode};
+use sentinel_flow_rules::{KindInfo, RuleChange};
 
 use super::{Params, State as Ctx, bad_request, failure, json_text, text};
-use crate::store::Change;
 
-/// The rule kinds `getRules`/`setRules` take by `type`.
-#[derive(Clone, Copy, Debug)]
-enum Kind {
-    Flow,
-    Degrade,
-    System,
-    Authority,
+/// The kinds `getRules`/`setRules` take by `type`, in the docs' order.
+fn by_type() -> impl Iterator<Item = &'static KindInfo> {
+    RuleChange::kinds().iter().filter(|k| k.commands.is_none())
 }
 
-fn kind(params: &Params) -> Result<Kind, String> {
-    // Sentinel compares the type ignoring case.
-    match params.get("type").map(str::to_ascii_lowercase).as_deref() {
-        Some("flow") => Ok(Kind::Flow),
-        Some("degrade") => Ok(Kind::Degrade),
-        Some("system") => Ok(Kind::System),
-        Some("authority") => Ok(Kind::Authority),
-        Some(other) => Err(format!(
-            "invalid type {other:?}: one of flow, degrade, system, authority (hot-parameter rules: getParamFlowRules)"
-        )),
-        None => Err("type: is required (flow, degrade, system or authority)".into()),
+/// The kind `type` names, as Sentinel compares it (ignoring case).
+fn kind(params: &Params) -> Result<&'static str, String> {
+    let names: Vec<&str> = by_type().map(|k| k.name).collect();
+    let Some(given) = params.get("type") else {
+        let list = match names.split_last() {
+            Some((last, [])) => (*last).to_owned(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        };
+        return Err(format!("type: is required ({list})"));
+    };
+    let given = given.to_ascii_lowercase();
+    if let Some(name) = names.iter().find(|name| **name == given) {
+        return Ok(name);
+    }
+    let own: Vec<String> = RuleChange::kinds()
+        .iter()
+        .filter_map(|k| Some(format!("{}: {}", prose(k.docs), k.commands?.get)))
+        .collect();
+    let own = match own.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", own.join("; ")),
+    };
+    Err(format!(
+        "invalid type {given:?}: one of {}{own}",
+        names.join(", ")
+    ))
+}
+
+/// A docs line (`Hot-parameter rules.`) as prose: `hot-parameter rules`.
+fn prose(docs: &str) -> String {
+    let docs = docs.strip_suffix('.').unwrap_or(docs);
+    let mut chars = docs.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// The rules of `kind` in force, as Sentinel's JSON.
+fn rules_of(ctx: &super::Ctx, kind: &str) -> Response {
+    match RuleChange::in_force(&ctx.sentinel, kind) {
+        Some(change) => json_text(encode(&change)),
+        None => bad_request(format!("{kind}: not a rule kind")),
     }
 }
 
 pub(super) async fn get_rules(State(ctx): Ctx, params: Params) -> Response {
-    let s = &ctx.sentinel;
     match kind(&params) {
-        Ok(Kind::Flow) => json_text(encode(&RuleChange::Flow(s.flow_rules().rules()))),
-        Ok(Kind::Degrade) => json_text(encode(&RuleChange::Degrade(s.degrade_rules().rules()))),
-        Ok(Kind::System) => json_text(encode(&RuleChange::System(s.system_rules().rules()))),
-        Ok(Kind::Authority) => {
-            json_text(encode(&RuleChange::Authority(s.authority_rules().rules())))
-        }
+        Ok(kind) => rules_of(&ctx, kind),
         Err(why) => bad_request(why),
     }
 }
 
-pub(super) async fn get_param_flow_rules(State(ctx): Ctx) -> Response {
-    json_text(encode(&RuleChange::ParamFlow(
-        ctx.sentinel.param_flow_rules().rules(),
-    )))
+/// `get...Rules` of a kind with commands of its own.
+pub(super) async fn get_kind_rules(
+    ctx: std::sync::Arc<super::Ctx>,
+    kind: &'static str,
+) -> Response {
+    rules_of(&ctx, kind)
 }
 
 /// `data` read as a list of `kind`, or 400 with every problem.
-fn read(params: &Params, kind: &str) -> Result<Change, String> {
+fn read(params: &Params, kind: &str) -> Result<RuleChange, String> {
     let Some(data) = params.get("data") else {
         return Err("data: is required (the whole rule list as a JSON array; [] clears it)".into());
     };
-    let change = decode(kind, data).map_err(|lines| lines.join("\n"))?;
-    Ok(match change {
-        RuleChange::Flow(rules) => Change::Flow(rules),
-        RuleChange::Degrade(rules) => Change::Degrade(rules),
-        RuleChange::System(rules) => Change::System(rules),
-        RuleChange::Authority(rules) => Change::Authority(rules),
-        RuleChange::ParamFlow(rules) => Change::ParamFlow(rules),
-        _ => return Err(format!("{kind}: not a kind this command sets")),
-    })
+    decode(kind, data).map_err(|lines| lines.join("\n"))
 }
 
 pub(super) async fn set_rules(State(ctx): Ctx, params: Params) -> Response {
-    let change = match kind(&params) {
-        Ok(Kind::Flow) => read(&params, "flow"),
-        Ok(Kind::Degrade) => read(&params, "degrade"),
-        Ok(Kind::System) => read(&params, "system"),
-        Ok(Kind::Authority) => read(&params, "authority"),
-        Err(why) => Err(why),
-    };
-    match change {
+    match kind(&params).and_then(|kind| read(&params, kind)) {
         Ok(change) => apply(&ctx, change).await,
         Err(why) => bad_request(why),
     }
 }
 
-pub(super) async fn set_param_flow_rules(State(ctx): Ctx, params: Params) -> Response {
-    match read(&params, "param_flow") {
+/// `set...Rules` of a kind with commands of its own.
+pub(super) async fn set_kind_rules(
+    ctx: std::sync::Arc<super::Ctx>,
+    params: Params,
+    kind: &'static str,
+) -> Response {
+    match read(&params, kind) {
         Ok(change) => apply(&ctx, change).await,
         Err(why) => bad_request(why),
     }
 }
 
-async fn apply(ctx: &super::Ctx, change: Change) -> Response {
+async fn apply(ctx: &super::Ctx, change: RuleChange) -> Response {
     match ctx.rules.apply(&ctx.sentinel, change).await {
         Ok(()) => text("success"),
         Err((status, lines)) => failure(status, lines.join("\n")),
