@@ -242,5 +242,7 @@ fn an_unsettled_value_is_not_taken_and_the_next_read_is() {
     assert!(eventually(
         || s.rule_book().flow.first().map(|r| r.count) == Some(8.0)
     ));
+    // The state is told after the rules are in force: wait for it too.
+    assert!(eventually(|| handle.state().applies == 2));
     assert_eq!((handle.state().applies, handle.state().refusals), (2, 0));
 }
