@@ -1,0 +1,496 @@
+//! Kinds an application adds (`sentinel_flow_core::UserKind`) in rule
+//! files, rule sources and the command API. A kind whose rule is
+//! described ([`DescribeRule`], as a built-in kind's is in its folder) and
+//! whose rules are registered ([`UserKinds::kind`],
+//! [`LoadOptions::kind`](crate::LoadOptions::kind)) is read and written by
+//! the same generic codecs as the built-in kinds: its file section by the
+//! YAML reader (problems at their line and column) and writer, its store
+//! key and its `getRules`/`setRules` data by the JSON reader and writer.
+//!
+//! Its rules are checked as its [`UserKindRules`] loads them
+//! ([`UserKindRules::check`]) when they are read, so that a file is
+//! refused whole, every problem of every kind told, before anything is
+//! put in force; its entries are checked by its `UserKindRules`, as when
+//! its rules are loaded from code.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use sentinel_flow_core::describe::{Describe, DescribeRule, Fields};
+use sentinel_flow_core::{RuleError, RuleErrors, UserKind, UserKindRules};
+use serde_json::Value;
+
+use crate::change::KIND_NAMES;
+use crate::parse::read_section;
+use crate::parse::tree::Node;
+use crate::render::{self, fields::Rendered};
+
+/// The kinds an application registered, in the order of registration.
+/// Clones share the registered rules.
+///
+/// ```
+/// use sentinel_flow_core::describe::{Describe, DescribeRule, Fields, Name};
+/// use sentinel_flow_core::slot::{EntryContext, order};
+/// use sentinel_flow_core::{BlockKind, ManualClock, Rule, RuleError, Sentinel};
+/// use sentinel_flow_core::{UserKind, UserKindRules};
+/// use sentinel_flow_rules::LoadOptions;
+/// use std::sync::atomic::{AtomicU64, Ordering};
+///
+/// /// Lets a resource be entered `n` times, then refuses it.
+/// #[derive(Clone, Debug, Default, PartialEq)]
+/// struct DenyAfter { resource: String, n: u64 }
+///
+/// impl std::fmt::Display for DenyAfter {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         write!(f, "deny {} after {}", self.resource, self.n)
+///     }
+/// }
+///
+/// impl Rule for DenyAfter {
+///     fn resource(&self) -> &str { &self.resource }
+///     fn block_kind(&self) -> BlockKind { BlockKind::Custom(DenyAfterKind::NAME) }
+///     fn as_any(&self) -> &dyn std::any::Any { self }
+/// }
+///
+/// // Its description: what rule files and Sentinel's JSON read and write.
+/// impl Describe for DenyAfter {
+///     fn describe<F: Fields>(&mut self, f: &mut F) {
+///         let resource = Name::new("resource", "resource").required().names_rule().first();
+///         f.string(resource, &mut self.resource, "");
+///         f.whole(Name::new("n", "n").required(), &mut self.n, 0);
+///     }
+/// }
+///
+/// impl DescribeRule for DenyAfter {
+///     const KIND: &'static str = "deny_after";
+///     const FILE_ORDER: u32 = 100;
+///     fn problems(&self, _: usize, _: usize) -> Vec<RuleError> { Vec::new() }
+/// }
+///
+/// struct DenyAfterKind;
+///
+/// impl UserKind for DenyAfterKind {
+///     type Rule = DenyAfter;
+///     type Compiled = AtomicU64;
+///     const NAME: &'static str = "deny_after";
+///     const ORDER: i32 = order::DEGRADE + 1;
+///     fn compile(_: &DenyAfter) -> AtomicU64 { AtomicU64::new(0) }
+///     fn check(rule: &DenyAfter, seen: &AtomicU64, _: &EntryContext<'_>) -> bool {
+///         seen.fetch_add(1, Ordering::Relaxed) < rule.n
+///     }
+/// }
+///
+///
+/// let rules = UserKindRules::<DenyAfterKind>::new();
+/// let sentinel = Sentinel::builder().clock(ManualClock::new(0)).kind(&rules).build();
+/// let options = LoadOptions::default().kind(&rules);
+/// let file = sentinel_flow_rules::parse_str_with(
+///     "deny_after:\n  - {resource: api, n: 1}\n",
+///     "rules.yaml",
+///     &options,
+/// )?;
+/// let loaded = sentinel_flow_rules::apply(&sentinel, file)?;
+/// assert_eq!(loaded.count("deny_after"), 1);
+/// assert_eq!(rules.rules(), [DenyAfter { resource: "api".into(), n: 1 }]);
+///
+/// // Problems are told at their place, as a built-in kind's are.
+/// let error = sentinel_flow_rules::parse_str_with(
+///     "deny_after:\n  - {resource: api, n: -1}\n  - {resource: \" \", n: 1}\n",
+///     "rules.yaml",
+///     &options,
+/// )
+/// .unwrap_err();
+/// assert_eq!(
+///     error.lines(),
+///     ["rules.yaml:2:29: deny_after[0] (api): n must be a whole number >= 0, got -1"]
+/// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct UserKinds {
+    kinds: Vec<Arc<dyn Registered>>,
+}
+
+impl UserKinds {
+    /// No kind.
+    pub fn new() -> Self {
+        UserKinds::default()
+    }
+
+    /// Registers `rules`, the rules of kind `K`: its file section and its
+    /// JSON are named by its rule's [`DescribeRule::KIND`] (which should be
+    /// `K::NAME`). A kind named as a built-in kind, or as one registered
+    /// before, is left out (and logged).
+    pub fn kind<K>(mut self, rules: &UserKindRules<K>) -> Self
+    where
+        K: UserKind,
+        K::Rule: DescribeRule,
+    {
+        let name = <K::Rule as DescribeRule>::KIND;
+        if KIND_NAMES.contains(&name) || self.find(name).is_some() {
+            tracing::warn!(
+                kind = name,
+                "sentinel-flow-rules: a user kind named as a built-in kind or one registered before is left out"
+            );
+            return self;
+        }
+        self.kinds.push(Arc::new(Typed(rules.clone())));
+        self
+    }
+
+    /// The registered kinds' names, in the order of registration.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.kinds.iter().map(|k| k.name()).collect()
+    }
+
+    /// Whether no kind is registered.
+    pub fn is_empty(&self) -> bool {
+        self.kinds.is_empty()
+    }
+
+    /// The rules of kind `kind` in force, `None` when no kind registered
+    /// here has that name.
+    pub fn in_force(&self, kind: &str) -> Option<UserRules> {
+        Some(self.find(kind)?.in_force())
+    }
+
+    pub(crate) fn find(&self, kind: &str) -> Option<&dyn Registered> {
+        let found = self.kinds.iter().find(|k| k.name() == kind);
+        found.map(|k| &**k)
+    }
+
+    pub(crate) fn position(&self, kind: &str) -> Option<usize> {
+        self.kinds.iter().position(|k| k.name() == kind)
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &dyn Registered> {
+        self.kinds.iter().map(|k| &**k)
+    }
+
+    /// Every kind's name, the built-in ones first: `flow, ..., deny_after`.
+    pub(crate) fn all_names(&self) -> String {
+        let mut names: Vec<&str> = KIND_NAMES.to_vec();
+        names.extend(self.names());
+        names.join(", ")
+    }
+}
+
+impl fmt::Debug for UserKinds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
+
+impl PartialEq for UserKinds {
+    fn eq(&self, other: &Self) -> bool {
+        self.kinds.len() == other.kinds.len()
+            && self.kinds.iter().zip(&other.kinds).all(|(a, b)| a.same(&**b))
+    }
+}
+
+impl Eq for UserKinds {}
+
+/// A registered kind, whatever its type: reads its rules from a file's
+/// section or from JSON into a checked list bound to its rules.
+pub(crate) trait Registered: Send + Sync {
+    /// The kind's name, its file section's key.
+    fn name(&self) -> &'static str;
+    /// The section `nodes` read, each problem added to `problems`.
+    fn read(
+        &self,
+        nodes: &[Node<'_>],
+        problems: &mut Vec<crate::error::Problem>,
+        max_name_len: usize,
+    ) -> UserRules;
+    /// `data`, a JSON array of the kind's rules, read whole: every
+    /// problem one line.
+    fn decode(&self, data: &str) -> Result<UserRules, Vec<String>>;
+    /// The rules in force.
+    fn in_force(&self) -> UserRules;
+    /// No rules.
+    fn empty(&self) -> UserRules;
+    fn as_any(&self) -> &dyn Any;
+    /// Whether `other` registers the same rules.
+    fn same(&self, other: &dyn Registered) -> bool;
+}
+
+/// A whole list of one registered kind's rules, whatever its type, bound
+/// to the rules it replaces when loaded.
+trait List: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn file_order(&self) -> u32;
+    fn len(&self) -> usize;
+    fn rendered(&self) -> Vec<Rendered>;
+    fn json(&self) -> Value;
+    fn check(&self) -> Result<(), RuleErrors>;
+    fn load(&self) -> Result<(), RuleErrors>;
+    fn as_any(&self) -> &dyn Any;
+    fn same(&self, other: &dyn List) -> bool;
+    fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+}
+
+/// One kind's whole new rule list, of a kind an application registered
+/// (see [`UserKinds`]): what [`RuleChange::User`](crate::RuleChange::User)
+/// holds. Equal lists are of the same registered rules and equal rules.
+#[derive(Clone)]
+pub struct UserRules(Arc<dyn List>);
+
+impl UserRules {
+    /// `list`, the new rules of `rules`' kind.
+    pub fn new<K>(rules: &UserKindRules<K>, list: Vec<K::Rule>) -> Self
+    where
+        K: UserKind,
+        K::Rule: DescribeRule,
+    {
+        UserRules(Arc::new(Bound {
+            rules: rules.clone(),
+            list,
+        }))
+    }
+
+    /// The kind's name.
+    pub fn kind(&self) -> &'static str {
+        self.0.name()
+    }
+
+    /// How many rules.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.0.len() == 0
+    }
+
+    /// The rules, when they are of kind `K`.
+    pub fn rules<K>(&self) -> Option<&[K::Rule]>
+    where
+        K: UserKind,
+        K::Rule: DescribeRule,
+    {
+        let bound = self.0.as_any().downcast_ref::<Bound<K>>()?;
+        Some(&bound.list)
+    }
+
+    pub(crate) fn file_order(&self) -> u32 {
+        self.0.file_order()
+    }
+
+    pub(crate) fn rendered(&self) -> Vec<Rendered> {
+        self.0.rendered()
+    }
+
+    pub(crate) fn json(&self) -> Value {
+        self.0.json()
+    }
+
+    /// Every problem its kind's rules would refuse the list for.
+    pub(crate) fn check(&self) -> Result<(), RuleErrors> {
+        self.0.check()
+    }
+
+    /// Replaces the kind's rules with the list, after
+    /// [`check`](Self::check).
+    pub(crate) fn load(&self) -> Result<(), RuleErrors> {
+        self.0.load()
+    }
+}
+
+impl fmt::Debug for UserRules {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.debug(f)
+    }
+}
+
+impl PartialEq for UserRules {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.same(&*other.0)
+    }
+}
+
+/// A registered kind's rules.
+struct Typed<K: UserKind>(UserKindRules<K>);
+
+impl<K> Registered for Typed<K>
+where
+    K: UserKind,
+    K::Rule: DescribeRule,
+{
+    fn name(&self) -> &'static str {
+        <K::Rule as DescribeRule>::KIND
+    }
+
+    fn read(
+        &self,
+        nodes: &[Node<'_>],
+        problems: &mut Vec<crate::error::Problem>,
+        max_name_len: usize,
+    ) -> UserRules {
+        let checked = read_section::<Checked<K>>(nodes, problems, max_name_len);
+        self.bind(checked.into_iter().map(|c| c.0).collect())
+    }
+
+    fn decode(&self, data: &str) -> Result<UserRules, Vec<String>> {
+        let checked = crate::json::from_json::<Checked<K>>(data)?;
+        Ok(self.bind(checked.into_iter().map(|c| c.0).collect()))
+    }
+
+    fn in_force(&self) -> UserRules {
+        self.bind(self.0.rules())
+    }
+
+    fn empty(&self) -> UserRules {
+        self.bind(Vec::new())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn same(&self, other: &dyn Registered) -> bool {
+        other
+            .as_any()
+            .downcast_ref::<Self>()
+            .is_some_and(|other| self.0.same(&other.0))
+    }
+}
+
+impl<K> Typed<K>
+where
+    K: UserKind,
+    K::Rule: DescribeRule,
+{
+    fn bind(&self, list: Vec<K::Rule>) -> UserRules {
+        UserRules::new(&self.0, list)
+    }
+}
+
+/// A list and the rules it replaces.
+struct Bound<K: UserKind> {
+    rules: UserKindRules<K>,
+    list: Vec<K::Rule>,
+}
+
+impl<K> List for Bound<K>
+where
+    K: UserKind,
+    K::Rule: DescribeRule,
+{
+    fn name(&self) -> &'static str {
+        <K::Rule as DescribeRule>::KIND
+    }
+
+    fn file_order(&self) -> u32 {
+        <K::Rule as DescribeRule>::FILE_ORDER
+    }
+
+    fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    fn rendered(&self) -> Vec<Rendered> {
+        self.list.iter().map(render::fields::fields).collect()
+    }
+
+    fn json(&self) -> Value {
+        crate::json::to_json(&self.list)
+    }
+
+    fn check(&self) -> Result<(), RuleErrors> {
+        UserKindRules::<K>::check(&self.list)
+    }
+
+    fn load(&self) -> Result<(), RuleErrors> {
+        self.rules.load(self.list.clone())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn same(&self, other: &dyn List) -> bool {
+        other
+            .as_any()
+            .downcast_ref::<Self>()
+            .is_some_and(|other| self.rules.same(&other.rules) && self.list == other.list)
+    }
+
+    fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UserRules")
+            .field("kind", &self.name())
+            .field("rules", &self.list)
+            .finish()
+    }
+}
+
+/// A user kind's rule, described as its own description says, with the
+/// problems its [`UserKindRules`] would refuse it for added to those of
+/// its description: read through this, a list the codecs accept is one
+/// its rules load.
+struct Checked<K: UserKind>(K::Rule);
+
+impl<K: UserKind> Clone for Checked<K> {
+    fn clone(&self) -> Self {
+        Checked(self.0.clone())
+    }
+}
+
+impl<K: UserKind> PartialEq for Checked<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl<K> Default for Checked<K>
+where
+    K: UserKind,
+    K::Rule: DescribeRule,
+{
+    fn default() -> Self {
+        Checked(K::Rule::default())
+    }
+}
+
+impl<K: UserKind> fmt::Debug for Checked<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<K> Describe for Checked<K>
+where
+    K: UserKind,
+    K::Rule: DescribeRule,
+{
+    fn describe<F: Fields>(&mut self, f: &mut F) {
+        self.0.describe(f)
+    }
+}
+
+impl<K> DescribeRule for Checked<K>
+where
+    K: UserKind,
+    K::Rule: DescribeRule,
+{
+    const KIND: &'static str = <K::Rule as DescribeRule>::KIND;
+    const SENTINEL_KIND: &'static str = <K::Rule as DescribeRule>::SENTINEL_KIND;
+    const FILE_ORDER: u32 = <K::Rule as DescribeRule>::FILE_ORDER;
+
+    fn problems(&self, index: usize, max_name_len: usize) -> Vec<RuleError> {
+        let mut problems = self.0.problems(index, max_name_len);
+        // A field the description already found wrong is told once.
+        for error in UserKindRules::<K>::problems(&self.0, index) {
+            if !problems.iter().any(|p| p.field == error.field) {
+                problems.push(error);
+            }
+        }
+        problems
+    }
+
+    fn across(rules: &[Self]) -> Vec<RuleError> {
+        let rules: Vec<K::Rule> = rules.iter().map(|c| c.0.clone()).collect();
+        <K::Rule as DescribeRule>::across(&rules)
+    }
+}
