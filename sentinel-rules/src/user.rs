@@ -39,7 +39,7 @@ use crate::render::{self, fields::Rendered};
 ///
 /// /// Lets a resource be entered `n` times, then refuses it.
 /// #[derive(Clone, Debug, Default, PartialEq)]
-/// struct DenyAfter { resource: String, n: u64 }
+/// struct DenyAfter { resource: String, n: u32 }
 ///
 /// impl std::fmt::Display for DenyAfter {
 ///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -77,7 +77,7 @@ use crate::render::{self, fields::Rendered};
 ///     const ORDER: i32 = order::DEGRADE + 1;
 ///     fn compile(_: &DenyAfter) -> AtomicU64 { AtomicU64::new(0) }
 ///     fn check(rule: &DenyAfter, seen: &AtomicU64, _: &EntryContext<'_>) -> bool {
-///         seen.fetch_add(1, Ordering::Relaxed) < rule.n
+///         seen.fetch_add(1, Ordering::Relaxed) < u64::from(rule.n)
 ///     }
 /// }
 ///
@@ -103,7 +103,10 @@ use crate::render::{self, fields::Rendered};
 /// .unwrap_err();
 /// assert_eq!(
 ///     error.lines(),
-///     ["rules.yaml:2:29: deny_after[0] (api): n must be a whole number >= 0, got -1"]
+///     [
+///         "rules.yaml:2:24: deny_after[0] (api): n must be a whole number in 0..=4294967295, got -1",
+///         "rules.yaml:3:16: deny_after[1] ( ): resource is empty",
+///     ]
 /// );
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
