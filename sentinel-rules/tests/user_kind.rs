@@ -250,10 +250,19 @@ fn a_user_kind_reads_and_writes_sentinel_json() {
         sentinel_flow_rules::json::decode_with(kinds, "deny_after", r#"[{"resource":"api","n":4}]"#)
             .unwrap();
     assert_eq!(sentinel_flow_rules::json::encode(&change), r#"[{"n":4,"resource":"api"}]"#);
-    let lines =
-        sentinel_flow_rules::json::decode_with(kinds, "deny_after", r#"[{"resource":"","n":-1}]"#)
-            .unwrap_err();
-    assert_eq!(lines.len(), 2, "{lines:?}");
+    let lines = sentinel_flow_rules::json::decode_with(
+        kinds,
+        "deny_after",
+        r#"[{"resource":"a","n":-1},{"resource":" ","n":1}]"#,
+    )
+    .unwrap_err();
+    assert_eq!(
+        lines,
+        [
+            "deny_after[0] (a): n: must be a whole number >= 0 in range, got -1",
+            "deny_after[1] ( ): resource: is empty",
+        ]
+    );
     let unknown = sentinel_flow_rules::json::decode_with(kinds, "allow_after", "[]").unwrap_err();
     assert_eq!(
         unknown,
