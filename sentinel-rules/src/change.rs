@@ -7,7 +7,7 @@
 use sentinel_flow_core::describe::{Commands, DescribeRule};
 use sentinel_flow_core::{RuleBook, RuleErrors, Sentinel};
 
-use crate::parse::RuleFile;
+use crate::parse::file::RuleFile;
 use crate::user::{UserKinds, UserRules};
 
 /// What is done with one kind's rules, whatever the kind.

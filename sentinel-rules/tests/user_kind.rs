@@ -10,7 +10,7 @@ use sentinel_flow_core::slot::{EntryContext, order};
 use sentinel_flow_core::{
     BlockKind, ManualClock, Rule, RuleError, Sentinel, UserKind, UserKindRules,
 };
-use sentinel_flow_rules::{LoadOptions, RuleChange, RuleFileStore, RuleFile, UserRules};
+use sentinel_flow_rules::{LoadOptions, RuleChange, RuleFile, RuleFileStore, UserRules};
 
 #[derive(Clone, Debug, Default, PartialEq)]
 struct DenyAfter {
@@ -99,14 +99,17 @@ fn passes(sentinel: &Sentinel, resource: &str, tries: usize) -> usize {
         .count()
 }
 
-const GOOD: &str = "flow:\n  - {resource: orders, count: 100}\ndeny_after:\n  - {resource: api, n: 2}\n";
+const GOOD: &str =
+    "flow:\n  - {resource: orders, count: 100}\ndeny_after:\n  - {resource: api, n: 2}\n";
 
 #[test]
 fn a_user_kind_in_a_file_is_read_applied_and_checked() {
     let (sentinel, rules, options) = instance();
     let file = sentinel_flow_rules::parse_str_with(GOOD, "rules.yaml", &options).unwrap();
     assert_eq!(
-        file.user_kind("deny_after").unwrap().rules::<DenyAfterKind>(),
+        file.user_kind("deny_after")
+            .unwrap()
+            .rules::<DenyAfterKind>(),
         Some(&[deny("api", 2)][..])
     );
     let loaded = sentinel_flow_rules::apply(&sentinel, file).unwrap();
@@ -210,7 +213,10 @@ fn the_store_writes_a_user_kind_back_and_keeps_it_when_another_kind_changes() {
     assert_eq!(rules.rules(), [deny("api", 2)]);
 
     store
-        .replace(&sentinel, RuleChange::Flow(vec![FlowRule::new("orders", 5.0)]))
+        .replace(
+            &sentinel,
+            RuleChange::Flow(vec![FlowRule::new("orders", 5.0)]),
+        )
         .unwrap();
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
@@ -230,14 +236,19 @@ fn the_store_writes_a_user_kind_back_and_keeps_it_when_another_kind_changes() {
     // What was written reads back the same.
     let file = sentinel_flow_rules::parse_str_with(&written, "rules.yaml", &options).unwrap();
     assert_eq!(
-        file.user_kind("deny_after").unwrap().rules::<DenyAfterKind>(),
+        file.user_kind("deny_after")
+            .unwrap()
+            .rules::<DenyAfterKind>(),
         Some(&[deny("api", 3), deny("web", 1)][..])
     );
 
     // A bad list is refused by the store and changes nothing.
     let bad = RuleChange::User(UserRules::new(&rules, vec![deny("api", 2_000_000)]));
     let error = store.replace(&sentinel, bad).unwrap_err();
-    assert!(error.to_string().contains("n must be at most 1000000"), "{error}");
+    assert!(
+        error.to_string().contains("n must be at most 1000000"),
+        "{error}"
+    );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), written);
     assert_eq!(rules.rules(), [deny("api", 3), deny("web", 1)]);
 }
@@ -246,10 +257,16 @@ fn the_store_writes_a_user_kind_back_and_keeps_it_when_another_kind_changes() {
 fn a_user_kind_reads_and_writes_sentinel_json() {
     let (_, rules, options) = instance();
     let kinds = options.get_user_kinds();
-    let change =
-        sentinel_flow_rules::json::decode_with(kinds, "deny_after", r#"[{"resource":"api","n":4}]"#)
-            .unwrap();
-    assert_eq!(sentinel_flow_rules::json::encode(&change), r#"[{"n":4,"resource":"api"}]"#);
+    let change = sentinel_flow_rules::json::decode_with(
+        kinds,
+        "deny_after",
+        r#"[{"resource":"api","n":4}]"#,
+    )
+    .unwrap();
+    assert_eq!(
+        sentinel_flow_rules::json::encode(&change),
+        r#"[{"n":4,"resource":"api"}]"#
+    );
     let lines = sentinel_flow_rules::json::decode_with(
         kinds,
         "deny_after",
@@ -266,7 +283,9 @@ fn a_user_kind_reads_and_writes_sentinel_json() {
     let unknown = sentinel_flow_rules::json::decode_with(kinds, "allow_after", "[]").unwrap_err();
     assert_eq!(
         unknown,
-        ["\"allow_after\" is not a rule kind (one of flow, degrade, system, authority, param_flow, deny_after)"]
+        [
+            "\"allow_after\" is not a rule kind (one of flow, degrade, system, authority, param_flow, deny_after)"
+        ]
     );
     change.load_into(&Sentinel::builder().build()).unwrap();
     assert_eq!(rules.rules(), [deny("api", 4)]);

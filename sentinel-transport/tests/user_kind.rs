@@ -99,7 +99,10 @@ async fn get_and_set_rules_serve_a_user_kind_in_memory() {
 
     let data = r#"[{"resource":"api","n":2}]"#;
     let answer = post_form(addr, "/setRules", &[("type", "deny_after"), ("data", data)]).await;
-    assert_eq!((answer.status.as_u16(), answer.body.as_str()), (200, "success"));
+    assert_eq!(
+        (answer.status.as_u16(), answer.body.as_str()),
+        (200, "success")
+    );
     assert_eq!(rules.rules(), [deny("api", 2)]);
     let passed = (0..5).filter(|_| sentinel.entry("api").is_ok()).count();
     assert_eq!(passed, 2);
@@ -121,7 +124,9 @@ async fn get_and_set_rules_serve_a_user_kind_in_memory() {
     let answer = get(addr, "/getRules?type=allow_after").await;
     assert_eq!(answer.status.as_u16(), 400);
     assert!(
-        answer.body.contains("one of flow, degrade, system, authority, deny_after"),
+        answer
+            .body
+            .contains("one of flow, degrade, system, authority, deny_after"),
         "{}",
         answer.body
     );
@@ -147,7 +152,10 @@ async fn set_rules_of_a_user_kind_goes_through_the_rule_file() {
 
     let data = r#"[{"resource":"api","n":3}]"#;
     let answer = post_form(addr, "/setRules", &[("type", "deny_after"), ("data", data)]).await;
-    assert_eq!((answer.status.as_u16(), answer.body.as_str()), (200, "success"));
+    assert_eq!(
+        (answer.status.as_u16(), answer.body.as_str()),
+        (200, "success")
+    );
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
         "flow:\n  - {resource: orders, count: 10}\n\ndeny_after:\n  - resource: api\n    n: 3\n"

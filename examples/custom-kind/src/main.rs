@@ -138,7 +138,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let form = format!("type=deny_after&data={}", form_encode(data));
     let (status, body) = call(addr, "POST", "/setRules", &form)?;
     println!("setRules {data}: {status} {body}");
-    println!("the rule file now:\n{}", std::fs::read_to_string(&path)?.trim_end());
+    println!(
+        "the rule file now:\n{}",
+        std::fs::read_to_string(&path)?.trim_end()
+    );
     // A changed rule starts counting anew.
     enter(&sentinel, 4);
 
@@ -166,12 +169,7 @@ fn enter(sentinel: &Sentinel, tries: usize) {
 }
 
 /// One HTTP/1.1 request to the command center: its status and body.
-fn call(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    form: &str,
-) -> std::io::Result<(u16, String)> {
+fn call(addr: SocketAddr, method: &str, path: &str, form: &str) -> std::io::Result<(u16, String)> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");

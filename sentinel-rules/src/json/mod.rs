@@ -162,13 +162,15 @@ pub fn decode_with(
     if let Some(registered) = user_kinds.find(kind) {
         return registered.decode(data).map(RuleChange::User);
     }
-    decode(kind, data).map_err(|lines| match KINDS.contains(&kind) || user_kinds.is_empty() {
-        true => lines,
-        false => vec![format!(
-            "{kind:?} is not a rule kind (one of {})",
-            user_kinds.all_names()
-        )],
-    })
+    decode(kind, data).map_err(
+        |lines| match KINDS.contains(&kind) || user_kinds.is_empty() {
+            true => lines,
+            false => vec![format!(
+                "{kind:?} is not a rule kind (one of {})",
+                user_kinds.all_names(&KIND_NAMES)
+            )],
+        },
+    )
 }
 
 /// The rules of `change` as Sentinel's JSON array.

@@ -6,19 +6,20 @@
 pub(crate) mod document;
 mod fast;
 mod fields;
+pub(crate) mod file;
 mod percentiles;
 mod rules;
 pub(crate) mod scalar;
 pub(crate) mod tree;
 mod value;
 
-use sentinel_flow_core::RuleBook;
 use sentinel_flow_core::describe::DescribeRule;
 
 use crate::change::{KIND_NAMES, Make, RuleChange};
 use crate::error::{FileError, Position, Problem};
 use crate::options::LoadOptions;
 use crate::user::{UserKinds, UserRules};
+pub use file::RuleFile;
 use tree::{Node, Value};
 
 /// The maps that find repeated keys and names: keyed by text from the
@@ -28,43 +29,6 @@ pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::quality::R
 /// The most problems listed for one file; a file with more is mostly not a
 /// rule file, and the first ones say so.
 const MAX_PROBLEMS: usize = 200;
-
-/// The rules of a file, and its `version` if it has one.
-#[derive(Clone, Debug, Default, PartialEq)]
-#[non_exhaustive]
-pub struct RuleFile {
-    /// The file's `version:` value as written, if any; reported to
-    /// listeners, never interpreted.
-    pub version: Option<String>,
-    /// Every rule of the file, by kind.
-    pub book: RuleBook,
-    /// The resources whose response-time percentiles the file turns on
-    /// (its `track_percentiles` list; see
-    /// [`Sentinel::track_percentiles_from_rules`](sentinel_flow_core::Sentinel::track_percentiles_from_rules)).
-    pub track_percentiles: Vec<String>,
-    /// The rules of the kinds an application registered
-    /// ([`LoadOptions::kind`]), one list per registered kind in the order
-    /// of registration (empty for a kind the file has no section for: a
-    /// file holds every kind's rules).
-    pub user_kinds: Vec<UserRules>,
-}
-
-impl RuleFile {
-    /// A file of `book` with `version`, tracking no percentiles.
-    pub fn new(version: Option<String>, book: RuleBook) -> Self {
-        RuleFile {
-            version,
-            book,
-            track_percentiles: Vec::new(),
-            user_kinds: Vec::new(),
-        }
-    }
-
-    /// The list of user kind `kind`, if the file holds one.
-    pub fn user_kind(&self, kind: &str) -> Option<&UserRules> {
-        self.user_kinds.iter().find(|rules| rules.kind() == kind)
-    }
-}
 
 /// A kind's section read from its nodes, whatever the kind: every readable
 /// rule, each problem added to `problems`.
@@ -154,7 +118,7 @@ fn document(
     let mut file = RuleFile::default();
     // Each registered kind's list, in the order of registration.
     let mut user: Vec<Option<UserRules>> = user_kinds.iter().map(|_| None).collect();
-    let kinds = user_kinds.all_names();
+    let kinds = user_kinds.all_names(&KIND_NAMES);
     let Value::Map(entries) = &root.value else {
         problems.push(Problem::new(
             Some(root.pos),
@@ -243,6 +207,8 @@ fn document(
         }
     }
     let lists = user_kinds.iter().zip(user);
-    file.user_kinds = lists.map(|(kind, list)| list.unwrap_or_else(|| kind.empty())).collect();
+    file.user_kinds = lists
+        .map(|(kind, list)| list.unwrap_or_else(|| kind.empty()))
+        .collect();
     file
 }

@@ -92,7 +92,11 @@ impl SentinelKeys {
     pub fn key_of(&self, kind: &str) -> Option<&str> {
         match KINDS.iter().position(|k| *k == kind) {
             Some(i) => self.keys[i].as_deref(),
-            None => self.user.iter().find(|(k, _)| k == kind).map(|(_, key)| key.as_str()),
+            None => self
+                .user
+                .iter()
+                .find(|(k, _)| k == kind)
+                .map(|(_, key)| key.as_str()),
         }
     }
 }

@@ -17,14 +17,14 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
-use sentinel_flow_core::describe::{Describe, DescribeRule, Fields};
-use sentinel_flow_core::{RuleError, RuleErrors, UserKind, UserKindRules};
+use sentinel_flow_core::RuleErrors;
 use serde_json::Value;
 
-use crate::change::KIND_NAMES;
-use crate::parse::read_section;
+use crate::error::Problem;
 use crate::parse::tree::Node;
-use crate::render::{self, fields::Rendered};
+use crate::render::fields::Rendered;
+
+mod typed;
 
 /// The kinds an application registered, in the order of registration.
 /// Clones share the registered rules.
@@ -112,34 +112,13 @@ use crate::render::{self, fields::Rendered};
 /// ```
 #[derive(Clone, Default)]
 pub struct UserKinds {
-    kinds: Vec<Arc<dyn Registered>>,
+    pub(crate) kinds: Vec<Arc<dyn Registered>>,
 }
 
 impl UserKinds {
     /// No kind.
     pub fn new() -> Self {
         UserKinds::default()
-    }
-
-    /// Registers `rules`, the rules of kind `K`: its file section and its
-    /// JSON are named by its rule's [`DescribeRule::KIND`] (which should be
-    /// `K::NAME`). A kind named as a built-in kind, or as one registered
-    /// before, is left out (and logged).
-    pub fn kind<K>(mut self, rules: &UserKindRules<K>) -> Self
-    where
-        K: UserKind,
-        K::Rule: DescribeRule,
-    {
-        let name = <K::Rule as DescribeRule>::KIND;
-        if KIND_NAMES.contains(&name) || self.find(name).is_some() {
-            tracing::warn!(
-                kind = name,
-                "sentinel-flow-rules: a user kind named as a built-in kind or one registered before is left out"
-            );
-            return self;
-        }
-        self.kinds.push(Arc::new(Typed(rules.clone())));
-        self
     }
 
     /// The registered kinds' names, in the order of registration.
@@ -171,9 +150,9 @@ impl UserKinds {
         self.kinds.iter().map(|k| &**k)
     }
 
-    /// Every kind's name, the built-in ones first: `flow, ..., deny_after`.
-    pub(crate) fn all_names(&self) -> String {
-        let mut names: Vec<&str> = KIND_NAMES.to_vec();
+    /// Every kind's name, `built_in` first: `flow, ..., deny_after`.
+    pub(crate) fn all_names(&self, built_in: &[&'static str]) -> String {
+        let mut names: Vec<&str> = built_in.to_vec();
         names.extend(self.names());
         names.join(", ")
     }
@@ -188,7 +167,11 @@ impl fmt::Debug for UserKinds {
 impl PartialEq for UserKinds {
     fn eq(&self, other: &Self) -> bool {
         self.kinds.len() == other.kinds.len()
-            && self.kinds.iter().zip(&other.kinds).all(|(a, b)| a.same(&**b))
+            && self
+                .kinds
+                .iter()
+                .zip(&other.kinds)
+                .all(|(a, b)| a.same(&**b))
     }
 }
 
@@ -203,7 +186,7 @@ pub(crate) trait Registered: Send + Sync {
     fn read(
         &self,
         nodes: &[Node<'_>],
-        problems: &mut Vec<crate::error::Problem>,
+        problems: &mut Vec<Problem>,
         max_name_len: usize,
     ) -> UserRules;
     /// `data`, a JSON array of the kind's rules, read whole: every
@@ -220,7 +203,7 @@ pub(crate) trait Registered: Send + Sync {
 
 /// A whole list of one registered kind's rules, whatever its type, bound
 /// to the rules it replaces when loaded.
-trait List: Send + Sync {
+pub(crate) trait List: Send + Sync {
     fn name(&self) -> &'static str;
     fn file_order(&self) -> u32;
     fn len(&self) -> usize;
@@ -237,21 +220,9 @@ trait List: Send + Sync {
 /// (see [`UserKinds`]): what [`RuleChange::User`](crate::RuleChange::User)
 /// holds. Equal lists are of the same registered rules and equal rules.
 #[derive(Clone)]
-pub struct UserRules(Arc<dyn List>);
+pub struct UserRules(pub(crate) Arc<dyn List>);
 
 impl UserRules {
-    /// `list`, the new rules of `rules`' kind.
-    pub fn new<K>(rules: &UserKindRules<K>, list: Vec<K::Rule>) -> Self
-    where
-        K: UserKind,
-        K::Rule: DescribeRule,
-    {
-        UserRules(Arc::new(Bound {
-            rules: rules.clone(),
-            list,
-        }))
-    }
-
     /// The kind's name.
     pub fn kind(&self) -> &'static str {
         self.0.name()
@@ -265,16 +236,6 @@ impl UserRules {
     /// Whether there is none.
     pub fn is_empty(&self) -> bool {
         self.0.len() == 0
-    }
-
-    /// The rules, when they are of kind `K`.
-    pub fn rules<K>(&self) -> Option<&[K::Rule]>
-    where
-        K: UserKind,
-        K::Rule: DescribeRule,
-    {
-        let bound = self.0.as_any().downcast_ref::<Bound<K>>()?;
-        Some(&bound.list)
     }
 
     pub(crate) fn file_order(&self) -> u32 {
@@ -310,190 +271,5 @@ impl fmt::Debug for UserRules {
 impl PartialEq for UserRules {
     fn eq(&self, other: &Self) -> bool {
         self.0.same(&*other.0)
-    }
-}
-
-/// A registered kind's rules.
-struct Typed<K: UserKind>(UserKindRules<K>);
-
-impl<K> Registered for Typed<K>
-where
-    K: UserKind,
-    K::Rule: DescribeRule,
-{
-    fn name(&self) -> &'static str {
-        <K::Rule as DescribeRule>::KIND
-    }
-
-    fn read(
-        &self,
-        nodes: &[Node<'_>],
-        problems: &mut Vec<crate::error::Problem>,
-        max_name_len: usize,
-    ) -> UserRules {
-        let checked = read_section::<Checked<K>>(nodes, problems, max_name_len);
-        self.bind(checked.into_iter().map(|c| c.0).collect())
-    }
-
-    fn decode(&self, data: &str) -> Result<UserRules, Vec<String>> {
-        let checked = crate::json::from_json::<Checked<K>>(data)?;
-        Ok(self.bind(checked.into_iter().map(|c| c.0).collect()))
-    }
-
-    fn in_force(&self) -> UserRules {
-        self.bind(self.0.rules())
-    }
-
-    fn empty(&self) -> UserRules {
-        self.bind(Vec::new())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn same(&self, other: &dyn Registered) -> bool {
-        other
-            .as_any()
-            .downcast_ref::<Self>()
-            .is_some_and(|other| self.0.same(&other.0))
-    }
-}
-
-impl<K> Typed<K>
-where
-    K: UserKind,
-    K::Rule: DescribeRule,
-{
-    fn bind(&self, list: Vec<K::Rule>) -> UserRules {
-        UserRules::new(&self.0, list)
-    }
-}
-
-/// A list and the rules it replaces.
-struct Bound<K: UserKind> {
-    rules: UserKindRules<K>,
-    list: Vec<K::Rule>,
-}
-
-impl<K> List for Bound<K>
-where
-    K: UserKind,
-    K::Rule: DescribeRule,
-{
-    fn name(&self) -> &'static str {
-        <K::Rule as DescribeRule>::KIND
-    }
-
-    fn file_order(&self) -> u32 {
-        <K::Rule as DescribeRule>::FILE_ORDER
-    }
-
-    fn len(&self) -> usize {
-        self.list.len()
-    }
-
-    fn rendered(&self) -> Vec<Rendered> {
-        self.list.iter().map(render::fields::fields).collect()
-    }
-
-    fn json(&self) -> Value {
-        crate::json::to_json(&self.list)
-    }
-
-    fn check(&self) -> Result<(), RuleErrors> {
-        UserKindRules::<K>::check(&self.list)
-    }
-
-    fn load(&self) -> Result<(), RuleErrors> {
-        self.rules.load(self.list.clone())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn same(&self, other: &dyn List) -> bool {
-        other
-            .as_any()
-            .downcast_ref::<Self>()
-            .is_some_and(|other| self.rules.same(&other.rules) && self.list == other.list)
-    }
-
-    fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UserRules")
-            .field("kind", &self.name())
-            .field("rules", &self.list)
-            .finish()
-    }
-}
-
-/// A user kind's rule, described as its own description says, with the
-/// problems its [`UserKindRules`] would refuse it for added to those of
-/// its description: read through this, a list the codecs accept is one
-/// its rules load.
-struct Checked<K: UserKind>(K::Rule);
-
-impl<K: UserKind> Clone for Checked<K> {
-    fn clone(&self) -> Self {
-        Checked(self.0.clone())
-    }
-}
-
-impl<K: UserKind> PartialEq for Checked<K> {
-    fn eq(&self, other: &Self) -> bool {
-        self.0 == other.0
-    }
-}
-
-impl<K> Default for Checked<K>
-where
-    K: UserKind,
-    K::Rule: DescribeRule,
-{
-    fn default() -> Self {
-        Checked(K::Rule::default())
-    }
-}
-
-impl<K: UserKind> fmt::Debug for Checked<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl<K> Describe for Checked<K>
-where
-    K: UserKind,
-    K::Rule: DescribeRule,
-{
-    fn describe<F: Fields>(&mut self, f: &mut F) {
-        self.0.describe(f)
-    }
-}
-
-impl<K> DescribeRule for Checked<K>
-where
-    K: UserKind,
-    K::Rule: DescribeRule,
-{
-    const KIND: &'static str = <K::Rule as DescribeRule>::KIND;
-    const SENTINEL_KIND: &'static str = <K::Rule as DescribeRule>::SENTINEL_KIND;
-    const FILE_ORDER: u32 = <K::Rule as DescribeRule>::FILE_ORDER;
-
-    fn problems(&self, index: usize, max_name_len: usize) -> Vec<RuleError> {
-        let mut problems = self.0.problems(index, max_name_len);
-        // A field the description already found wrong is told once.
-        for error in UserKindRules::<K>::problems(&self.0, index) {
-            if !problems.iter().any(|p| p.field == error.field) {
-                problems.push(error);
-            }
-        }
-        problems
-    }
-
-    fn across(rules: &[Self]) -> Vec<RuleError> {
-        let rules: Vec<K::Rule> = rules.iter().map(|c| c.0.clone()).collect();
-        <K::Rule as DescribeRule>::across(&rules)
     }
 }
