@@ -18,7 +18,7 @@ pub struct RuleFile {
     /// [`Sentinel::track_percentiles_from_rules`](sentinel_flow_core::Sentinel::track_percentiles_from_rules)).
     pub track_percentiles: Vec<String>,
     /// The rules of the kinds an application registered
-    /// ([`LoadOptions::kind`]), one list per registered kind in the order
+    /// ([`LoadOptions::kind`](crate::LoadOptions::kind)), one list per registered kind in the order
     /// of registration (empty for a kind the file has no section for: a
     /// file holds every kind's rules).
     pub user_kinds: Vec<UserRules>,
