@@ -7,12 +7,17 @@
 use sentinel_flow_core::describe::{Commands, DescribeRule};
 use sentinel_flow_core::{RuleBook, RuleErrors, Sentinel};
 
+use crate::parse::file::RuleFile;
+use crate::user::{UserKinds, UserRules};
+
 /// What is done with one kind's rules, whatever the kind.
 pub(crate) trait Each {
     /// What it gives.
     type Out;
     /// Does it with `rules`.
     fn each<R: DescribeRule>(self, rules: &[R]) -> Self::Out;
+    /// Does it with the rules of a kind an application registered.
+    fn user(self, rules: &UserRules) -> Self::Out;
 }
 
 /// How one kind's rules are made (read from a document), whatever the kind.
@@ -86,6 +91,9 @@ macro_rules! rule_change {
                 #[doc = $book_doc]
                 $variant(Vec<sentinel_flow_core::$($rule)*>),
             )*
+            /// Rules of a kind an application registered
+            /// ([`UserKinds`]).
+            User(UserRules),
         }
 
         /// How many kinds there are.
@@ -110,6 +118,7 @@ macro_rules! rule_change {
             pub fn kind(&self) -> &'static str {
                 match self {
                     $(RuleChange::$variant(_) => $name,)*
+                    RuleChange::User(rules) => rules.kind(),
                 }
             }
 
@@ -117,6 +126,7 @@ macro_rules! rule_change {
             pub(crate) fn each<E: Each>(&self, each: E) -> E::Out {
                 match self {
                     $(RuleChange::$variant(rules) => each.each(rules),)*
+                    RuleChange::User(rules) => each.user(rules),
                 }
             }
 
@@ -129,24 +139,30 @@ macro_rules! rule_change {
                 }
             }
 
-            /// Whether `book` holds exactly these rules for this kind.
-            pub(crate) fn is_in(&self, book: &RuleBook) -> bool {
+            /// Whether `file` holds exactly these rules for this kind.
+            pub(crate) fn is_in(&self, file: &RuleFile) -> bool {
                 match self {
-                    $(RuleChange::$variant(rules) => *rules == book.$field,)*
+                    $(RuleChange::$variant(rules) => *rules == file.book.$field,)*
+                    RuleChange::User(rules) => file.user_kind(rules.kind()) == Some(rules),
                 }
             }
 
-            /// `book` with this kind's rules replaced.
-            pub(crate) fn put_in(&self, book: &mut RuleBook) {
-                match self {
-                    $(RuleChange::$variant(rules) => book.$field.clone_from(rules),)*
-                }
+            /// `file` with this kind's rules replaced.
+            pub(crate) fn put_in(&self, file: &mut RuleFile) {
+                self.clone().move_into_file(file)
             }
 
-            /// `book` with this kind's rules moved in.
-            pub(crate) fn move_into(self, book: &mut RuleBook) {
+            /// `file` with this kind's rules moved in.
+            pub(crate) fn move_into_file(self, file: &mut RuleFile) {
                 match self {
-                    $(RuleChange::$variant(rules) => book.$field = rules,)*
+                    $(RuleChange::$variant(rules) => file.book.$field = rules,)*
+                    RuleChange::User(rules) => {
+                        let lists = &mut file.user_kinds;
+                        match lists.iter_mut().find(|l| l.kind() == rules.kind()) {
+                            Some(list) => *list = rules,
+                            None => lists.push(rules),
+                        }
+                    }
                 }
             }
 
@@ -161,7 +177,7 @@ macro_rules! rule_change {
             }
 
             /// The rules of kind `kind` in force on `sentinel`; `None` when no
-            /// kind has that name.
+            /// built-in kind has that name.
             pub fn in_force(sentinel: &Sentinel, kind: &str) -> Option<RuleChange> {
                 match kind {
                     $($name => Some(RuleChange::$variant(sentinel.$accessor().rules())),)*
@@ -169,11 +185,24 @@ macro_rules! rule_change {
                 }
             }
 
+            /// [`in_force`](Self::in_force), the kinds of `user_kinds`
+            /// included.
+            pub fn in_force_with(
+                sentinel: &Sentinel,
+                user_kinds: &UserKinds,
+                kind: &str,
+            ) -> Option<RuleChange> {
+                Self::in_force(sentinel, kind)
+                    .or_else(|| user_kinds.in_force(kind).map(RuleChange::User))
+            }
+
             /// Loads the rules into `sentinel`'s manager of their kind (the
-            /// other kinds stay); on error nothing changes.
+            /// other kinds stay), or a user kind's into its registered
+            /// rules; on error nothing changes.
             pub fn load_into(self, sentinel: &Sentinel) -> Result<(), RuleErrors> {
                 match self {
                     $(RuleChange::$variant(rules) => sentinel.$accessor().load(rules),)*
+                    RuleChange::User(rules) => rules.check().and_then(|()| rules.load()),
                 }
             }
         }
@@ -188,6 +217,9 @@ impl RuleChange {
         impl Each for Len {
             type Out = usize;
             fn each<R: DescribeRule>(self, rules: &[R]) -> usize {
+                rules.len()
+            }
+            fn user(self, rules: &UserRules) -> usize {
                 rules.len()
             }
         }

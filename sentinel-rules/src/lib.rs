@@ -41,6 +41,10 @@
 //! changed through an API back to the file, use its
 //! [`store`](WatchHandle::store) (a [`RuleFileStore`]). The format is
 //! described in the crate's README, with an annotated example file.
+//!
+//! A kind of rule an application adds (`sentinel_flow_core::UserKind`)
+//! is read and written the same way once its rules are registered on the
+//! options ([`LoadOptions::kind`]); see [`UserKinds`].
 
 mod change;
 mod error;
@@ -51,6 +55,7 @@ mod parse;
 mod render;
 pub mod source;
 mod store;
+mod user;
 mod watch;
 
 pub use change::{KindInfo, RuleChange};
@@ -59,4 +64,5 @@ pub use load::{Reloaded, apply, load_file, parse_bytes, parse_reader, parse_str,
 pub use options::{DEFAULT_MAX_DEPTH, DEFAULT_MAX_SIZE, LoadOptions};
 pub use parse::RuleFile;
 pub use store::{RuleFileStore, StoreError};
+pub use user::{UserKinds, UserRules};
 pub use watch::{DEFAULT_INTERVAL, MIN_INTERVAL, RuleWatcher, WatchHandle};

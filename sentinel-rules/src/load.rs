@@ -166,6 +166,10 @@ pub struct Reloaded {
     /// Rules per kind: `[("flow", 2), ("degrade", 1), ...]`, in the order of
     /// [`RuleBook`](sentinel_flow_core::RuleBook)'s fields.
     pub counts: [(&'static str, usize); crate::change::KIND_COUNT],
+    /// Rules per kind an application registered
+    /// ([`LoadOptions::kind`](crate::LoadOptions::kind)), in the order of
+    /// registration.
+    pub user_counts: Vec<(&'static str, usize)>,
     /// How many resources the file tracks percentiles of (its
     /// `track_percentiles` list, less `untracked`).
     pub tracked_percentiles: usize,
@@ -179,6 +183,7 @@ impl Reloaded {
     pub fn count(&self, kind: &str) -> usize {
         self.counts
             .iter()
+            .chain(&self.user_counts)
             .find(|(name, _)| *name == kind)
             .map_or(0, |(_, n)| *n)
     }
@@ -191,16 +196,37 @@ impl Reloaded {
 /// that this one does not, unless code turned them on (see
 /// [`Sentinel::track_percentiles_from_rules`]).
 ///
+/// The rules of the kinds an application registered
+/// ([`RuleFile::user_kinds`]) are put in force with the others: each list
+/// is checked first, so that a bad one changes nothing of any kind, then
+/// loaded into its rules once the book is in force.
+///
 /// A file from [`parse_str`] or [`load_file`] is already validated; the
 /// error can only come from a [`RuleFile`] built by hand, and then nothing
 /// changes.
 pub fn apply(sentinel: &Sentinel, file: RuleFile) -> Result<Reloaded, RuleErrors> {
     let counts = file.book.counts();
+    let mut refused = Vec::new();
+    for list in &file.user_kinds {
+        if let Err(errors) = list.check() {
+            refused.extend(errors.0);
+        }
+    }
+    if !refused.is_empty() {
+        return Err(RuleErrors(refused));
+    }
     sentinel.load_rule_book(file.book)?;
+    let mut user_counts = Vec::with_capacity(file.user_kinds.len());
+    for list in &file.user_kinds {
+        // Checked above: the load is the check's and cannot refuse.
+        list.load()?;
+        user_counts.push((list.kind(), list.len()));
+    }
     let untracked = sentinel.track_percentiles_from_rules(&file.track_percentiles);
     Ok(Reloaded {
         version: file.version,
         counts,
+        user_counts,
         tracked_percentiles: file.track_percentiles.len() - untracked.len(),
         untracked_percentiles: untracked,
     })

@@ -1,4 +1,10 @@
-//! `LoadOptions`: the limits a rule file is read under.
+//! `LoadOptions`: the limits a rule file is read under, and the kinds of
+//! rules an application adds.
+
+use sentinel_flow_core::describe::DescribeRule;
+use sentinel_flow_core::{UserKind, UserKindRules};
+
+use crate::user::UserKinds;
 
 /// The largest file read by default: 4 MiB.
 pub const DEFAULT_MAX_SIZE: usize = 4 << 20;
@@ -22,6 +28,7 @@ pub struct LoadOptions {
     max_depth: usize,
     allow_empty: bool,
     max_name_len: Option<usize>,
+    user_kinds: UserKinds,
 }
 
 impl Default for LoadOptions {
@@ -31,6 +38,7 @@ impl Default for LoadOptions {
             max_depth: DEFAULT_MAX_DEPTH,
             allow_empty: false,
             max_name_len: None,
+            user_kinds: UserKinds::new(),
         }
     }
 }
@@ -69,6 +77,38 @@ impl LoadOptions {
     pub fn max_name_len(mut self, bytes: usize) -> Self {
         self.max_name_len = Some(bytes);
         self
+    }
+
+    /// Reads (and writes back) the rules of `rules`' kind, a kind the
+    /// application adds: a rule file's section named by its rule's
+    /// [`DescribeRule::KIND`], or its key in a store's Sentinel JSON
+    /// ([`SentinelKeys::key`](crate::source::SentinelKeys::key)), is read
+    /// by the same readers as a built-in kind's, under the same limits
+    /// (the file's size, nesting, problems listed and name length), each
+    /// rule checked as [`UserKindRules::load`] checks it. A file is
+    /// applied whole: a bad rule of any kind changes no kind, and a good
+    /// file replaces every registered kind's rules (a kind it has no
+    /// section for is left with none). Without it, such a section is an
+    /// unknown key. See [`UserKinds`] for an example.
+    pub fn kind<K>(mut self, rules: &UserKindRules<K>) -> Self
+    where
+        K: UserKind,
+        K::Rule: DescribeRule,
+    {
+        self.user_kinds = self.user_kinds.kind(rules);
+        self
+    }
+
+    /// Reads the kinds of `kinds` besides the built-in ones (replacing
+    /// those registered before); see [`kind`](Self::kind).
+    pub fn user_kinds(mut self, kinds: UserKinds) -> Self {
+        self.user_kinds = kinds;
+        self
+    }
+
+    /// The kinds an application registered.
+    pub fn get_user_kinds(&self) -> &UserKinds {
+        &self.user_kinds
     }
 
     /// The name length limit, bytes.

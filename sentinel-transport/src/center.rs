@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use sentinel_flow_core::Sentinel;
+use sentinel_flow_core::describe::DescribeRule;
 use sentinel_flow_core::log::{MetricLogConfig, MetricSearcher};
 
 use crate::commands::{self, Ctx};
@@ -19,6 +19,8 @@ use crate::server::{self, Limits, descriptor_budget};
 use crate::shared::SentinelRef;
 use crate::sources::{Scrape, SourceReader};
 use crate::store::RuleSink;
+use sentinel_flow_core::{Sentinel, UserKind, UserKindRules};
+use sentinel_flow_rules::UserKinds;
 
 /// Sentinel's default command port.
 pub const DEFAULT_PORT: u16 = 8719;
@@ -61,6 +63,7 @@ pub struct CommandCenter {
     body_read_timeout: Duration,
     metric: Option<MetricSearcher>,
     rules: RuleSink,
+    user_kinds: UserKinds,
     sources: Vec<SourceReader>,
     live_page: bool,
 }
@@ -83,6 +86,7 @@ impl std::fmt::Debug for CommandCenter {
             .field("header_read_timeout", &self.header_read_timeout)
             .field("body_read_timeout", &self.body_read_timeout)
             .field("rules", &self.rules)
+            .field("user_kinds", &self.user_kinds)
             .field("sources", &self.sources.len())
             .finish_non_exhaustive()
     }
@@ -114,6 +118,7 @@ impl CommandCenter {
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             metric: None,
             rules: RuleSink::Memory,
+            user_kinds: UserKinds::new(),
             sources: Vec::new(),
             live_page: true,
         }
@@ -289,6 +294,37 @@ impl CommandCenter {
     /// first) is refused with 409, a store that cannot be reached with 503.
     pub fn rule_source(mut self, store: sentinel_flow_rules::source::SourceStore) -> Self {
         self.rules = RuleSink::Source(store);
+        self
+    }
+
+    /// Serves the rules of `rules`' kind, a kind the application adds,
+    /// by `getRules?type=<KIND>` and `setRules?type=<KIND>&data=<JSON>`
+    /// (its rule's [`DescribeRule::KIND`]), read and written as Sentinel's
+    /// JSON by its description, with the problems and limits of a
+    /// built-in kind. A change goes where the built-in kinds' go: to the
+    /// rules themselves, or first to the [`rule_file`](Self::rule_file)
+    /// or [`rule_source`](Self::rule_source), whose
+    /// [`LoadOptions`](sentinel_flow_rules::LoadOptions) must register the
+    /// kind too ([`LoadOptions::kind`](sentinel_flow_rules::LoadOptions::kind)).
+    ///
+    /// ```no_run
+    /// # use sentinel_flow_core::{Sentinel, UserKind, UserKindRules};
+    /// # use sentinel_flow_core::describe::DescribeRule;
+    /// # fn serve<K: UserKind>(rules: UserKindRules<K>) -> Result<(), Box<dyn std::error::Error>>
+    /// # where K::Rule: DescribeRule {
+    /// let sentinel = std::sync::Arc::new(Sentinel::builder().kind(&rules).build());
+    /// let _server = sentinel_flow_transport::CommandCenter::new(sentinel)
+    ///     .kind(&rules)
+    ///     .allow_writes(true)
+    ///     .start_with_own_runtime()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn kind<K>(mut self, rules: &UserKindRules<K>) -> Self
+    where
+        K: UserKind,
+        K::Rule: DescribeRule,
+    {
+        self.user_kinds = self.user_kinds.kind(rules);
         self
     }
 
@@ -469,6 +505,7 @@ impl CommandCenter {
             machine,
             metric: self.metric,
             rules: self.rules,
+            user_kinds: self.user_kinds,
         });
         let sources: crate::sources::Sources = self.sources.into();
         let scrape = Scrape {

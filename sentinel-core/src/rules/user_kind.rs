@@ -155,22 +155,7 @@ impl<K: UserKind> UserKindRules<K> {
     /// is invalid nothing changes and every problem is returned. An
     /// unchanged rule keeps its compiled state.
     pub fn load(&self, rules: Vec<K::Rule>) -> Result<(), RuleErrors> {
-        let mut errors = Vec::new();
-        for (index, rule) in rules.iter().enumerate() {
-            if rule.resource().trim().is_empty() {
-                errors.push(RuleError::new(
-                    K::NAME,
-                    index,
-                    rule.resource(),
-                    "resource",
-                    "is empty".to_owned(),
-                ));
-            }
-            errors.extend(K::problems(rule, index));
-        }
-        if !errors.is_empty() {
-            return Err(RuleErrors(errors));
-        }
+        Self::check(&rules)?;
         let _guard = self.lock.lock();
         let old = self.in_force.load_full();
         let mut reusable: Vec<&Arc<Compiled<K>>> = old.by_resource.values().flatten().collect();
@@ -193,6 +178,44 @@ impl<K: UserKind> UserKindRules<K> {
         next.rules = rules;
         self.in_force.store(Arc::new(next));
         Ok(())
+    }
+
+    /// Every problem [`load`](Self::load) finds in `rule`, at `index` in
+    /// its list: an empty resource name, and the kind's own
+    /// ([`UserKind::problems`]).
+    pub fn problems(rule: &K::Rule, index: usize) -> Vec<RuleError> {
+        let mut errors = Vec::new();
+        if rule.resource().trim().is_empty() {
+            errors.push(RuleError::new(
+                K::NAME,
+                index,
+                rule.resource(),
+                "resource",
+                "is empty".to_owned(),
+            ));
+        }
+        errors.extend(K::problems(rule, index));
+        errors
+    }
+
+    /// Checks `rules` as [`load`](Self::load) does, changing nothing: a
+    /// list this accepts, `load` puts in force.
+    pub fn check(rules: &[K::Rule]) -> Result<(), RuleErrors> {
+        let errors: Vec<RuleError> = rules
+            .iter()
+            .enumerate()
+            .flat_map(|(index, rule)| Self::problems(rule, index))
+            .collect();
+        match errors.is_empty() {
+            true => Ok(()),
+            false => Err(RuleErrors(errors)),
+        }
+    }
+
+    /// Whether `self` and `other` are the same rules (one is a clone of
+    /// the other).
+    pub fn same(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.in_force, &other.in_force)
     }
 
     /// The rules in force, as loaded.

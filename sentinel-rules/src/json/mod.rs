@@ -30,6 +30,7 @@ use sentinel_flow_core::describe::DescribeRule;
 use serde_json::Value;
 
 use crate::change::{Each, KIND_COUNT, KIND_NAMES, Make, RuleChange};
+use crate::user::{UserKinds, UserRules};
 pub(crate) use fields::Problems;
 
 /// The rules as a JSON array.
@@ -150,6 +151,28 @@ pub fn decode(kind: &str, data: &str) -> Result<RuleChange, Vec<String>> {
     })
 }
 
+/// [`decode`], the kinds of `user_kinds` included: `kind` may name one of
+/// them (`deny_after`), whose rules are then read by its description and
+/// checked as its rules load them.
+pub fn decode_with(
+    user_kinds: &UserKinds,
+    kind: &str,
+    data: &str,
+) -> Result<RuleChange, Vec<String>> {
+    if let Some(registered) = user_kinds.find(kind) {
+        return registered.decode(data).map(RuleChange::User);
+    }
+    decode(kind, data).map_err(
+        |lines| match KINDS.contains(&kind) || user_kinds.is_empty() {
+            true => lines,
+            false => vec![format!(
+                "{kind:?} is not a rule kind (one of {})",
+                user_kinds.all_names(&KIND_NAMES)
+            )],
+        },
+    )
+}
+
 /// The rules of `change` as Sentinel's JSON array.
 pub fn encode(change: &RuleChange) -> String {
     struct Encode;
@@ -157,6 +180,9 @@ pub fn encode(change: &RuleChange) -> String {
         type Out = Value;
         fn each<R: DescribeRule>(self, rules: &[R]) -> Value {
             to_json(rules)
+        }
+        fn user(self, rules: &UserRules) -> Value {
+            rules.json()
         }
     }
     change.each(Encode).to_string()

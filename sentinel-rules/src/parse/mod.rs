@@ -6,17 +6,20 @@
 pub(crate) mod document;
 mod fast;
 mod fields;
+pub(crate) mod file;
 mod percentiles;
 mod rules;
 pub(crate) mod scalar;
 pub(crate) mod tree;
 mod value;
 
-use sentinel_flow_core::RuleBook;
+use sentinel_flow_core::describe::DescribeRule;
 
-use crate::change::{KIND_NAMES, RuleChange};
+use crate::change::{KIND_NAMES, Make, RuleChange};
 use crate::error::{FileError, Position, Problem};
 use crate::options::LoadOptions;
+use crate::user::{UserKinds, UserRules};
+pub use file::RuleFile;
 use tree::{Node, Value};
 
 /// The maps that find repeated keys and names: keyed by text from the
@@ -27,29 +30,21 @@ pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::quality::R
 /// rule file, and the first ones say so.
 const MAX_PROBLEMS: usize = 200;
 
-/// The rules of a file, and its `version` if it has one.
-#[derive(Clone, Debug, Default, PartialEq)]
-#[non_exhaustive]
-pub struct RuleFile {
-    /// The file's `version:` value as written, if any; reported to
-    /// listeners, never interpreted.
-    pub version: Option<String>,
-    /// Every rule of the file, by kind.
-    pub book: RuleBook,
-    /// The resources whose response-time percentiles the file turns on
-    /// (its `track_percentiles` list; see
-    /// [`Sentinel::track_percentiles_from_rules`](sentinel_flow_core::Sentinel::track_percentiles_from_rules)).
-    pub track_percentiles: Vec<String>,
-}
-
-impl RuleFile {
-    /// A file of `book` with `version`, tracking no percentiles.
-    pub fn new(version: Option<String>, book: RuleBook) -> Self {
-        RuleFile {
-            version,
-            book,
-            track_percentiles: Vec::new(),
-        }
+/// A kind's section read from its nodes, whatever the kind: every readable
+/// rule, each problem added to `problems`.
+pub(crate) fn read_section<R: DescribeRule>(
+    nodes: &[Node<'_>],
+    problems: &mut Vec<Problem>,
+    max_name_len: usize,
+) -> Vec<R> {
+    let read = rules::Read {
+        nodes,
+        problems,
+        max_name_len,
+    };
+    match read.make::<R>() {
+        Ok(rules) => rules,
+        Err(never) => match never {},
     }
 }
 
@@ -71,14 +66,19 @@ pub(crate) fn parse(text: &str, file: &str, options: &LoadOptions) -> Result<Rul
     let root = root.filter(|root| !is_null(root));
     let Some(root) = root else {
         if options.get_allow_empty() && problems.is_empty() {
-            return Ok(RuleFile::default());
+            let mut file = RuleFile::default();
+            let kinds = options.get_user_kinds();
+            file.user_kinds = kinds.iter().map(|kind| kind.empty()).collect();
+            return Ok(file);
         }
         let message = "the file is empty (no rules); an empty file is refused \
                        unless LoadOptions::allow_empty is set";
         problems.push(Problem::new(None, message));
         return Err(FileError::new(file, problems));
     };
-    let rule_file = document(&root, options.get_max_name_len(), &mut problems);
+    let max_name_len = options.get_max_name_len();
+    let kinds = options.get_user_kinds();
+    let rule_file = document(&root, max_name_len, kinds, &mut problems);
     if problems.is_empty() {
         return Ok(rule_file);
     }
@@ -109,21 +109,27 @@ fn is_null(node: &Node<'_>) -> bool {
     matches!(&node.value, Value::Scalar { text, plain } if scalar::is_null(text, *plain))
 }
 
-fn document(root: &Node<'_>, max_name_len: usize, problems: &mut Vec<Problem>) -> RuleFile {
+fn document(
+    root: &Node<'_>,
+    max_name_len: usize,
+    user_kinds: &UserKinds,
+    problems: &mut Vec<Problem>,
+) -> RuleFile {
     let mut file = RuleFile::default();
+    // Each registered kind's list, in the order of registration.
+    let mut user: Vec<Option<UserRules>> = user_kinds.iter().map(|_| None).collect();
+    let kinds = user_kinds.all_names(&KIND_NAMES);
     let Value::Map(entries) = &root.value else {
         problems.push(Problem::new(
             Some(root.pos),
             format!(
-                "a rule file is a mapping with keys version, {}, track_percentiles; got {}",
-                KIND_NAMES.join(", "),
+                "a rule file is a mapping with keys version, {kinds}, track_percentiles; got {}",
                 root.value.describe()
             ),
         ));
         return file;
     };
     let mut seen: Map<&str, Position> = Map::default();
-    let kinds = KIND_NAMES.join(", ");
     for (key, value) in entries {
         let Value::Scalar { text: name, .. } = &key.value else {
             if !matches!(key.value, Value::Invalid) {
@@ -183,7 +189,15 @@ fn document(root: &Node<'_>, max_name_len: usize, problems: &mut Vec<Problem>) -
                     max_name_len,
                 };
                 if let Some(Ok(change)) = RuleChange::make(kind, read) {
-                    change.move_into(&mut file.book);
+                    change.move_into_file(&mut file);
+                }
+            }
+            kind if user_kinds.position(kind).is_some() => {
+                let nodes = rules(problems);
+                let at = user_kinds.position(kind);
+                let found = at.zip(user_kinds.find(kind));
+                if let Some((at, registered)) = found {
+                    user[at] = Some(registered.read(nodes, problems, max_name_len));
                 }
             }
             other => problems.push(Problem::new(
@@ -192,5 +206,9 @@ fn document(root: &Node<'_>, max_name_len: usize, problems: &mut Vec<Problem>) -
             )),
         }
     }
+    let lists = user_kinds.iter().zip(user);
+    file.user_kinds = lists
+        .map(|(kind, list)| list.unwrap_or_else(|| kind.empty()))
+        .collect();
     file
 }

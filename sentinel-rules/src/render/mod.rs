@@ -2,7 +2,7 @@
 //! whole file. What is written parses back to the same rules (a proptest
 //! checks every kind and field).
 
-mod fields;
+pub(crate) mod fields;
 #[cfg(test)]
 mod generate;
 #[cfg(test)]
@@ -13,6 +13,7 @@ use sentinel_flow_core::describe::DescribeRule;
 
 use crate::change::{Each, RuleChange};
 use crate::parse::RuleFile;
+use crate::user::UserRules;
 use fields::Rendered;
 
 /// The top-level section of `change`'s kind, key included, ending with a
@@ -24,6 +25,9 @@ pub(crate) fn section(change: &RuleChange) -> Result<String, Vec<String>> {
         type Out = Vec<Rendered>;
         fn each<R: DescribeRule>(self, rules: &[R]) -> Vec<Rendered> {
             rules.iter().map(fields::fields).collect()
+        }
+        fn user(self, rules: &UserRules) -> Vec<Rendered> {
+            rules.rendered()
         }
     }
     let rules = change.each(Render);
@@ -72,7 +76,12 @@ pub(crate) fn document(file: &RuleFile) -> Result<String, Vec<String>> {
     if let Some(version) = &file.version {
         out.push_str(&format!("version: {}\n", scalar::string(version)));
     }
-    let changes = RuleChange::all_of(&file.book);
+    let mut changes = RuleChange::all_of(&file.book);
+    // The kinds an application registered, at their place in a file.
+    for list in &file.user_kinds {
+        let at = changes.partition_point(|c| file_order(c) <= list.file_order());
+        changes.insert(at, RuleChange::User(list.clone()));
+    }
     let mut problems = Vec::new();
     for change in changes.iter().filter(|c| !c.is_empty()) {
         match section(change) {
@@ -94,4 +103,19 @@ pub(crate) fn document(file: &RuleFile) -> Result<String, Vec<String>> {
         true => Ok(out),
         false => Err(problems),
     }
+}
+
+/// A built-in kind's place in a file.
+fn file_order(change: &RuleChange) -> u32 {
+    struct Order;
+    impl Each for Order {
+        type Out = u32;
+        fn each<R: DescribeRule>(self, _: &[R]) -> u32 {
+            R::FILE_ORDER
+        }
+        fn user(self, rules: &UserRules) -> u32 {
+            rules.file_order()
+        }
+    }
+    change.each(Order)
 }

@@ -41,6 +41,9 @@ pub enum RuleFormat {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SentinelKeys {
     keys: [Option<String>; 5],
+    /// The keys of kinds that are not built in, by kind: read for a kind
+    /// an application registered.
+    user: Vec<(String, String)>,
 }
 
 /// The kinds in the order of [`SentinelKeys`]' keys.
@@ -60,6 +63,7 @@ impl SentinelKeys {
                 Some(format!("{app}-authority-rules")),
                 Some(format!("{app}-param-rules")),
             ],
+            user: Vec::new(),
         }
     }
 
@@ -68,19 +72,32 @@ impl SentinelKeys {
         SentinelKeys::default()
     }
 
-    /// `kind` (`flow`, `degrade`, `system`, `authority`, `param_flow`) is
-    /// kept under `key`; an unknown kind is ignored.
+    /// `kind` (`flow`, `degrade`, `system`, `authority`, `param_flow`, or
+    /// a kind an application adds, registered on the watcher's
+    /// [`LoadOptions::kind`]) is kept under `key`. A key of a kind that is
+    /// neither built in nor registered is refused when the rules are read,
+    /// with the kinds there are.
     pub fn key(mut self, kind: &str, key: impl Into<String>) -> Self {
-        if let Some(i) = KINDS.iter().position(|k| *k == kind) {
-            self.keys[i] = Some(key.into());
+        match KINDS.iter().position(|k| *k == kind) {
+            Some(i) => self.keys[i] = Some(key.into()),
+            None => match self.user.iter_mut().find(|(k, _)| k == kind) {
+                Some((_, at)) => *at = key.into(),
+                None => self.user.push((kind.to_owned(), key.into())),
+            },
         }
         self
     }
 
     /// The key of `kind`, if one is set.
     pub fn key_of(&self, kind: &str) -> Option<&str> {
-        let i = KINDS.iter().position(|k| *k == kind)?;
-        self.keys[i].as_deref()
+        match KINDS.iter().position(|k| *k == kind) {
+            Some(i) => self.keys[i].as_deref(),
+            None => self
+                .user
+                .iter()
+                .find(|(k, _)| k == kind)
+                .map(|(_, key)| key.as_str()),
+        }
     }
 }
 
@@ -99,7 +116,10 @@ impl RuleFormat {
     pub fn keys(&self) -> Vec<String> {
         match self {
             RuleFormat::Yaml { key } => vec![key.clone()],
-            RuleFormat::SentinelJson(keys) => keys.keys.iter().flatten().cloned().collect(),
+            RuleFormat::SentinelJson(keys) => {
+                let user = keys.user.iter().map(|(_, key)| key);
+                keys.keys.iter().flatten().chain(user).cloned().collect()
+            }
         }
     }
 
@@ -125,10 +145,16 @@ impl RuleFormat {
                 }
             }
             RuleFormat::SentinelJson(keys) => {
-                let mut book = RuleBook::default();
                 let mut problems = Vec::new();
-                for (kind, key) in KINDS.iter().zip(&keys.keys) {
-                    let Some(key) = key else { continue };
+                let user_kinds = options.get_user_kinds();
+                let mut file = RuleFile::new(None, RuleBook::default());
+                // A registered kind with no key, or a missing key, has no
+                // rules.
+                file.user_kinds = user_kinds.iter().map(|kind| kind.empty()).collect();
+                let built_in = KINDS.iter().zip(&keys.keys);
+                let built_in = built_in.filter_map(|(kind, key)| Some((*kind, key.as_deref()?)));
+                let user = keys.user.iter().map(|(k, key)| (k.as_str(), key.as_str()));
+                for (kind, key) in built_in.chain(user) {
                     let text = match values.get(key) {
                         KeyValue::Missing => continue,
                         KeyValue::Present(bytes) => match std::str::from_utf8(bytes) {
@@ -146,15 +172,15 @@ impl RuleFormat {
                             continue;
                         }
                     };
-                    match crate::json::decode(kind, text) {
-                        Ok(change) => change.put_in(&mut book),
+                    match crate::json::decode_with(user_kinds, kind, text) {
+                        Ok(change) => change.move_into_file(&mut file),
                         Err(lines) => {
                             problems.extend(lines.into_iter().map(|l| format!("key {key}: {l}")))
                         }
                     }
                 }
                 if problems.is_empty() {
-                    Ok(RuleFile::new(None, book))
+                    Ok(file)
                 } else {
                     let problems = problems.into_iter().map(|p| Problem::new(None, p));
                     Err(FileError::new(source, problems.collect()))
@@ -182,7 +208,7 @@ impl RuleFormat {
                     KeyValue::Missing => RuleFile::new(None, RuleBook::default()),
                     other => return Err(vec![format!("{name}: {}", refused(other, options))]),
                 };
-                change.put_in(&mut file.book);
+                change.put_in(&mut file);
                 let text = render::document(&file)?;
                 // Read back as a load would: what is written must load.
                 parse(&text, &name, options).map_err(|e| e.lines())?;

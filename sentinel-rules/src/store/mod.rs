@@ -215,7 +215,7 @@ impl RuleFileStore {
             None => {
                 // No sections to cut out: the whole file is written anew.
                 let mut whole = old.clone().map_err(invalid)?;
-                change.put_in(&mut whole.book);
+                change.put_in(&mut whole);
                 let text = render::document(&whole).map_err(StoreError::Invalid)?;
                 tracing::warn!(
                     file = %self.path.display(),
@@ -228,13 +228,14 @@ impl RuleFileStore {
         let new = parse(&spliced.text, &name, options)
             .map_err(|e| StoreError::Invalid(lines_in_old_file(&name, &e, &spliced)))?;
         let kept = old.as_ref().map_or(true, |old| {
-            let mut expected = old.book.clone();
+            let mut expected = old.clone();
             change.put_in(&mut expected);
-            expected == new.book
+            expected.book == new.book
+                && expected.user_kinds == new.user_kinds
                 && old.version == new.version
                 && old.track_percentiles == new.track_percentiles
         });
-        if !change.is_in(&new.book) || !kept {
+        if !change.is_in(&new) || !kept {
             tracing::error!(text = %spliced.text, "sentinel-flow-rules: a rewrite read back wrong");
             return Err(StoreError::Invalid(vec![format!(
                 "{name}: the rewritten file would not read back as the rules given \

@@ -29,6 +29,8 @@ pub(crate) struct Ctx {
     pub(crate) machine: Machine,
     pub(crate) metric: Option<MetricSearcher>,
     pub(crate) rules: RuleSink,
+    /// Kinds an application added, served by `getRules`/`setRules`.
+    pub(crate) user_kinds: sentinel_flow_rules::UserKinds,
 }
 
 pub(crate) type State = axum::extract::State<Arc<Ctx>>;

@@ -5,8 +5,8 @@
 use axum::extract::State;
 use axum::response::Response;
 
-use sentinel_flow_rules::json::{decode, encode};
-use sentinel_flow_rules::{KindInfo, RuleChange};
+use sentinel_flow_rules::json::{decode_with, encode};
+use sentinel_flow_rules::{KindInfo, RuleChange, UserKinds};
 
 use super::{Params, State as Ctx, bad_request, failure, json_text, text};
 
@@ -15,9 +15,11 @@ fn by_type() -> impl Iterator<Item = &'static KindInfo> {
     RuleChange::kinds().iter().filter(|k| k.commands.is_none())
 }
 
-/// The kind `type` names, as Sentinel compares it (ignoring case).
-fn kind(params: &Params) -> Result<&'static str, String> {
-    let names: Vec<&str> = by_type().map(|k| k.name).collect();
+/// The kind `type` names, as Sentinel compares it (ignoring case): a
+/// built-in kind or one the application added.
+fn kind(params: &Params, user_kinds: &UserKinds) -> Result<&'static str, String> {
+    let mut names: Vec<&str> = by_type().map(|k| k.name).collect();
+    names.extend(user_kinds.names());
     let Some(given) = params.get("type") else {
         let list = match names.split_last() {
             Some((last, [])) => (*last).to_owned(),
@@ -56,14 +58,14 @@ fn prose(docs: &str) -> String {
 
 /// The rules of `kind` in force, as Sentinel's JSON.
 fn rules_of(ctx: &super::Ctx, kind: &str) -> Response {
-    match RuleChange::in_force(&ctx.sentinel, kind) {
+    match RuleChange::in_force_with(&ctx.sentinel, &ctx.user_kinds, kind) {
         Some(change) => json_text(encode(&change)),
         None => bad_request(format!("{kind}: not a rule kind")),
     }
 }
 
 pub(super) async fn get_rules(State(ctx): Ctx, params: Params) -> Response {
-    match kind(&params) {
+    match kind(&params, &ctx.user_kinds) {
         Ok(kind) => rules_of(&ctx, kind),
         Err(why) => bad_request(why),
     }
@@ -78,15 +80,16 @@ pub(super) async fn get_kind_rules(
 }
 
 /// `data` read as a list of `kind`, or 400 with every problem.
-fn read(params: &Params, kind: &str) -> Result<RuleChange, String> {
+fn read(params: &Params, user_kinds: &UserKinds, kind: &str) -> Result<RuleChange, String> {
     let Some(data) = params.get("data") else {
         return Err("data: is required (the whole rule list as a JSON array; [] clears it)".into());
     };
-    decode(kind, data).map_err(|lines| lines.join("\n"))
+    decode_with(user_kinds, kind, data).map_err(|lines| lines.join("\n"))
 }
 
 pub(super) async fn set_rules(State(ctx): Ctx, params: Params) -> Response {
-    match kind(&params).and_then(|kind| read(&params, kind)) {
+    let user_kinds = &ctx.user_kinds;
+    match kind(&params, user_kinds).and_then(|kind| read(&params, user_kinds, kind)) {
         Ok(change) => apply(&ctx, change).await,
         Err(why) => bad_request(why),
     }
@@ -98,7 +101,7 @@ pub(super) async fn set_kind_rules(
     params: Params,
     kind: &'static str,
 ) -> Response {
-    match read(&params, kind) {
+    match read(&params, &ctx.user_kinds, kind) {
         Ok(change) => apply(&ctx, change).await,
         Err(why) => bad_request(why),
     }
