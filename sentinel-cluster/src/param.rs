@@ -291,7 +291,8 @@ impl Shared {
     /// No answer (or a value past the cap): with the rule's
     /// `fallback_to_local_when_fail`, each value within this instance's
     /// share, then the rule's local check (`Unavailable`); past the share,
-    /// refused. Without it, the entry passes (`Unavailable`).
+    /// refused; with no room in the fallback's bounded count, the local
+    /// check alone. Without it, the entry passes (`Unavailable`).
     fn param_fallback(&self, flow: &ParamFlow, asked: &[Asked]) -> TokenAnswer {
         self.counters.fallbacks.fetch_add(1, Relaxed);
         flow.counters.fallbacks.fetch_add(1, Relaxed);
@@ -305,10 +306,10 @@ impl Shared {
             .fallback
             .lock()
             .admit(asked, settings.window_ms, now_ms, share);
-        if admitted {
-            TokenAnswer::Unavailable
-        } else {
-            TokenAnswer::Refused
+        match admitted {
+            Some(false) => TokenAnswer::Refused,
+            // Within the share, or no room to count it: the local check.
+            Some(true) | None => TokenAnswer::Unavailable,
         }
     }
 }

@@ -5,8 +5,8 @@
 //!
 //! Bounded: at most [`MAX_FALLBACK_VALUES`] values; past it the values of
 //! earlier windows are dropped, and if the current window alone holds
-//! that many, a new value is refused by the fallback (the table cannot
-//! tell its share is not spent).
+//! that many, an entry with a new value is left to the rule's local check
+//! alone (bounded by the rule's own value table).
 
 use std::collections::HashMap;
 
@@ -60,30 +60,31 @@ impl FallbackCounts {
     }
 
     /// Counts `asked` at `now_ms` if each value stays within `share` of
-    /// its threshold with them; whether it did.
+    /// its threshold with them: `Some(true)` if it did, `Some(false)` if a
+    /// value is past its share; `None` when a new value finds no room.
     pub(crate) fn admit(
         &mut self,
         asked: &[Asked],
         window_ms: u64,
         now_ms: u64,
         share: impl Fn(u64) -> u64,
-    ) -> bool {
+    ) -> Option<bool> {
         self.advance(window_ms, now_ms);
         if asked
             .iter()
             .any(|a| self.of(&a.field) + a.permits > share(a.threshold))
         {
-            return false;
+            return Some(false);
         }
         let fresh = asked
             .iter()
             .filter(|a| !self.counts.contains_key(&a.field))
             .count();
         if !self.room_for(fresh) {
-            return false;
+            return None;
         }
         self.count(asked);
-        true
+        Some(true)
     }
 
     /// Counts what the cluster granted, where there is room.
@@ -129,30 +130,29 @@ mod tests {
         );
         let a = [asked("s:a", 10)];
         let admitted = (0..10)
-            .filter(|_| counts.admit(&a, 1_000, 5_200, half))
+            .filter(|_| counts.admit(&a, 1_000, 5_200, half) == Some(true))
             .count();
         assert_eq!(admitted, 2);
         // Another value has its own share; all of an entry's or none.
         let both = [asked("s:b", 10), asked("s:a", 10)];
-        assert!(!counts.admit(&both, 1_000, 5_300, half));
+        assert_eq!(counts.admit(&both, 1_000, 5_300, half), Some(false));
         assert_eq!(counts.of("s:b"), 0, "nothing counted of a refused entry");
         // The next window starts afresh.
-        assert!(counts.admit(&a, 1_000, 6_000, half));
+        assert_eq!(counts.admit(&a, 1_000, 6_000, half), Some(true));
     }
 
     #[test]
     fn the_fallback_counts_at_most_its_bound_of_values() {
         let mut counts = FallbackCounts::default();
         for i in 0..MAX_FALLBACK_VALUES {
-            assert!(counts.admit(&[asked(&format!("i:{i}"), 5)], 1_000, 0, |t| t));
+            let value = [asked(&format!("i:{i}"), 5)];
+            assert_eq!(counts.admit(&value, 1_000, 0, |t| t), Some(true));
         }
-        assert!(
-            !counts.admit(&[asked("i:new", 5)], 1_000, 10, |t| t),
-            "full"
-        );
+        let new = [asked("i:new", 5)];
+        assert_eq!(counts.admit(&new, 1_000, 10, |t| t), None, "full");
         assert_eq!(counts.len(), MAX_FALLBACK_VALUES);
         // A window later, the earlier window's values make room.
-        assert!(counts.admit(&[asked("i:new", 5)], 1_000, 1_000, |t| t));
+        assert_eq!(counts.admit(&new, 1_000, 1_000, |t| t), Some(true));
         assert_eq!(counts.len(), 1);
     }
 }
