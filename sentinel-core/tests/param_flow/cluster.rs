@@ -20,12 +20,16 @@ use sentinel_flow_core::{ParamValue, Sentinel};
 use super::{admit, arg};
 use crate::support::instance;
 
+/// What a service was asked: the flow id, each value with its
+/// threshold, and the permits.
+type Asked = (u64, Vec<(ParamValue, u64)>, u32);
+
 /// Answers as told (0: granted, 1: refused, 2: unavailable), and records
 /// what it was asked.
 #[derive(Debug, Default)]
 struct Scripted {
     answer: AtomicU8,
-    asked: Mutex<Vec<(u64, Vec<(ParamValue, u64)>, u32)>>,
+    asked: Mutex<Vec<Asked>>,
 }
 
 impl ClusterTokens for Scripted {
