@@ -299,3 +299,85 @@ fn a_flood_of_100_000_distinct_values_stays_within_the_cap_and_the_memory_bound(
         flow.round_trips
     );
 }
+
+#[test]
+fn with_redis_killed_each_instance_admits_its_share_of_each_value_and_limits_resume() {
+    const LIMIT: u32 = 30;
+    const SHARE: usize = 10;
+    let _turn = one_run_at_a_time();
+    let mut server = RedisServer::start();
+    let rule = rule(f64::from(LIMIT), Vec::new());
+    let config = |id: &str| {
+        ClusterConfig::new(server.url())
+            .instance_id(id)
+            .response_timeout(Duration::from_millis(100))
+            .backoff(Duration::from_millis(50), Duration::from_millis(200))
+    };
+    let instances: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|id| instance(config(id), &rule))
+        .collect();
+    for (_, cluster) in &instances {
+        connected(cluster);
+    }
+    let values = [ParamValue::from("a"), ParamValue::from("b")];
+    let start = support::unix_ms();
+    let (killed_at, restarted_at) = (start + 3_000, start + 7_000);
+    let loads: Vec<Vec<support::Load>> = std::thread::scope(|s| {
+        let runs: Vec<_> = instances
+            .iter()
+            .map(|(sentinel, _)| {
+                let values = &values;
+                s.spawn(move || {
+                    offer_values(sentinel, RESOURCE, values, LIMIT, Duration::from_secs(11))
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(killed_at - support::unix_ms()));
+        server.kill();
+        std::thread::sleep(Duration::from_millis(
+            restarted_at.saturating_sub(support::unix_ms()),
+        ));
+        server.restart();
+        runs.into_iter().map(|run| run.join().unwrap()).collect()
+    });
+    for (_, cluster) in &instances {
+        let snapshot = cluster.snapshot();
+        assert!(!snapshot.fallback, "back in the cluster: {snapshot:?}");
+        assert!(snapshot.param_flows[0].fallback_decisions > 0);
+    }
+    for (v, value) in values.iter().enumerate() {
+        // Down: each instance its share in every whole second.
+        for (i, per_instance) in loads.iter().enumerate() {
+            let seconds = per_second(per_instance[v].admitted.iter().copied());
+            let down: Vec<_> = seconds
+                .range(killed_at / 1_000 + 1..restarted_at / 1_000)
+                .collect();
+            assert!(down.len() >= 3, "{seconds:?}");
+            for (second, admitted) in down {
+                assert!(
+                    *admitted <= SHARE && *admitted >= SHARE - 1,
+                    "instance {i}, value {value:?}, second {second}: {admitted} in fallback, \
+                     share {SHARE}; {seconds:?}"
+                );
+            }
+        }
+        // Back: the cluster's limit again, for all together.
+        let total = per_second(
+            loads
+                .iter()
+                .flat_map(|per_instance| per_instance[v].admitted.iter().copied()),
+        );
+        let back: Vec<_> = total
+            .range(restarted_at / 1_000 + 2..(start + 11_000) / 1_000)
+            .collect();
+        assert!(!back.is_empty(), "{total:?}");
+        for (second, admitted) in back {
+            assert!(
+                (28..=32).contains(admitted),
+                "value {value:?}, second {second}: {admitted} after the restart, limit {LIMIT}; \
+                 {total:?}"
+            );
+        }
+    }
+}
