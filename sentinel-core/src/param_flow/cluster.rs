@@ -15,14 +15,15 @@
 //! text count them per resource. All of that report runs off the entry
 //! path.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use super::checker::CompiledParamFlow;
-use super::rule::{ParamClusterThresholdType, ParamFlowGrade, ParamFlowRule};
+use super::rule::{KIND_NAME, ParamClusterThresholdType, ParamFlowGrade, ParamFlowRule};
 use crate::ParamValue;
 use crate::flow::{ClusterHook, TokenAnswer};
 use crate::param_flow::ParamDecision;
+use crate::rule::RuleError;
 
 /// A hot-parameter rule in cluster mode as a
 /// [`ClusterTokens`](crate::flow::ClusterTokens) service sees it.
@@ -150,6 +151,44 @@ impl CompiledParamFlow {
 /// The most resources one warning names; the rest are counted.
 const MAX_NAMED: usize = 16;
 
+/// Problems between the rules of one list that the cluster counts
+/// ([`ClusterParamFlow::of_rule`]): those sharing a flow id share one
+/// window, so they must agree on the window, its buckets, the threshold
+/// type and the fallback (each keeps its own count and items: the
+/// threshold travels with each value). An error names the later rule's
+/// `cluster_config.flow_id`.
+pub(crate) fn cluster_problems(rules: &[ParamFlowRule]) -> Vec<RuleError> {
+    let mut first: HashMap<u64, (usize, ClusterParamFlow)> = HashMap::new();
+    let mut errors = Vec::new();
+    for (i, rule) in rules.iter().enumerate() {
+        let Some(flow) = ClusterParamFlow::of_rule(rule) else {
+            continue;
+        };
+        let (j, other) = first.entry(flow.flow_id).or_insert((i, flow.clone()));
+        if *other != flow {
+            errors.push(RuleError::new(
+                KIND_NAME,
+                i,
+                &rule.resource,
+                "cluster_config.flow_id",
+                format!(
+                    "flow id {} is also rule {j}'s (on {}) with other cluster settings \
+                     ({:?} per {} ms / {}, fallback_to_local_when_fail {}); rules sharing a \
+                     flow id must agree on threshold_type, window_interval_ms, sample_count \
+                     and fallback_to_local_when_fail",
+                    flow.flow_id,
+                    rules[*j].resource,
+                    other.threshold_type,
+                    other.window_interval_ms,
+                    other.sample_count,
+                    other.fallback_to_local
+                ),
+            ));
+        }
+    }
+    errors
+}
+
 /// Whether `rule` is in cluster mode but limits on this instance alone
 /// (the concurrency grade).
 fn limits_locally(rule: &ParamFlowRule) -> bool {
@@ -201,6 +240,38 @@ pub(crate) fn warn(rules: &[ParamFlowRule]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rules_sharing_a_flow_id_must_agree_on_its_window_and_fallback() {
+        let cluster = |resource: &str, flow_id, window_interval_ms| ParamFlowRule {
+            cluster_mode: true,
+            cluster_config: super::super::ParamFlowClusterConfig {
+                flow_id: Some(flow_id),
+                window_interval_ms,
+                ..Default::default()
+            },
+            ..ParamFlowRule::new(resource, 0, 1.0)
+        };
+        // Counts may differ; another flow id may have another window.
+        let fine = [
+            cluster("a", 1, 1_000),
+            ParamFlowRule {
+                count: 7.0,
+                ..cluster("b", 1, 1_000)
+            },
+            cluster("c", 2, 2_000),
+            ParamFlowRule {
+                grade: ParamFlowGrade::Concurrency,
+                ..cluster("d", 1, 2_000)
+            },
+        ];
+        assert!(cluster_problems(&fine).is_empty());
+        let errors = cluster_problems(&[cluster("a", 1, 1_000), cluster("b", 1, 2_000)]);
+        assert_eq!(errors.len(), 1);
+        let text = errors[0].to_string();
+        assert!(text.contains("cluster_config.flow_id"), "{text}");
+        assert!(text.contains("flow id 1 is also rule 0's (on a)"), "{text}");
+    }
 
     #[test]
     fn the_message_names_each_resource_once_and_counts_the_rest() {

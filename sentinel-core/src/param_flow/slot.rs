@@ -40,6 +40,10 @@ impl RuleKind for ParamFlowKind {
     fn footprint(rule: &ParamFlowRule) -> Footprint {
         rule.footprint()
     }
+
+    fn across(rules: &[ParamFlowRule]) -> Vec<RuleError> {
+        super::cluster::cluster_problems(rules)
+    }
 }
 
 impl Holding for ParamFlowKind {
