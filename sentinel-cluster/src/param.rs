@@ -20,7 +20,9 @@
 //! counted together with what the cluster granted this instance for the
 //! value (`fallback.rs`), and the rule's local check after; without it,
 //! the entry passes. An entry the fallback admitted while its call was
-//! still on its way is charged to the cluster's window by that call.
+//! still on its way is charged to the cluster's window by that call; one
+//! the fallback refused that Redis counted meanwhile stays counted (the
+//! cluster errs on the side of admitting less).
 
 mod calls;
 mod encode;
