@@ -12,6 +12,19 @@ use sentinel_flow_core::{Clock, SystemClock};
 /// The most permits one lease holds (the lease word keeps 20 bits).
 pub const MAX_LEASE_LIMIT: u32 = (1 << 20) - 1;
 
+/// The highest [`ClusterConfig::param_values_cap`].
+pub const MAX_PARAM_VALUES_CAP: u32 = 1_000_000;
+
+/// The Redis memory one tracked value of a hot-parameter flow id takes at
+/// most, with a window of up to 10 buckets: its field in the counts hash
+/// and in the recent sorted set (each at most 64 bytes), its counts, and
+/// Redis' own overhead for the two entries. Each bucket past 10 adds up
+/// to 20 bytes. A flow id's keys hold at most
+/// [`ClusterConfig::param_values_cap`] values: at most `cap x` this (about
+/// 2.4 MiB per flow id at the default cap), whatever the number of
+/// distinct values the instances see.
+pub const PARAM_VALUE_REDIS_BYTES: u64 = 600;
+
 /// Settings of a [`RedisCluster`](crate::RedisCluster) client.
 ///
 /// ```
@@ -36,6 +49,7 @@ pub struct ClusterConfig {
     backoff_min: Duration,
     backoff_max: Duration,
     instance_ttl: Duration,
+    param_values_cap: u32,
     clock: Arc<dyn Clock>,
 }
 
@@ -54,6 +68,7 @@ impl fmt::Debug for ClusterConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("backoff", &(self.backoff_min, self.backoff_max))
             .field("instance_ttl", &self.instance_ttl)
+            .field("param_values_cap", &self.param_values_cap)
             .finish()
     }
 }
@@ -74,6 +89,7 @@ impl ClusterConfig {
             backoff_min: Duration::from_millis(100),
             backoff_max: Duration::from_secs(5),
             instance_ttl: Duration::from_secs(3),
+            param_values_cap: 4_096,
             clock: Arc::new(SystemClock),
         }
     }
@@ -138,6 +154,21 @@ impl ClusterConfig {
     /// (default 3 s; it beats every third of that).
     pub fn instance_ttl(mut self, ttl: Duration) -> Self {
         self.instance_ttl = ttl;
+        self
+    }
+
+    /// The most distinct values a hot-parameter flow id tracks in Redis
+    /// within its window (default 4 096, in 1..=[`MAX_PARAM_VALUES_CAP`]),
+    /// which bounds the flow id's keys to about
+    /// [`PARAM_VALUE_REDIS_BYTES`] per value. A value is forgotten once
+    /// its window holds no count of it. An entry with a new value while
+    /// the window tracks this many is decided by the fallback, as when
+    /// Redis does not answer (the instance's share of the value's
+    /// threshold, then the rule's local check; or a pass without
+    /// `fallback_to_local_when_fail`), and counted in the snapshot's
+    /// `overflows`.
+    pub fn param_values_cap(mut self, cap: u32) -> Self {
+        self.param_values_cap = cap;
         self
     }
 
@@ -206,6 +237,10 @@ impl ClusterConfig {
         self.instance_ttl
     }
 
+    pub(crate) fn param_cap(&self) -> u32 {
+        self.param_values_cap
+    }
+
     /// The client's time now (its clock's ms).
     pub(crate) fn now_ms(&self) -> u64 {
         self.clock.now_ms()
@@ -260,6 +295,13 @@ impl ClusterConfig {
         check(
             self.instance_ttl >= Duration::from_millis(30),
             format!("instance_ttl must be >= 30 ms, got {:?}", self.instance_ttl),
+        );
+        check(
+            (1..=MAX_PARAM_VALUES_CAP).contains(&self.param_values_cap),
+            format!(
+                "param_values_cap must be in 1..={MAX_PARAM_VALUES_CAP}, got {}",
+                self.param_values_cap
+            ),
         );
         if let Some(id) = &self.instance_id {
             check(!id.is_empty(), "instance_id must not be empty".into());

@@ -49,6 +49,7 @@ mod flow;
 mod handshake;
 mod lease;
 mod ledger;
+mod param;
 mod script;
 mod shared;
 mod snapshot;
@@ -56,5 +57,7 @@ mod tokens;
 mod worker;
 
 pub use client::RedisCluster;
-pub use config::{ClusterConfig, ConfigError, MAX_LEASE_LIMIT};
-pub use snapshot::{ClusterSnapshot, FlowSnapshot};
+pub use config::{
+    ClusterConfig, ConfigError, MAX_LEASE_LIMIT, MAX_PARAM_VALUES_CAP, PARAM_VALUE_REDIS_BYTES,
+};
+pub use snapshot::{ClusterSnapshot, FlowSnapshot, ParamFlowSnapshot};

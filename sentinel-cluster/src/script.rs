@@ -244,6 +244,101 @@ end
 return 0
 ";
 
+/// Counts an entry's parameter values of a cluster hot-parameter rule in
+/// the flow id's sliding window, all or none.
+///
+/// KEYS: the counts hash (field: a value's encoding, value: its counts in
+/// the window, `<bucket start ms>:<count>` joined by `,`), the recent
+/// sorted set (member: a value's encoding, score: the start of the latest
+/// bucket it was counted in), the instances sorted set. ARGV: instance
+/// id, instance ttl ms, window ms, sample count, avg_local (0/1), the cap
+/// on values tracked, force (0/1), then triples of (value, threshold,
+/// permits).
+///
+/// Values with no count left in the window are forgotten first (at most
+/// 1 000 a call; the rest at the next calls, and all of them when the
+/// keys expire, a window after their last write). The threshold of each
+/// value is its own (times the live instances for avg_local). Each value
+/// is counted only if every one is within its threshold (`total +
+/// permits <= threshold`); a value not tracked yet is taken only while
+/// fewer than the cap are tracked. With force, the permits are counted
+/// without a check (the instance admitted the entry on its own), for the
+/// values tracked or with room. Returns `{verdict (1: counted, 0: refused,
+/// 2: a new value past the cap), live instances, values tracked after,
+/// server now ms}`.
+const PARAM_ACQUIRE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+local window = tonumber(ARGV[3])
+local samples = tonumber(ARGV[4])
+local cap = tonumber(ARGV[6])
+local force = ARGV[7] == '1'
+redis.call('ZADD', KEYS[3], now + ttl, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+if redis.call('PTTL', KEYS[3]) < ttl then redis.call('PEXPIRE', KEYS[3], ttl) end
+local instances = math.max(1, redis.call('ZCARD', KEYS[3]))
+local bucket = math.floor(window / samples)
+local start = now - (now % bucket)
+local oldest = start - (samples - 1) * bucket
+local stale = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', oldest - 1, 'LIMIT', 0, 1000)
+if #stale > 0 then
+  redis.call('HDEL', KEYS[1], unpack(stale))
+  redis.call('ZREM', KEYS[2], unpack(stale))
+end
+local tracked = redis.call('ZCARD', KEYS[2])
+local values = {}
+local verdict = 1
+local fresh = 0
+for i = 8, #ARGV - 2, 3 do
+  local value = ARGV[i]
+  local threshold = tonumber(ARGV[i + 1])
+  if ARGV[5] == '1' then threshold = threshold * instances end
+  local need = tonumber(ARGV[i + 2])
+  local raw = redis.call('HGET', KEYS[1], value)
+  local kept = {}
+  local total = 0
+  if raw then
+    for at, n in string.gmatch(raw, '(%d+):(%d+)') do
+      at = tonumber(at)
+      if at >= oldest then
+        n = tonumber(n)
+        total = total + n
+        kept[#kept + 1] = {at, n}
+      end
+    end
+  else
+    fresh = fresh + 1
+  end
+  if total + need > threshold then verdict = 0 end
+  values[#values + 1] = {value, kept, need, raw == false}
+end
+if verdict == 1 and fresh > 0 and tracked + fresh > cap then verdict = 2 end
+if verdict == 1 or force then
+  local room = cap - tracked
+  for _, v in ipairs(values) do
+    local is_new = v[4]
+    if not is_new or room > 0 then
+      if is_new then room = room - 1 end
+      local kept = v[2]
+      local last = kept[#kept]
+      if last and last[1] == start then
+        last[2] = last[2] + v[3]
+      else
+        kept[#kept + 1] = {start, v[3]}
+      end
+      local parts = {}
+      for j, pair in ipairs(kept) do parts[j] = pair[1] .. ':' .. pair[2] end
+      redis.call('HSET', KEYS[1], v[1], table.concat(parts, ','))
+      redis.call('ZADD', KEYS[2], start, v[1])
+    end
+  end
+  redis.call('PEXPIRE', KEYS[1], window + bucket)
+  redis.call('PEXPIRE', KEYS[2], window + bucket)
+end
+return {verdict, instances, redis.call('ZCARD', KEYS[2]), now}
+";
+
 /// The scripts, hashed once.
 #[derive(Debug)]
 pub(crate) struct Scripts {
@@ -252,6 +347,7 @@ pub(crate) struct Scripts {
     pub(crate) register: Script,
     pub(crate) concurrent_acquire: Script,
     pub(crate) concurrent_release: Script,
+    pub(crate) param_acquire: Script,
 }
 
 impl Scripts {
@@ -262,17 +358,19 @@ impl Scripts {
             register: Script::new(REGISTER),
             concurrent_acquire: Script::new(CONCURRENT_ACQUIRE),
             concurrent_release: Script::new(CONCURRENT_RELEASE),
+            param_acquire: Script::new(PARAM_ACQUIRE),
         }
     }
 
     /// Every script, to load ahead on a new connection.
-    pub(crate) fn all(&self) -> [&Script; 5] {
+    pub(crate) fn all(&self) -> [&Script; 6] {
         [
             &self.acquire,
             &self.refund,
             &self.register,
             &self.concurrent_acquire,
             &self.concurrent_release,
+            &self.param_acquire,
         ]
     }
 }
@@ -301,6 +399,30 @@ impl FlowKeys {
             tokens: format!("{tag}:tokens"),
             held: format!("{tag}:held"),
             seen: format!("{tag}:seen"),
+        }
+    }
+}
+
+/// The keys of one hot-parameter flow id: in the flow id's slot, apart
+/// from a flow rule's of the same id (Sentinel keeps the two kinds' flow
+/// ids apart).
+#[derive(Debug, Clone)]
+pub(crate) struct ParamKeys {
+    /// Each value's counts in the window.
+    pub(crate) counts: String,
+    /// Each value by the latest bucket it was counted in.
+    pub(crate) recent: String,
+    /// The live instances of the flow id.
+    pub(crate) instances: String,
+}
+
+impl ParamKeys {
+    pub(crate) fn new(prefix: &str, flow_id: u64) -> Self {
+        let tag = format!("{{{prefix}:flow:{flow_id}}}");
+        ParamKeys {
+            counts: format!("{tag}:param:counts"),
+            recent: format!("{tag}:param:recent"),
+            instances: format!("{tag}:param:instances"),
         }
     }
 }
@@ -363,3 +485,7 @@ mod support;
 #[cfg(test)]
 #[path = "script_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "script_param_tests.rs"]
+mod param_tests;

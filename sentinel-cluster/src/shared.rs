@@ -12,12 +12,15 @@ use std::time::Instant;
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 use sentinel_flow_core::flow::{ClusterFlow, TokenAnswer};
+use sentinel_flow_core::param_flow::ClusterParamFlow;
 
 use crate::config::ClusterConfig;
 use crate::flow::{Flow, Params, Waited};
 use crate::lease::Take;
+use crate::param::ParamFlow;
 
 pub(crate) type Flows = HashMap<u64, Arc<Flow>, foldhash::fast::RandomState>;
+pub(crate) type ParamFlows = HashMap<u64, Arc<ParamFlow>, foldhash::fast::RandomState>;
 
 /// Counters of the client's life, for the snapshot and Prometheus.
 #[derive(Debug, Default)]
@@ -47,6 +50,8 @@ pub(crate) struct Shared {
     pub(crate) instance: String,
     pub(crate) flows: ArcSwap<Flows>,
     flows_lock: Mutex<()>,
+    /// Hot-parameter flow ids, apart from the flow rules' ids.
+    pub(crate) param_flows: ArcSwap<ParamFlows>,
     /// Redis answered lately (false: every cluster rule falls back).
     up: AtomicBool,
     /// A call failed: the worker drops the connection and reconnects.
@@ -76,6 +81,7 @@ impl Shared {
             instance,
             flows: ArcSwap::from_pointee(Flows::default()),
             flows_lock: Mutex::new(()),
+            param_flows: ArcSwap::from_pointee(ParamFlows::default()),
             up: AtomicBool::new(false),
             broken: AtomicBool::new(false),
             answered: AtomicBool::new(false),
@@ -150,6 +156,24 @@ impl Shared {
         let mut next = (*current).clone();
         next.insert(flow.flow_id(), made.clone());
         self.flows.store(Arc::new(next));
+        made
+    }
+
+    /// The hot-parameter flow of `flow`'s id, made on first use (a lock,
+    /// once per flow id).
+    pub(crate) fn param_flow(&self, flow: &ClusterParamFlow) -> Arc<ParamFlow> {
+        if let Some(found) = self.param_flows.load().get(&flow.flow_id()) {
+            return found.clone();
+        }
+        let _guard = self.flows_lock.lock();
+        let current = self.param_flows.load_full();
+        if let Some(found) = current.get(&flow.flow_id()) {
+            return found.clone();
+        }
+        let made = Arc::new(ParamFlow::new(self.config.prefix(), flow));
+        let mut next = (*current).clone();
+        next.insert(flow.flow_id(), made.clone());
+        self.param_flows.store(Arc::new(next));
         made
     }
 

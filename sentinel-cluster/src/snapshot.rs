@@ -41,6 +41,35 @@ pub struct ClusterSnapshot {
     pub dropped_releases: u64,
     /// Each flow id seen, by id.
     pub flows: Vec<FlowSnapshot>,
+    /// Each hot-parameter flow id seen, by id.
+    pub param_flows: Vec<ParamFlowSnapshot>,
+}
+
+/// One hot-parameter flow id on this instance.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ParamFlowSnapshot {
+    /// The flow id.
+    pub flow_id: u64,
+    /// Calls of the script (one per entry Redis counted or refused).
+    pub round_trips: u64,
+    /// Entries whose values Redis counted.
+    pub granted: u64,
+    /// Entries Redis refused (a value at its threshold).
+    pub refused: u64,
+    /// Entries with a new value while the window tracked the cap of
+    /// values ([`ClusterConfig::param_values_cap`](crate::ClusterConfig::param_values_cap)):
+    /// decided by the fallback.
+    pub overflows: u64,
+    /// Entries decided by the fallback (overflows included).
+    pub fallback_decisions: u64,
+    /// Entries the fallback admitted that later calls charged to the
+    /// cluster's window.
+    pub fallback_charged: u64,
+    /// Values the flow id tracked in its window at the latest call.
+    pub values_tracked: u64,
+    /// Live instances of the flow id at the latest call or heartbeat.
+    pub instances: u64,
 }
 
 /// One flow id on this instance.
@@ -105,6 +134,26 @@ impl ClusterSnapshot {
             })
             .collect();
         flows.sort_by_key(|f| f.flow_id);
+        let mut param_flows: Vec<ParamFlowSnapshot> = shared
+            .param_flows
+            .load()
+            .values()
+            .map(|flow| {
+                let n = &flow.counters;
+                ParamFlowSnapshot {
+                    flow_id: flow.id,
+                    round_trips: n.round_trips.load(Relaxed),
+                    granted: n.granted.load(Relaxed),
+                    refused: n.refused.load(Relaxed),
+                    overflows: n.overflows.load(Relaxed),
+                    fallback_decisions: n.fallbacks.load(Relaxed),
+                    fallback_charged: n.charged.load(Relaxed),
+                    values_tracked: n.tracked.load(Relaxed),
+                    instances: flow.instances(),
+                }
+            })
+            .collect();
+        param_flows.sort_by_key(|f| f.flow_id);
         ClusterSnapshot {
             instance: shared.instance.clone(),
             fallback: !shared.is_up(),
@@ -119,6 +168,7 @@ impl ClusterSnapshot {
             pending_releases: shared.releases.lock().len() as u64,
             dropped_releases: c.dropped_releases.load(Relaxed),
             flows,
+            param_flows,
         }
     }
 
@@ -225,12 +275,59 @@ impl ClusterSnapshot {
                 );
             }
         }
+        let per_param_flow: [(&str, &str, &str, ParamFigure); 5] = [
+            (
+                "sentinel_cluster_param_round_trips_total",
+                "counter",
+                "hot-parameter script calls",
+                |f| f.round_trips,
+            ),
+            (
+                "sentinel_cluster_param_refused_total",
+                "counter",
+                "hot-parameter entries refused by redis",
+                |f| f.refused,
+            ),
+            (
+                "sentinel_cluster_param_overflows_total",
+                "counter",
+                "hot-parameter entries with a new value past the cap on values tracked",
+                |f| f.overflows,
+            ),
+            (
+                "sentinel_cluster_param_fallback_decisions_total",
+                "counter",
+                "hot-parameter entries decided by the fallback",
+                |f| f.fallback_decisions,
+            ),
+            (
+                "sentinel_cluster_param_values_tracked",
+                "gauge",
+                "values the hot-parameter flow id tracked in its window at the latest call",
+                |f| f.values_tracked,
+            ),
+        ];
+        for (name, kind, help, value) in per_param_flow {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} {kind}");
+            for flow in &self.param_flows {
+                let _ = writeln!(
+                    out,
+                    "{name}{{instance=\"{instance}\",flow_id=\"{}\"}} {}",
+                    flow.flow_id,
+                    value(flow)
+                );
+            }
+        }
         out
     }
 }
 
 /// One figure of a flow's snapshot.
 type FlowFigure = fn(&FlowSnapshot) -> u64;
+
+/// One figure of a hot-parameter flow's snapshot.
+type ParamFigure = fn(&ParamFlowSnapshot) -> u64;
 
 /// A label value with `\`, `"` and newlines escaped.
 fn escape(value: &str) -> String {

@@ -7,6 +7,8 @@ use sentinel_flow_core::flow::{
     ClusterEndpoint, ClusterFlow, ClusterTokens, ConcurrencyAnswer, TokenAnswer,
 };
 
+use sentinel_flow_core::param_flow::{ClusterParamFlow, ParamToken};
+
 use crate::flow::Flow;
 use crate::shared::Shared;
 use crate::snapshot::ClusterSnapshot;
@@ -36,6 +38,16 @@ impl ClusterTokens for Tokens {
     fn release_concurrent(&self, rule: &ClusterFlow, token: u64) {
         let flow = self.0.flow(rule);
         self.0.release_concurrent(&flow, token);
+    }
+
+    fn acquire_param(
+        &self,
+        rule: &ClusterParamFlow,
+        values: &[ParamToken<'_>],
+        permits: u32,
+        _: u64,
+    ) -> TokenAnswer {
+        self.0.acquire_param(rule, values, permits)
     }
 
     fn bind(&self, rule: &ClusterFlow) -> Option<Arc<dyn ClusterTokens>> {

@@ -20,6 +20,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use crate::concurrency;
 use crate::flow::Flow;
+use crate::param::{self, ParamFlow};
 use crate::script::{Grant, Scripts};
 use crate::shared::Shared;
 
@@ -173,6 +174,18 @@ impl Worker {
                 conn.clone(),
             ));
         }
+        for flow in self.shared.param_flows.load().values() {
+            let pending: Vec<_> = flow.pending.lock().drain(..).collect();
+            for pending in pending {
+                tokio::spawn(param::acquire(
+                    self.shared.clone(),
+                    self.scripts.clone(),
+                    flow.clone(),
+                    pending,
+                    conn.clone(),
+                ));
+            }
+        }
         for flow in self.shared.flows.load().values() {
             let pending: Vec<_> = flow.concurrent.pending.lock().drain(..).collect();
             for pending in pending {
@@ -199,7 +212,9 @@ impl Worker {
     /// Registers this instance under every flow id it has seen.
     fn heartbeat(&self, conn: &ConnectionManager) {
         let flows: Vec<Arc<Flow>> = self.shared.flows.load().values().cloned().collect();
-        if flows.is_empty() {
+        let params: Vec<Arc<ParamFlow>> =
+            self.shared.param_flows.load().values().cloned().collect();
+        if flows.is_empty() && params.is_empty() {
             return;
         }
         let (shared, scripts, mut conn) = (self.shared.clone(), self.scripts.clone(), conn.clone());
@@ -217,6 +232,24 @@ impl Worker {
                         .key(&flow.keys.seen)
                         .arg(concurrency::keys_life_ms(&shared, &flow));
                 }
+                let call = invocation.invoke_async::<u64>(&mut conn);
+                match with_timeout(&shared, call).await {
+                    Ok(live) => {
+                        flow.note_instances(live, shared.peak_memory_ms(), shared.config.now_ms());
+                        shared.answered.store(true, Release);
+                    }
+                    Err(why) => {
+                        shared.fail(&why);
+                        return;
+                    }
+                }
+            }
+            for flow in params {
+                let mut invocation = scripts.register.prepare_invoke();
+                invocation
+                    .key(&flow.keys.instances)
+                    .arg(&shared.instance)
+                    .arg(ttl);
                 let call = invocation.invoke_async::<u64>(&mut conn);
                 match with_timeout(&shared, call).await {
                     Ok(live) => {

@@ -39,8 +39,8 @@
 //!   `sentinel_cluster_fallback`).
 //! - gauge `sentinel_cluster_param_rules_local`, for each resource with
 //!   hot-parameter rules in cluster mode in force: how many of them count
-//!   each value on this instance alone (values are not counted across
-//!   instances), attached service or not.
+//!   each value on this instance alone, attached service or not (those of
+//!   the concurrency grade; the cluster counts the values of QPS rules).
 //!
 //! Per instance, the caps ([`Sentinel::caps`]), so that an operator sees a
 //! cap being hit:
@@ -227,7 +227,7 @@ fn cluster_unattached(out: &mut String, set: &RuleSet, attached: bool) {
     family(
         out,
         "sentinel_cluster_param_rules_local",
-        "Hot-parameter rules in cluster mode counting each value on this instance alone.",
+        "Hot-parameter rules in cluster mode counting each value on this instance alone (concurrency grade).",
         "gauge",
         crate::param_flow::cluster_rules_by_resource(
             set.rules_of::<crate::param_flow::ParamFlowKind>(),

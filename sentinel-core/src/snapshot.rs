@@ -72,9 +72,9 @@ pub struct ResourceSnapshot {
     /// [`Sentinel::cluster_status`](crate::Sentinel::cluster_status) and by the service's own state (e.g.
     /// `sentinel-flow-cluster`'s `fallback`).
     pub cluster_rules_unattached: usize,
-    /// Its hot-parameter rules in cluster mode, which count each value on
-    /// this instance alone (values are not counted across instances),
-    /// attached service or not.
+    /// Its hot-parameter rules in cluster mode that count each value on
+    /// this instance alone, attached service or not: those of the
+    /// concurrency grade (the cluster counts the values of QPS rules).
     pub cluster_param_rules_local: usize,
 }
 
@@ -179,7 +179,7 @@ pub(crate) fn resources(
                 cluster_param_rules_local: rules.map_or(0, |r| {
                     r.param_flow
                         .iter()
-                        .filter(|c| c.rule().cluster_mode)
+                        .filter(|c| c.rule().cluster_mode && c.cluster().is_none())
                         .count()
                 }),
             }

@@ -248,3 +248,47 @@ pub fn per_second(
     }
     seconds
 }
+
+/// Offers `qps_each` entries a second of each of `values` (as the entry's
+/// one argument) to `sentinel` for `duration`, in turn and evenly spaced;
+/// what each value got, in the order of `values`.
+pub fn offer_values(
+    sentinel: &sentinel_flow_core::Sentinel,
+    resource: &str,
+    values: &[sentinel_flow_core::ParamValue],
+    qps_each: u32,
+    duration: Duration,
+) -> Vec<Load> {
+    let mut loads: Vec<Load> = values.iter().map(|_| Load::default()).collect();
+    let start = Instant::now();
+    let period = Duration::from_secs(1) / (qps_each * values.len() as u32);
+    let mut i: u32 = 0;
+    loop {
+        let due = start + period * i;
+        if due >= start + duration {
+            return loads;
+        }
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        let which = i as usize % values.len();
+        LAST_READING.with(|last| last.set(0));
+        let asked = unix_ms();
+        let before = Instant::now();
+        let entry = sentinel
+            .entry_builder(resource)
+            .args(std::slice::from_ref(&values[which]))
+            .enter();
+        let took = before.elapsed();
+        let at = match LAST_READING.with(|last| last.get()) {
+            0 => asked,
+            read => read,
+        };
+        loads[which].decisions.push((at, took));
+        if entry.is_ok() {
+            loads[which].admitted.push(at);
+        }
+        drop(entry);
+        i += 1;
+    }
+}

@@ -30,6 +30,7 @@ use arc_swap::ArcSwapOption;
 
 use super::cluster_config::{ClusterFlowConfig, ClusterThresholdType};
 use super::rule::{FlowGrade, FlowRule};
+use crate::param_flow::{ClusterParamFlow, ParamToken};
 
 /// What a [`ClusterTokens`] service answered for some permits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -195,6 +196,26 @@ pub trait ClusterTokens: Send + Sync + fmt::Debug + 'static {
     /// default does nothing.
     fn release_concurrent(&self, flow: &ClusterFlow, token: u64) {
         let _ = (flow, token);
+    }
+
+    /// Permits for the values of an entry of a hot-parameter rule in
+    /// cluster mode ([`ClusterParamFlow`]) at `now_ms` (the instance's
+    /// clock): `permits` of each of `values`, granted only if every one of
+    /// them is within its threshold in the cluster's window (and then
+    /// counted for each), as Sentinel's token server does. As
+    /// [`acquire`](Self::acquire), any wait is bounded;
+    /// [`TokenAnswer::Unavailable`] lets the rule's
+    /// `fallback_to_local_when_fail` decide. The default: unavailable, for
+    /// a service that does not count parameter values.
+    fn acquire_param(
+        &self,
+        flow: &ClusterParamFlow,
+        values: &[ParamToken<'_>],
+        permits: u32,
+        now_ms: u64,
+    ) -> TokenAnswer {
+        let _ = (flow, values, permits, now_ms);
+        TokenAnswer::Unavailable
     }
 
     /// Appends the service's own metric families (Prometheus text format,
@@ -443,6 +464,30 @@ impl ClusterHook {
             }
         }
         Some(Arc::clone(tokens))
+    }
+
+    /// Permits for the values of a hot-parameter rule in cluster mode,
+    /// from the instance's service; `Unavailable` when there is none (or
+    /// it panics).
+    #[cold]
+    pub(crate) fn acquire_param(
+        &self,
+        flow: &ClusterParamFlow,
+        values: &[ParamToken<'_>],
+        permits: u32,
+        now_ms: u64,
+    ) -> TokenAnswer {
+        let tokens = self.tokens.load();
+        let Some(tokens) = &*tokens else {
+            return TokenAnswer::Unavailable;
+        };
+        panic::catch_unwind(AssertUnwindSafe(|| {
+            tokens.acquire_param(flow, values, permits, now_ms)
+        }))
+        .unwrap_or_else(|_| {
+            service_panicked("acquire_param");
+            TokenAnswer::Unavailable
+        })
     }
 
     /// Puts `tokens` in place at `now_ms`; whether a service was in place

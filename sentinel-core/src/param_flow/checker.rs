@@ -6,6 +6,7 @@ use crate::sync::atomic::Ordering::{AcqRel, Acquire};
 use std::sync::Arc;
 
 use super::cache::{FRESH, Flavor, HeldSlot, Lookup, Reserve, ValueTable};
+use super::cluster::ClusterParamFlow;
 use super::rule::{ParamControlBehavior, ParamFlowGrade, ParamFlowRule};
 use crate::ParamValue;
 
@@ -23,6 +24,9 @@ pub(crate) enum ParamDecision {
     /// Passed, holding concurrency counts to give back at exit with
     /// [`CompiledParamFlow::release`].
     Held(ParamHeld),
+    /// A rule in cluster mode: the cluster decides
+    /// ([`CompiledParamFlow::check_cluster`]).
+    Cluster,
 }
 
 /// Concurrency counts an admitted entry holds.
@@ -66,6 +70,8 @@ pub(crate) struct CompiledParamFlow {
     /// Sorted by key.
     items: Box<[Item]>,
     table: ValueTable,
+    /// A QPS rule in cluster mode: its values are counted by the cluster.
+    cluster: Option<Box<ClusterParamFlow>>,
 }
 
 impl CompiledParamFlow {
@@ -106,6 +112,7 @@ impl CompiledParamFlow {
             count: whole(rule.count),
             items: items.into(),
             table,
+            cluster: ClusterParamFlow::of_rule(&rule).map(Box::new),
             rule: Arc::new(rule),
         }
     }
@@ -115,6 +122,12 @@ impl CompiledParamFlow {
         &self.rule
     }
 
+    /// The rule's cluster flow, when the cluster counts its values.
+    #[inline(always)]
+    pub(crate) fn cluster(&self) -> Option<&ClusterParamFlow> {
+        self.cluster.as_deref()
+    }
+
     /// Decides for an entry with `args` acquiring `batch` permits at
     /// `now_ms` (`now_ns` on the same clock, read only by a rate limiter).
     ///
@@ -122,8 +135,26 @@ impl CompiledParamFlow {
     /// call without it passes. A collection argument passes if every
     /// element passes; on a block, the concurrency counts and tokens taken
     /// for earlier elements are given back (a rate limiter's reserved
-    /// slots are not, as in Sentinel).
+    /// slots are not, as in Sentinel). A rule the cluster counts answers
+    /// [`ParamDecision::Cluster`] at once: its check is
+    /// [`check_cluster`](Self::check_cluster).
     pub(crate) fn check(
+        &self,
+        args: &[ParamValue],
+        batch: u32,
+        now_ms: u64,
+        now_ns: impl FnOnce() -> u64,
+    ) -> ParamDecision {
+        if self.cluster.is_some() {
+            return ParamDecision::Cluster;
+        }
+        self.check_locally(args, batch, now_ms, now_ns)
+    }
+
+    /// [`check`](Self::check) on this instance alone: the rule's local
+    /// check, also a rule in cluster mode's fallback.
+    #[inline]
+    pub(crate) fn check_locally(
         &self,
         args: &[ParamValue],
         batch: u32,
@@ -227,7 +258,7 @@ impl CompiledParamFlow {
     }
 
     #[inline]
-    fn argument<'a>(&self, args: &'a [ParamValue]) -> Option<&'a ParamValue> {
+    pub(super) fn argument<'a>(&self, args: &'a [ParamValue]) -> Option<&'a ParamValue> {
         let idx = i64::from(self.rule.param_idx);
         let at = if idx < 0 {
             args.len() as i64 + idx
@@ -235,6 +266,11 @@ impl CompiledParamFlow {
             idx
         };
         usize::try_from(at).ok().and_then(|at| args.get(at))
+    }
+
+    /// The threshold of `value`: its item's, or the rule's.
+    pub(super) fn threshold_of(&self, value: &ParamValue) -> u64 {
+        self.threshold(self.table.key_of(value), value)
     }
 
     /// The threshold of the value with `key`: its item's, or the rule's.

@@ -40,8 +40,9 @@
 //!
 //! The module is the kind alone: `rule.rs` the rule as loaded,
 //! `checker.rs` and `cache.rs` the compiled rule and its value table,
-//! `cluster.rs` the report of rules in cluster mode (which limit locally),
-//! here the check. The tables' figures are read through the instance's rule set,
+//! `cluster.rs` the check of QPS rules in cluster mode (each value counted
+//! across instances by the cluster service) and the report of those that
+//! limit locally, here the check. The tables' figures are read through the instance's rule set,
 //! which composes every kind ([`RuleManager::tables`](crate::RuleManager::tables)).
 
 mod cache;
@@ -57,6 +58,7 @@ pub(crate) use checker::{CompiledParamFlow, ParamDecision, ParamHeld};
 #[cfg(feature = "prometheus")]
 pub(crate) use cluster::by_resource as cluster_rules_by_resource;
 pub(crate) use cluster::warn as warn_cluster_rules;
+pub use cluster::{ClusterParamFlow, ParamToken};
 pub use rule::{
     BASE_PARAM_CAPACITY, MAX_PARAM_CAPACITY, MAX_PARAM_COUNT, ParamControlBehavior, ParamFlowGrade,
     ParamFlowItem, ParamFlowRule, TOTAL_PARAM_CAPACITY,

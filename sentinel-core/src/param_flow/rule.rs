@@ -126,8 +126,7 @@ pub const MAX_PARAM_CLUSTER_WINDOW_MS: u64 = 86_400_000;
 pub const MAX_PARAM_CLUSTER_SAMPLE_COUNT: u32 = 1_000;
 
 /// A hot-parameter rule's cluster settings (Sentinel's
-/// `ParamFlowClusterConfig`), with Sentinel's defaults. Kept and checked;
-/// values are not yet counted across instances (see
+/// `ParamFlowClusterConfig`), with Sentinel's defaults (see
 /// [`ParamFlowRule::cluster_mode`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParamFlowClusterConfig {
@@ -264,9 +263,12 @@ pub struct ParamFlowRule {
     pub capacity: Option<usize>,
     /// Whether the rule's threshold is the cluster's (Sentinel's
     /// `clusterMode`, default false); needs a `cluster_config.flow_id`.
-    /// Values are not counted across instances yet: a rule in cluster
-    /// mode limits each value on this instance alone, with its `count`,
-    /// as a cluster rule does with no cluster service attached.
+    /// A QPS rule in cluster mode asks the instance's cluster service
+    /// ([`ClusterTokens::acquire_param`](crate::flow::ClusterTokens::acquire_param))
+    /// for each value, counted across instances in the cluster's window;
+    /// with no answer, `cluster_config.fallback_to_local_when_fail`
+    /// decides. A concurrency-grade rule in cluster mode limits each value
+    /// on this instance alone, as in Sentinel.
     pub cluster_mode: bool,
     /// The cluster settings, kept whether or not `cluster_mode` is on.
     pub cluster_config: ParamFlowClusterConfig,

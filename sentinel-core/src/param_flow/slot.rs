@@ -1,5 +1,6 @@
 //! The hot-parameter kind and its slot ([`order::PARAM_FLOW`](crate::slot::order::PARAM_FLOW)):
-//! a limit per value of one argument of the entry. A concurrency rule's
+//! a limit per value of one argument of the entry (a QPS rule in cluster
+//! mode asks the cluster service instead: `cluster.rs`). A concurrency rule's
 //! count is held in the entry's holds until its exit; the chain gives the
 //! holds back when a later slot refuses the entry.
 
@@ -39,6 +40,10 @@ impl RuleKind for ParamFlowKind {
     fn footprint(rule: &ParamFlowRule) -> Footprint {
         rule.footprint()
     }
+
+    fn across(rules: &[ParamFlowRule]) -> Vec<RuleError> {
+        super::cluster::cluster_problems(rules)
+    }
 }
 
 impl Holding for ParamFlowKind {
@@ -59,9 +64,13 @@ impl RuleSlot for ParamFlowKind {
             return Ok(());
         }
         for rule in rules.iter() {
-            match rule.check(ctx.args, ctx.batch, ctx.now_ms, || {
-                ctx.parts.clock.now_nanos()
-            }) {
+            let now_ns = || ctx.parts.clock.now_nanos();
+            let mut decision = rule.check(ctx.args, ctx.batch, ctx.now_ms, now_ns);
+            if matches!(decision, ParamDecision::Cluster) {
+                decision =
+                    rule.check_cluster(&ctx.parts.cluster, ctx.args, ctx.batch, ctx.now_ms, now_ns);
+            }
+            match decision {
                 ParamDecision::Pass => {}
                 ParamDecision::Wait(ns) => c.outcome.wait_at_least(ns),
                 ParamDecision::Held(held) => c.verdict.holds.hold::<Self>(ParamFlowHold {
@@ -69,6 +78,8 @@ impl RuleSlot for ParamFlowKind {
                     held,
                 }),
                 ParamDecision::Block => return c.refuse(Self::BLOCK, spare::share(rule.rule())),
+                // Never from the cluster check, which decides.
+                ParamDecision::Cluster => {}
             }
         }
         Ok(())

@@ -8,7 +8,9 @@
 //! Every test builds its own [`Sentinel`] on a `ManualClock`; no test sleeps.
 
 use sentinel_flow_core::flow::{ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule};
-use sentinel_flow_core::param_flow::{ParamFlowClusterConfig, ParamFlowItem, ParamFlowRule};
+use sentinel_flow_core::param_flow::{
+    ParamFlowClusterConfig, ParamFlowGrade, ParamFlowItem, ParamFlowRule,
+};
 use sentinel_flow_core::{Entry, ParamValue};
 
 use crate::support::instance;
@@ -106,6 +108,9 @@ fn a_hot_parameter_rule_in_cluster_mode_was_refused_and_now_limits_locally() {
         cluster_mode: true,
         cluster_config: ParamFlowClusterConfig {
             flow_id: Some(12),
+            // With no cluster service attached the rule falls back: to its
+            // local check here (the default, as Sentinel's, passes).
+            fallback_to_local_when_fail: true,
             ..ParamFlowClusterConfig::default()
         },
         ..ParamFlowRule::new("r", 0, 2.0)
@@ -145,11 +150,25 @@ fn hot_parameter_rules_in_cluster_mode_are_shown_as_limiting_locally() {
             flow_id: Some(3),
             ..ParamFlowClusterConfig::default()
         },
+        // The concurrency grade: the cluster counts only QPS rules' values.
+        grade: ParamFlowGrade::Concurrency,
         ..ParamFlowRule::new("hot", 0, 2.0)
     };
     sentinel
         .param_flow_rules()
-        .load(vec![rule, ParamFlowRule::new("hot", 1, 2.0)])
+        .load(vec![
+            rule,
+            ParamFlowRule::new("hot", 1, 2.0),
+            // Counted by the cluster: not local.
+            ParamFlowRule {
+                cluster_mode: true,
+                cluster_config: ParamFlowClusterConfig {
+                    flow_id: Some(4),
+                    ..ParamFlowClusterConfig::default()
+                },
+                ..ParamFlowRule::new("hot", 2, 2.0)
+            },
+        ])
         .unwrap();
     drop(
         sentinel
@@ -178,6 +197,8 @@ fn hot_parameter_rules_in_cluster_mode_show_in_prometheus() {
             flow_id: Some(3),
             ..ParamFlowClusterConfig::default()
         },
+        // The concurrency grade: the cluster counts only QPS rules' values.
+        grade: ParamFlowGrade::Concurrency,
         ..ParamFlowRule::new("hot", 0, 2.0)
     };
     sentinel

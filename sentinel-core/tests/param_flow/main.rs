@@ -4,7 +4,8 @@
 //! (`rate_limiter`, its queue under `enter_async` in `rate_limiter::queue`),
 //! the concurrency grade and counts given back when a later check refuses
 //! (`concurrency`), bounded memory with a million values (`capacity`),
-//! reloads (`reloads`) and user key types (`keys`).
+//! reloads (`reloads`), user key types (`keys`) and rules in cluster mode
+//! asking the cluster service (`cluster`).
 //!
 //! Every test builds its own [`Sentinel`] on a [`ManualClock`] started on a
 //! whole second; time is crossed by moving the clock, never by sleeping. The
@@ -21,6 +22,7 @@ use crate::support::admitted;
 mod support;
 
 mod capacity;
+mod cluster;
 mod concurrency;
 mod keys;
 mod qps;

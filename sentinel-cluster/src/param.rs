@@ -1,0 +1,335 @@
+//! Cluster hot-parameter limits on this instance (a QPS hot-parameter
+//! rule in cluster mode): each entry's values are counted in the flow id's
+//! window in Redis, one script call per entry (`calls.rs`), waited for no
+//! longer than the budget.
+//!
+//! Not leased: a lease per value would hold permits of the cluster's
+//! window on each instance for values that may not come back (most values
+//! of a hot-parameter rule are seen once), so that with three instances
+//! and a per-value threshold of 10 even a lease of 2 would hold 60% of a
+//! value's window; and a table of leases per value would be one more
+//! bounded table to evict from. Sentinel's clients ask the token server
+//! once per entry too.
+//!
+//! Past the budget, while Redis is down, or for a new value once the flow
+//! id tracks [`ClusterConfig::param_values_cap`](crate::ClusterConfig::param_values_cap)
+//! values in its window, the fallback decides: with the rule's
+//! `fallback_to_local_when_fail`, each value within this instance's share
+//! of its threshold in the window (its threshold divided by the most live
+//! instances counted lately, or the threshold itself for avg_local),
+//! counted together with what the cluster granted this instance for the
+//! value (`fallback.rs`), and the rule's local check after; without it,
+//! the entry passes. An entry the fallback admitted while its call was
+//! still on its way is charged to the cluster's window by that call; one
+//! the fallback refused that Redis counted meanwhile stays counted (the
+//! cluster errs on the side of admitting less).
+
+mod calls;
+mod encode;
+mod fallback;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex};
+use sentinel_flow_core::flow::TokenAnswer;
+use sentinel_flow_core::param_flow::{ClusterParamFlow, ParamClusterThresholdType, ParamToken};
+
+pub(crate) use calls::acquire;
+pub(crate) use encode::field_of;
+
+use crate::script::ParamKeys;
+use crate::shared::Shared;
+use fallback::FallbackCounts;
+
+/// The most entries of one flow id waiting for the worker; an entry past
+/// it is decided by the fallback at once.
+pub(crate) const MAX_PENDING_PARAMS: usize = 1_024;
+
+/// The most values one entry asks for (the elements of a collection
+/// argument); an entry with more is left to the rule's local check (or
+/// passes, as the rule's `fallback_to_local_when_fail` says).
+pub(crate) const MAX_VALUES_PER_ENTRY: usize = 256;
+
+/// The rule's settings, as the script takes them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct ParamSettings {
+    pub(crate) window_ms: u64,
+    pub(crate) samples: u32,
+    pub(crate) avg_local: bool,
+    pub(crate) fallback_to_local: bool,
+}
+
+impl ParamSettings {
+    fn of(flow: &ClusterParamFlow) -> Self {
+        ParamSettings {
+            window_ms: flow.window_interval_ms().max(1),
+            samples: flow.sample_count().max(1),
+            avg_local: flow.threshold_type() == ParamClusterThresholdType::AvgLocal,
+            fallback_to_local: flow.falls_back_to_local(),
+        }
+    }
+}
+
+/// One value an entry asks for: its encoding, threshold and permits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Asked {
+    pub(crate) field: String,
+    pub(crate) threshold: u64,
+    pub(crate) permits: u64,
+}
+
+/// Counters of one hot-parameter flow id, for the snapshot.
+#[derive(Debug, Default)]
+pub(crate) struct ParamCounters {
+    pub(crate) round_trips: AtomicU64,
+    pub(crate) granted: AtomicU64,
+    pub(crate) refused: AtomicU64,
+    /// Entries with a new value past the cap on values tracked.
+    pub(crate) overflows: AtomicU64,
+    /// Entries decided by the fallback.
+    pub(crate) fallbacks: AtomicU64,
+    /// Fallback admissions charged to the cluster's window.
+    pub(crate) charged: AtomicU64,
+    /// Values the flow id tracked in its window at the latest call.
+    pub(crate) tracked: AtomicU64,
+}
+
+/// A hot-parameter flow id's state on this instance.
+#[derive(Debug)]
+pub(crate) struct ParamFlow {
+    pub(crate) id: u64,
+    pub(crate) keys: ParamKeys,
+    pub(crate) settings: Mutex<ParamSettings>,
+    /// Entries waiting for the worker.
+    pub(crate) pending: Mutex<VecDeque<Arc<ParamPending>>>,
+    /// Live instances of the flow id, as Redis last counted them.
+    instances: AtomicU64,
+    /// The most live instances counted lately, and when (client's ms).
+    peak: Mutex<(u64, Option<u64>)>,
+    fallback: Mutex<FallbackCounts>,
+    pub(crate) counters: ParamCounters,
+}
+
+impl ParamFlow {
+    pub(crate) fn new(prefix: &str, flow: &ClusterParamFlow) -> Self {
+        ParamFlow {
+            id: flow.flow_id(),
+            keys: ParamKeys::new(prefix, flow.flow_id()),
+            settings: Mutex::new(ParamSettings::of(flow)),
+            pending: Mutex::new(VecDeque::new()),
+            instances: AtomicU64::new(0),
+            peak: Mutex::new((0, None)),
+            fallback: Mutex::new(FallbackCounts::default()),
+            counters: ParamCounters::default(),
+        }
+    }
+
+    /// Live instances of the flow id, as Redis last counted them.
+    pub(crate) fn instances(&self) -> u64 {
+        self.instances.load(Relaxed)
+    }
+
+    /// Redis counted `live` instances at `now_ms`; the fallback's share
+    /// divides by the most counted within `memory_ms`.
+    pub(crate) fn note_instances(&self, live: u64, memory_ms: u64, now_ms: u64) {
+        self.instances.store(live, Relaxed);
+        let mut peak = self.peak.lock();
+        let lapsed = peak
+            .1
+            .is_none_or(|at| now_ms.saturating_sub(at) > memory_ms);
+        if live >= peak.0 || lapsed {
+            *peak = (live, Some(now_ms));
+        }
+    }
+
+    /// A value's share on this instance of `threshold`.
+    fn share(&self, threshold: u64, avg_local: bool) -> u64 {
+        if avg_local {
+            return threshold;
+        }
+        threshold.div_ceil(self.peak.lock().0.max(1))
+    }
+
+    /// Counts what the cluster granted this instance, so that the
+    /// fallback's admissions in the window are within the share with them.
+    pub(crate) fn note_granted(&self, asked: &[Asked], now_ms: u64) {
+        let window_ms = self.settings.lock().window_ms;
+        self.fallback.lock().add(asked, window_ms, now_ms);
+    }
+}
+
+/// How an entry's call stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    Waiting,
+    Granted,
+    Refused,
+    /// A new value past the cap on values tracked.
+    Overflow,
+    /// The call failed (Redis down).
+    Failed,
+    /// The entry stopped waiting; `admitted`: the fallback admitted it,
+    /// and the call charges it to the cluster's window.
+    Abandoned {
+        admitted: bool,
+    },
+}
+
+/// An entry's values queued for the worker.
+#[derive(Debug)]
+pub(crate) struct ParamPending {
+    pub(crate) asked: Vec<Asked>,
+    state: Mutex<State>,
+    answered: Condvar,
+}
+
+impl ParamPending {
+    fn new(asked: Vec<Asked>) -> Self {
+        ParamPending {
+            asked,
+            state: Mutex::new(State::Waiting),
+            answered: Condvar::new(),
+        }
+    }
+
+    pub(crate) fn state(&self) -> State {
+        *self.state.lock()
+    }
+
+    /// The worker's answer; the state it found when the entry had stopped
+    /// waiting (`Abandoned`), else `None`.
+    pub(crate) fn answer(&self, state: State) -> Option<State> {
+        let mut current = self.state.lock();
+        if let State::Abandoned { .. } = *current {
+            return Some(*current);
+        }
+        *current = state;
+        self.answered.notify_all();
+        None
+    }
+
+    /// Waits for the answer until `deadline`; past it, `decide` (the
+    /// fallback) runs with the state held, so that a late answer sees
+    /// whether the entry was admitted.
+    fn wait(
+        &self,
+        deadline: Instant,
+        decide: impl FnOnce() -> TokenAnswer,
+    ) -> Result<State, TokenAnswer> {
+        let mut state = self.state.lock();
+        while *state == State::Waiting {
+            if self.answered.wait_until(&mut state, deadline).timed_out()
+                && *state == State::Waiting
+            {
+                let answer = decide();
+                *state = State::Abandoned {
+                    admitted: answer != TokenAnswer::Refused,
+                };
+                return Err(answer);
+            }
+        }
+        Ok(*state)
+    }
+}
+
+impl Shared {
+    /// An entry's values of a hot-parameter rule in cluster mode: counted
+    /// by Redis within the budget, or decided by the fallback.
+    pub(crate) fn acquire_param(
+        &self,
+        rule: &ClusterParamFlow,
+        values: &[ParamToken<'_>],
+        permits: u32,
+    ) -> TokenAnswer {
+        let flow = self.param_flow(rule);
+        let settings = ParamSettings::of(rule);
+        {
+            let mut held = flow.settings.lock();
+            if *held != settings {
+                *held = settings;
+            }
+        }
+        if values.len() > MAX_VALUES_PER_ENTRY {
+            // Left to the rule's local check (or a pass), uncounted.
+            self.counters.fallbacks.fetch_add(1, Relaxed);
+            flow.counters.fallbacks.fetch_add(1, Relaxed);
+            return TokenAnswer::Unavailable;
+        }
+        let asked = asked_of(values, permits);
+        if !self.is_up() {
+            return self.param_fallback(&flow, &asked);
+        }
+        let pending = Arc::new(ParamPending::new(asked));
+        {
+            let mut queue = flow.pending.lock();
+            if queue.len() >= MAX_PENDING_PARAMS {
+                drop(queue);
+                return self.param_fallback(&flow, &pending.asked);
+            }
+            queue.push_back(pending.clone());
+        }
+        self.wake.notify_one();
+        let deadline = Instant::now() + self.config.get_budget();
+        let waited = pending.wait(deadline, || {
+            self.counters.over_budget.fetch_add(1, Relaxed);
+            self.param_fallback(&flow, &pending.asked)
+        });
+        match waited {
+            Err(answer) => answer,
+            Ok(State::Granted) => TokenAnswer::Granted,
+            Ok(State::Refused) => TokenAnswer::Refused,
+            Ok(State::Overflow) => {
+                flow.counters.overflows.fetch_add(1, Relaxed);
+                self.param_fallback(&flow, &pending.asked)
+            }
+            Ok(_) => self.param_fallback(&flow, &pending.asked),
+        }
+    }
+
+    /// No answer (or a value past the cap): with the rule's
+    /// `fallback_to_local_when_fail`, each value within this instance's
+    /// share, then the rule's local check (`Unavailable`); past the share,
+    /// refused; with no room in the fallback's bounded count, the local
+    /// check alone. Without it, the entry passes (`Unavailable`).
+    fn param_fallback(&self, flow: &ParamFlow, asked: &[Asked]) -> TokenAnswer {
+        self.counters.fallbacks.fetch_add(1, Relaxed);
+        flow.counters.fallbacks.fetch_add(1, Relaxed);
+        let settings = *flow.settings.lock();
+        if !settings.fallback_to_local {
+            return TokenAnswer::Unavailable;
+        }
+        let now_ms = self.config.now_ms();
+        let share = |threshold| flow.share(threshold, settings.avg_local);
+        let admitted = flow
+            .fallback
+            .lock()
+            .admit(asked, settings.window_ms, now_ms, share);
+        match admitted {
+            Some(false) => TokenAnswer::Refused,
+            // Within the share, or no room to count it: the local check.
+            Some(true) | None => TokenAnswer::Unavailable,
+        }
+    }
+}
+
+/// The values of an entry, each once (a value twice in a collection asks
+/// twice the permits), with their encodings.
+fn asked_of(values: &[ParamToken<'_>], permits: u32) -> Vec<Asked> {
+    let mut asked: Vec<Asked> = Vec::with_capacity(values.len());
+    for token in values {
+        let field = field_of(token.value());
+        match asked.iter_mut().find(|a| a.field == field) {
+            Some(same) => same.permits += u64::from(permits),
+            None => asked.push(Asked {
+                field,
+                threshold: token.threshold(),
+                permits: u64::from(permits),
+            }),
+        }
+    }
+    asked
+}
