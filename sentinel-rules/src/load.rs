@@ -165,7 +165,7 @@ pub struct Reloaded {
     pub version: Option<String>,
     /// Rules per kind: `[("flow", 2), ("degrade", 1), ...]`, in the order of
     /// [`RuleBook`](sentinel_flow_core::RuleBook)'s fields.
-    pub counts: [(&'static str, usize); 5],
+    pub counts: [(&'static str, usize); 6],
     /// How many resources the file tracks percentiles of (its
     /// `track_percentiles` list, less `untracked`).
     pub tracked_percentiles: usize,

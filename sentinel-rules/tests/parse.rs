@@ -28,7 +28,8 @@ fn the_example_file_loads_every_kind() {
             ("system", 1),
             ("param_flow", 1),
             ("flow", 2),
-            ("degrade", 2)
+            ("degrade", 2),
+            ("adaptive", 0)
         ]
     );
     assert_eq!(file.track_percentiles, ["GET:/orders"]);

@@ -34,10 +34,10 @@ impl Gate {
         }
     }
 
-    /// Admits one call if fewer than the limit are in flight; the count
-    /// after it on success.
+    /// Admits one call if fewer than the limit are in flight; on success,
+    /// the limit it was admitted under and the count after it.
     #[inline]
-    pub(crate) fn try_acquire(&self) -> Option<u32> {
+    pub(crate) fn try_acquire(&self) -> Option<(u32, u32)> {
         let mut word = self.word.load(Ordering::Relaxed);
         loop {
             let (limit, in_flight) = unpack(word);
@@ -50,7 +50,7 @@ impl Gate {
                 Ordering::Acquire,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return Some(in_flight + 1),
+                Ok(_) => return Some((limit, in_flight + 1)),
                 Err(now) => word = now,
             }
         }
@@ -93,11 +93,11 @@ mod tests {
     #[test]
     fn admits_up_to_the_limit_and_again_after_a_release() {
         let gate = Gate::new(2);
-        assert_eq!(gate.try_acquire(), Some(1));
-        assert_eq!(gate.try_acquire(), Some(2));
+        assert_eq!(gate.try_acquire(), Some((2, 1)));
+        assert_eq!(gate.try_acquire(), Some((2, 2)));
         assert_eq!(gate.try_acquire(), None);
         gate.release();
-        assert_eq!(gate.try_acquire(), Some(2));
+        assert_eq!(gate.try_acquire(), Some((2, 2)));
         assert_eq!(gate.read(), (2, 2));
     }
 
@@ -114,7 +114,7 @@ mod tests {
         gate.release();
         assert_eq!(gate.try_acquire(), None);
         gate.release();
-        assert_eq!(gate.try_acquire(), Some(1));
+        assert_eq!(gate.try_acquire(), Some((1, 1)));
     }
 }
 
@@ -141,9 +141,10 @@ mod loom_tests {
                     let gate = Arc::clone(&gate);
                     thread::spawn(move || {
                         let admitted = gate.try_acquire();
-                        if let Some(count) = admitted {
-                            // Admitted under a limit of 2 or of 1: never past it.
-                            assert!(count <= 2);
+                        if let Some((limit, count)) = admitted {
+                            // Never past the limit in force at the admission,
+                            // whether the old (2) or the lowered (1).
+                            assert!(count <= limit, "{count} in flight under {limit}");
                         }
                         admitted.is_some()
                     })
@@ -154,7 +155,8 @@ mod loom_tests {
                 thread::spawn(move || {
                     gate.set_limit(1);
                     // After the change, an admission finds the new limit.
-                    if let Some(count) = gate.try_acquire() {
+                    if let Some((limit, count)) = gate.try_acquire() {
+                        assert_eq!(limit, 1);
                         assert!(count <= 1, "admitted past the lowered limit: {count}");
                         gate.release();
                     }
@@ -189,12 +191,14 @@ mod loom_tests {
                 })
                 .collect();
             gate.set_limit(2);
-            let counts: Vec<_> = callers
-                .into_iter()
-                .map(|h| h.join().unwrap())
-                .collect();
+            let counts: Vec<_> = callers.into_iter().map(|h| h.join().unwrap()).collect();
             let admitted = counts.iter().flatten().count();
-            assert!(counts.iter().flatten().all(|&c| c <= 2));
+            assert!(
+                counts
+                    .iter()
+                    .flatten()
+                    .all(|&(limit, count)| count <= limit)
+            );
             assert!(admitted >= 1, "a free slot was refused");
             assert_eq!(gate.read(), (2, admitted as u32));
         });

@@ -49,9 +49,9 @@ use std::sync::Arc;
 pub(crate) use limiter::AdaptiveLimiter;
 pub use limiter::AdaptiveSnapshot;
 pub use rule::{
-    ADAPTIVE_APP_DEFAULT, ADAPTIVE_APP_OTHER, AdaptiveAlgorithm, AdaptiveRule,
-    MAX_ADAPTIVE_LIMIT, MAX_LONG_WINDOW, MAX_MIN_SAMPLES, MAX_PROBE_MULTIPLIER,
-    MAX_RTT_TOLERANCE, MAX_TIMEOUT_MS, MAX_WINDOW_MS, MIN_WINDOW_MS,
+    ADAPTIVE_APP_DEFAULT, ADAPTIVE_APP_OTHER, AdaptiveAlgorithm, AdaptiveRule, MAX_ADAPTIVE_LIMIT,
+    MAX_LONG_WINDOW, MAX_MIN_SAMPLES, MAX_PROBE_MULTIPLIER, MAX_RTT_TOLERANCE, MAX_TIMEOUT_MS,
+    MAX_WINDOW_MS, MIN_WINDOW_MS,
 };
 pub(crate) use slot::{AdaptiveKind, AdaptiveRules};
 

@@ -171,7 +171,8 @@ impl AdaptiveAlgorithm {
                 smoothing,
                 probe_multiplier,
             } => {
-                let alpha_ok = alpha.is_none_or(|a| problems.at_most("alpha", a, MAX_ADAPTIVE_LIMIT));
+                let alpha_ok =
+                    alpha.is_none_or(|a| problems.at_most("alpha", a, MAX_ADAPTIVE_LIMIT));
                 let beta_ok = beta.is_none_or(|b| problems.at_most("beta", b, MAX_ADAPTIVE_LIMIT));
                 if let (Some(a), Some(b), true, true) = (alpha, beta, alpha_ok, beta_ok) {
                     if b <= a {
@@ -179,7 +180,11 @@ impl AdaptiveAlgorithm {
                     }
                 }
                 fraction(problems, "smoothing", smoothing);
-                problems.positive_at_most("probe_multiplier", probe_multiplier, MAX_PROBE_MULTIPLIER);
+                problems.positive_at_most(
+                    "probe_multiplier",
+                    probe_multiplier,
+                    MAX_PROBE_MULTIPLIER,
+                );
             }
             AdaptiveAlgorithm::Aimd {
                 backoff_ratio,
@@ -283,9 +288,14 @@ impl AdaptiveRule {
         if min_ok && max_ok && self.max_limit < self.min_limit {
             problems.add(
                 "max_limit",
-                format!("must be >= min_limit ({}), got {}", self.min_limit, self.max_limit),
+                format!(
+                    "must be >= min_limit ({}), got {}",
+                    self.min_limit, self.max_limit
+                ),
             );
-        } else if min_ok && max_ok && !(self.min_limit..=self.max_limit).contains(&self.initial_limit)
+        } else if min_ok
+            && max_ok
+            && !(self.min_limit..=self.max_limit).contains(&self.initial_limit)
         {
             problems.add(
                 "initial_limit",

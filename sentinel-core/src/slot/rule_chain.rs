@@ -142,7 +142,8 @@ mod tests {
                 order::SYSTEM,
                 order::PARAM_FLOW,
                 order::FLOW,
-                order::DEGRADE
+                order::DEGRADE,
+                order::ADAPTIVE
             ]
         );
         assert!(orders.is_sorted(), "a slot of smaller order runs first");

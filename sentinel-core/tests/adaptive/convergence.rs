@@ -51,10 +51,17 @@ fn follows_a_halving_and_the_recovery(trace: &Trace) {
     settles_at_the_knee(trace);
     let half = settles_within(&between(trace, KNEE_END, HALF_END), CAPACITY / 2);
     eprintln!("within 10% of the halved knee after {half:?} ms");
-    assert!(half.is_some(), "not within 10% of {} 10 s after the halving", CAPACITY / 2);
+    assert!(
+        half.is_some(),
+        "not within 10% of {} 10 s after the halving",
+        CAPACITY / 2
+    );
     let back = settles_within(&between(trace, HALF_END, BACK_END), CAPACITY);
     eprintln!("back at the knee after {back:?} ms");
-    assert!(back.is_some(), "not back within 10% of {CAPACITY} 30 s after recovery");
+    assert!(
+        back.is_some(),
+        "not back within 10% of {CAPACITY} 30 s after recovery"
+    );
 }
 
 mod gradient2 {
@@ -119,5 +126,78 @@ mod aimd {
     #[ignore = "never at the knee first (see above)"]
     fn follows_a_halving_and_the_recovery() {
         super::follows_a_halving_and_the_recovery(&scenario(AdaptiveAlgorithm::aimd(), 20));
+    }
+}
+
+/// The same scenarios with parameters fitted to this service (a 100 ms
+/// window; AIMD's timeout just over the 50 ms no-load RTT; Vegas's queue
+/// thresholds at 2 and 4 calls; Gradient2 with no RTT tolerance), to show
+/// each algorithm's mechanics reach the bounds once its parameters suit the
+/// service.
+mod fitted {
+    use super::*;
+
+    fn fitted(algorithm: AdaptiveAlgorithm, initial: u32) -> Trace {
+        let rule = AdaptiveRule {
+            initial_limit: initial,
+            window_ms: 100,
+            ..AdaptiveRule::new(RESOURCE, algorithm)
+        };
+        let mut sim = Simulation::new(rule, CAPACITY, BASE_MS);
+        let trace = sim.run_phases(&[
+            (KNEE_END, CAPACITY),
+            (HALF_END - KNEE_END, CAPACITY / 2),
+            (BACK_END - HALF_END, CAPACITY),
+        ]);
+        eprintln!("limit every second: {:?}", per_second(&trace));
+        trace
+    }
+
+    fn aimd() -> AdaptiveAlgorithm {
+        AdaptiveAlgorithm::Aimd {
+            backoff_ratio: 0.9,
+            timeout_ms: 52,
+        }
+    }
+
+    fn vegas() -> AdaptiveAlgorithm {
+        AdaptiveAlgorithm::Vegas {
+            alpha: Some(2),
+            beta: Some(4),
+            smoothing: 1.0,
+            probe_multiplier: 30,
+        }
+    }
+
+    #[test]
+    fn aimd_follows_the_knee_from_below() {
+        follows_a_halving_and_the_recovery(&fitted(aimd(), 20));
+    }
+
+    #[test]
+    fn aimd_follows_the_knee_from_above() {
+        follows_a_halving_and_the_recovery(&fitted(aimd(), 200));
+    }
+
+    #[test]
+    fn vegas_follows_the_knee_from_below() {
+        follows_a_halving_and_the_recovery(&fitted(vegas(), 20));
+    }
+
+    #[test]
+    #[ignore = "from 200 Vegas's no-load RTT is an overloaded one whatever its thresholds: held at 130"]
+    fn vegas_settles_at_the_knee_from_above() {
+        settles_at_the_knee(&fitted(vegas(), 200));
+    }
+
+    #[test]
+    fn gradient2_settles_at_the_knee_from_below() {
+        let gradient2 = AdaptiveAlgorithm::Gradient2 {
+            smoothing: 0.2,
+            rtt_tolerance: 1.0,
+            long_window: 600,
+            queue_size: 4,
+        };
+        settles_at_the_knee(&fitted(gradient2, 20));
     }
 }

@@ -53,7 +53,10 @@ fn an_origins_rule_counts_that_origin_alone_and_other_the_rest() {
     load(&sentinel, [for_a.clone(), for_other]);
     let from = |origin| sentinel.entry_builder("r").origin(origin).enter();
     let a = from("a").unwrap();
-    assert_eq!(from("a").unwrap_err().rule_as::<AdaptiveRule>(), Some(&for_a));
+    assert_eq!(
+        from("a").unwrap_err().rule_as::<AdaptiveRule>(),
+        Some(&for_a)
+    );
     // "b" and "c" share the rule for other origins; no origin is not counted.
     let b = from("b").unwrap();
     let c = from("c").unwrap();
@@ -98,7 +101,10 @@ fn a_reloaded_unchanged_rule_keeps_its_limit_and_calls_and_a_changed_one_starts_
     assert!(learned > 20, "{learned}");
     let held = sentinel.entry("r").unwrap();
     load(&sentinel, [aimd(20)]);
-    assert_eq!((state(&sentinel).limit, state(&sentinel).in_flight), (learned, 1));
+    assert_eq!(
+        (state(&sentinel).limit, state(&sentinel).in_flight),
+        (learned, 1)
+    );
     drop(held);
     assert_eq!(state(&sentinel).in_flight, 0);
     // Parameters changed: the learned limit goes.
@@ -107,7 +113,10 @@ fn a_reloaded_unchanged_rule_keeps_its_limit_and_calls_and_a_changed_one_starts_
         ..aimd(20)
     };
     load(&sentinel, [changed]);
-    assert_eq!((state(&sentinel).limit, state(&sentinel).in_flight), (20, 0));
+    assert_eq!(
+        (state(&sentinel).limit, state(&sentinel).in_flight),
+        (20, 0)
+    );
     // Removed, then loaded again: a fresh start too.
     grow_once(&clock, &sentinel);
     load(&sentinel, Vec::<AdaptiveRule>::new());
@@ -166,4 +175,23 @@ fn never_more_in_flight_than_the_limit_under_threads() {
     assert!(most.load(Ordering::SeqCst) <= LIMIT, "{most:?}");
     assert!(admitted.load(Ordering::Relaxed) >= 5_000);
     assert_eq!(state(&sentinel).in_flight, 0);
+}
+
+#[test]
+fn a_resources_snapshot_shows_each_rules_limit_and_calls_in_flight() {
+    let (_clock, sentinel) = instance();
+    load(&sentinel, [aimd(3)]);
+    let held = sentinel.entry("r").unwrap();
+    let snapshot = sentinel
+        .resources()
+        .into_iter()
+        .find(|r| &*r.name == "r")
+        .expect("r has a node");
+    assert_eq!(snapshot.rules.adaptive, 1);
+    let [status] = &snapshot.adaptive[..] else {
+        panic!("one adaptive rule: {:?}", snapshot.adaptive);
+    };
+    assert_eq!(*status.rule, aimd(3));
+    assert_eq!((status.state.limit, status.state.in_flight), (3, 1));
+    drop(held);
 }

@@ -37,7 +37,10 @@ pub(crate) type Trace = Vec<(u64, u32)>;
 impl Simulation {
     pub(crate) fn new(rule: AdaptiveRule, capacity: u64, base_ms: u64) -> Self {
         let (clock, sentinel) = instance();
-        sentinel.adaptive_rules().load(vec![rule]).expect("a valid rule");
+        sentinel
+            .adaptive_rules()
+            .load(vec![rule])
+            .expect("a valid rule");
         // Three times what the service completes at its knee.
         let offered_per_ms = (3 * capacity).div_ceil(base_ms) as u32;
         Simulation {

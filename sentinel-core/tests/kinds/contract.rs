@@ -441,7 +441,9 @@ fn adaptive() -> Row<AdaptiveRule> {
             ..AdaptiveRule::new(resource, AdaptiveAlgorithm::vegas())
         },
         // One call that never exits holds the one place.
-        arm: |_, sentinel, resource| std::mem::forget(sentinel.entry(resource).expect("the one place")),
+        arm: |_, sentinel, resource| {
+            std::mem::forget(sentinel.entry(resource).expect("the one place"))
+        },
         enter: plain,
         invalid: || {
             let base = || AdaptiveRule::new("r", AdaptiveAlgorithm::aimd());

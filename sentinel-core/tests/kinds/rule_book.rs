@@ -4,10 +4,10 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use sentinel_flow_core::adaptive::{AdaptiveAlgorithm, AdaptiveRule};
 use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::FlowRule;
-use sentinel_flow_core::adaptive::{AdaptiveAlgorithm, AdaptiveRule};
 use sentinel_flow_core::param_flow::ParamFlowRule;
 use sentinel_flow_core::system::SystemRule;
 use sentinel_flow_core::{BlockKind, RuleBook};
