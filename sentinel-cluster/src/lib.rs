@@ -8,8 +8,10 @@
 //! path takes no lock and waits for nothing. Only an entry that finds the
 //! lease empty waits for Redis, never longer than the budget (default
 //! 2 ms); past it, or while Redis is unreachable, the rule's
-//! `fallback_to_local_when_fail` decides (its count applied locally, the
-//! default, or a pass).
+//! `fallback_to_local_when_fail` decides: by default the entry is
+//! admitted within this instance's share of the count, counted together
+//! with what the cluster granted the instance in the window, and charged
+//! to the cluster's window by the next call to Redis; or it passes.
 //!
 //! An attached client is the instance's cluster service: the instance
 //! reports it available ([`Sentinel::cluster_status`](sentinel_flow_core::Sentinel::cluster_status),
@@ -45,6 +47,7 @@ mod config;
 mod flow;
 mod handshake;
 mod lease;
+mod ledger;
 mod script;
 mod shared;
 mod snapshot;

@@ -5,12 +5,21 @@
 
 use redis::Script;
 
-/// Grants up to a lease of permits within the flow's sliding window.
+/// Charges this instance's fallback admissions to the flow's sliding
+/// window, then grants up to a lease of permits within it.
 ///
 /// KEYS: the window hash (field: bucket start ms, value: permits granted
 /// in that bucket), the instances sorted set (member: instance id, score:
-/// expiry ms). ARGV: permits needed, count, avg_local (0/1), window ms,
-/// sample count, lease divisor, max lease, instance id, instance ttl ms.
+/// expiry ms), the counts hash (member: instance id, value: the count of
+/// its rule). ARGV: permits needed, count, avg_local (0/1), window ms,
+/// sample count, lease divisor, max lease, instance id, instance ttl ms,
+/// then pairs of (age ms, admissions): fallback admissions of this
+/// instance, each counted in the bucket that held `now - age`.
+///
+/// The threshold is the lowest count among the live instances' rules
+/// (times the live instances for avg_local), the same for every
+/// instance: during a rolling change of the count no instance is starved
+/// by another's higher count.
 ///
 /// Returns `{granted, window total after, threshold, server now ms,
 /// bucket end ms, live instances}`. Grants nothing (0) when fewer than
@@ -31,12 +40,33 @@ redis.call('ZADD', KEYS[2], now + ttl, ARGV[8])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
 local instances = math.max(1, redis.call('ZCARD', KEYS[2]))
-local threshold = count
-if ARGV[3] == '1' then threshold = count * instances end
+redis.call('HSET', KEYS[3], ARGV[8], ARGV[2])
+local lowest = count
+local counts = redis.call('HGETALL', KEYS[3])
+for i = 1, #counts, 2 do
+  if redis.call('ZSCORE', KEYS[2], counts[i]) then
+    local other = tonumber(counts[i + 1])
+    if other < lowest then lowest = other end
+  else
+    redis.call('HDEL', KEYS[3], counts[i])
+  end
+end
+if redis.call('PTTL', KEYS[3]) < ttl then redis.call('PEXPIRE', KEYS[3], ttl) end
+local threshold = lowest
+if ARGV[3] == '1' then threshold = lowest * instances end
 threshold = math.floor(threshold)
 local bucket = math.floor(window / samples)
 local start = now - (now % bucket)
 local oldest = start - (samples - 1) * bucket
+for i = 10, #ARGV - 1, 2 do
+  local at = now - tonumber(ARGV[i])
+  local n = tonumber(ARGV[i + 1])
+  at = at - (at % bucket)
+  if at >= oldest and n > 0 then
+    redis.call('HINCRBY', KEYS[1], at, n)
+    redis.call('PEXPIRE', KEYS[1], window * 2)
+  end
+end
 local fields = redis.call('HGETALL', KEYS[1])
 local total = 0
 for i = 1, #fields, 2 do
@@ -110,6 +140,7 @@ impl Scripts {
 pub(crate) struct FlowKeys {
     pub(crate) window: String,
     pub(crate) instances: String,
+    pub(crate) counts: String,
 }
 
 impl FlowKeys {
@@ -118,6 +149,7 @@ impl FlowKeys {
         FlowKeys {
             window: format!("{tag}:window"),
             instances: format!("{tag}:instances"),
+            counts: format!("{tag}:counts"),
         }
     }
 }

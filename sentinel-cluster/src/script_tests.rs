@@ -22,11 +22,24 @@ fn acquire(
     need: u32,
     instance: &str,
 ) -> Grant {
+    acquire_charging(conn, keys, call, need, instance, &[])
+}
+
+/// An acquire call that also charges fallback admissions (age ms, count).
+fn acquire_charging(
+    conn: &mut redis::Connection,
+    keys: &FlowKeys,
+    call: &Call,
+    need: u32,
+    instance: &str,
+    charges: &[(u64, u64)],
+) -> Grant {
     let scripts = Scripts::new();
-    let reply: Vec<i64> = scripts
-        .acquire
+    let mut invocation = scripts.acquire.prepare_invoke();
+    invocation
         .key(&keys.window)
         .key(&keys.instances)
+        .key(&keys.counts)
         .arg(need)
         .arg(call.count)
         .arg(u8::from(call.avg_local))
@@ -35,9 +48,11 @@ fn acquire(
         .arg(call.divisor)
         .arg(call.max_lease)
         .arg(instance)
-        .arg(3_000)
-        .invoke(conn)
-        .unwrap();
+        .arg(3_000);
+    for (age, n) in charges {
+        invocation.arg(*age).arg(*n);
+    }
+    let reply: Vec<i64> = invocation.invoke(conn).unwrap();
     Grant::from_reply(&reply).unwrap()
 }
 
@@ -53,6 +68,7 @@ fn the_script_runs_on_a_redis_cluster() {
     let keys = FlowKeys::new("sentinel", 42);
     assert_eq!(keys.window, "{sentinel:flow:42}:window");
     assert_eq!(keys.instances, "{sentinel:flow:42}:instances");
+    assert_eq!(keys.counts, "{sentinel:flow:42}:counts");
     // A one-node Redis Cluster holding every slot: it refuses a script
     // whose keys are in different slots (CROSSSLOT).
     let server = support::RedisServer::start_with(&[
@@ -79,6 +95,7 @@ fn the_script_runs_on_a_redis_cluster() {
         slot(&mut conn, &keys.window),
         slot(&mut conn, &keys.instances)
     );
+    assert_eq!(slot(&mut conn, &keys.window), slot(&mut conn, &keys.counts));
     assert_ne!(
         slot(&mut conn, &keys.window),
         slot(&mut conn, "{sentinel:flow:43}:window")
@@ -99,6 +116,7 @@ fn the_script_runs_on_a_redis_cluster() {
             .acquire
             .key(&keys.window)
             .key(&keys.instances)
+            .key(&keys.counts)
             .arg(1)
             .arg(call.count)
             .arg(0)
@@ -124,6 +142,7 @@ fn the_script_runs_on_a_redis_cluster() {
         .acquire
         .key(&keys.window)
         .key("{sentinel:flow:43}:instances")
+        .key(&keys.counts)
         .arg(1)
         .arg(10)
         .arg(0)
@@ -310,4 +329,75 @@ fn keys_expire_and_instances_are_counted() {
         .invoke(&mut conn)
         .unwrap();
     assert_eq!(live, 3);
+}
+
+#[test]
+fn fallback_admissions_were_never_charged_to_the_cluster_window() {
+    let server = support::RedisServer::start();
+    let mut conn = connect(&server);
+    let keys = FlowKeys::new("t", 1);
+    let call = Call {
+        count: 10.0,
+        avg_local: false,
+        window_ms: 60_000,
+        samples: 1,
+        divisor: 1,
+        max_lease: 100,
+    };
+    // 6 admitted by the fallback: only 4 left for the grant.
+    let grant = acquire_charging(&mut conn, &keys, &call, 1, "a", &[(5, 6)]);
+    assert_eq!((grant.granted, grant.total), (4, 10), "{grant:?}");
+    // Charged even with the window full: the admissions happened.
+    let full = acquire_charging(&mut conn, &keys, &call, 1, "a", &[(5, 2)]);
+    assert_eq!((full.granted, full.total), (0, 12), "{full:?}");
+    // An admission older than the window is not charged.
+    let keys = FlowKeys::new("t", 2);
+    let old = acquire_charging(&mut conn, &keys, &call, 1, "a", &[(120_000, 7)]);
+    assert_eq!((old.granted, old.total), (10, 10), "{old:?}");
+}
+
+#[test]
+fn a_rolling_change_of_the_count_starved_the_instances_with_the_lower_one() {
+    let server = support::RedisServer::start();
+    let mut conn = connect(&server);
+    let keys = FlowKeys::new("t", 1);
+    let high = Call {
+        count: 300.0,
+        avg_local: false,
+        window_ms: 60_000,
+        samples: 1,
+        divisor: 1,
+        max_lease: 10,
+    };
+    let low = Call {
+        count: 100.0,
+        ..high
+    };
+    // "a" still has the old count (300), "b" the new one (100): both are
+    // held to the lowest, and share it (each counting against its own
+    // count, "b" got nothing once the window held 100 and "a" took 200
+    // more).
+    let a = acquire(&mut conn, &keys, &high, 1, "a");
+    let b = acquire(&mut conn, &keys, &low, 1, "b");
+    assert_eq!((a.threshold, b.threshold), (300, 100));
+    let mut got = [a.granted, b.granted];
+    for _ in 0..10 {
+        got[0] += acquire(&mut conn, &keys, &high, 1, "a").granted;
+        got[1] += acquire(&mut conn, &keys, &low, 1, "b").granted;
+    }
+    assert_eq!(got[0] + got[1], 100, "{got:?}");
+    assert!(got[1] >= 40, "the lower count's instance got {got:?}");
+    // Once "b" is gone, "a"'s own count applies again.
+    let _: () = redis::cmd("ZREM")
+        .arg(&keys.instances)
+        .arg("b")
+        .query(&mut conn)
+        .unwrap();
+    let alone = acquire(&mut conn, &keys, &high, 1, "a");
+    assert_eq!(alone.threshold, 300);
+    let counts: u64 = redis::cmd("HLEN")
+        .arg(&keys.counts)
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(counts, 1, "the departed instance's count was dropped");
 }

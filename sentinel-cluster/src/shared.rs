@@ -146,9 +146,24 @@ impl Shared {
         }
     }
 
-    fn unavailable(&self) -> TokenAnswer {
+    /// No answer for the entry: a rule that falls back locally admits it
+    /// only within the instance's fallback allowance, counted with what
+    /// the cluster granted the instance in the window (`ledger.rs`), and
+    /// the rule's own local check runs after (`Unavailable`); a rule that
+    /// does not fall back lets it pass.
+    fn unavailable(
+        &self,
+        flow: &Flow,
+        rule: &ClusterFlow,
+        permits: u32,
+        now_ms: u64,
+    ) -> TokenAnswer {
         self.counters.fallbacks.fetch_add(1, Relaxed);
-        TokenAnswer::Unavailable
+        if !rule.falls_back_to_local() || flow.admit_fallback(permits, now_ms) {
+            TokenAnswer::Unavailable
+        } else {
+            TokenAnswer::Refused
+        }
     }
 
     /// The lease could not serve the entry: ask Redis, and wait for the
@@ -169,7 +184,7 @@ impl Shared {
             }
         }
         if !self.is_up() {
-            return self.unavailable();
+            return self.unavailable(flow, rule, permits, now_ms);
         }
         let deadline = Instant::now() + self.config.get_budget();
         loop {
@@ -180,7 +195,7 @@ impl Shared {
                 Take::Empty => {}
             }
             if !self.is_up() {
-                return self.unavailable();
+                return self.unavailable(flow, rule, permits, now_ms);
             }
             self.ask(flow, now_ms, permits);
             if flow.wait(seen, deadline) == Waited::TimedOut {
@@ -189,7 +204,7 @@ impl Shared {
                     Take::Full => TokenAnswer::Refused,
                     Take::Empty => {
                         self.counters.over_budget.fetch_add(1, Relaxed);
-                        self.unavailable()
+                        self.unavailable(flow, rule, permits, now_ms)
                     }
                 };
             }

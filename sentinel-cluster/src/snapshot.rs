@@ -59,6 +59,12 @@ pub struct FlowSnapshot {
     pub threshold: u64,
     /// Live instances of the flow id at the latest call or heartbeat.
     pub instances: u64,
+    /// The most this instance's fallback admits in a window, grants
+    /// included: its share of the threshold.
+    pub fallback_allowance: u64,
+    /// Entries the fallback admitted that acquire calls charged to the
+    /// cluster's window.
+    pub fallback_charged: u64,
 }
 
 impl ClusterSnapshot {
@@ -69,6 +75,8 @@ impl ClusterSnapshot {
             .load()
             .values()
             .map(|flow| {
+                // Before `last` is held: the allowance reads it too.
+                let fallback_allowance = flow.fallback_allowance();
                 let last = flow.last.lock();
                 let grant = last.grant;
                 FlowSnapshot {
@@ -79,7 +87,9 @@ impl ClusterSnapshot {
                     refunded: last.refunded,
                     window_total: grant.map_or(0, |g| g.total),
                     threshold: grant.map_or(0, |g| g.threshold),
-                    instances: flow.instances.load(Relaxed),
+                    instances: flow.instances(),
+                    fallback_allowance,
+                    fallback_charged: last.charged,
                 }
             })
             .collect();
@@ -140,7 +150,7 @@ impl ClusterSnapshot {
             "failed redis calls",
             self.errors,
         );
-        let per_flow: [(&str, &str, &str, FlowFigure); 4] = [
+        let per_flow: [(&str, &str, &str, FlowFigure); 6] = [
             (
                 "sentinel_cluster_round_trips_total",
                 "counter",
@@ -164,6 +174,18 @@ impl ClusterSnapshot {
                 "gauge",
                 "live instances of the flow id",
                 |f| f.instances,
+            ),
+            (
+                "sentinel_cluster_fallback_allowance",
+                "gauge",
+                "the most the fallback admits in a window, grants included",
+                |f| f.fallback_allowance,
+            ),
+            (
+                "sentinel_cluster_fallback_charged_total",
+                "counter",
+                "fallback admissions charged to the cluster window",
+                |f| f.fallback_charged,
             ),
         ];
         for (name, kind, help, value) in per_flow {

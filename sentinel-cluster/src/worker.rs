@@ -197,7 +197,7 @@ impl Worker {
                 let call = invocation.invoke_async::<u64>(&mut conn);
                 match with_timeout(&shared, call).await {
                     Ok(live) => {
-                        flow.instances.store(live, Relaxed);
+                        flow.note_instances(live, shared.config.ttl() * 3);
                         shared.answered.store(true, Release);
                     }
                     Err(why) => {
@@ -243,10 +243,18 @@ impl Refill {
         let params = *flow.params.lock();
         let mut refunds = Vec::new();
         refunds.extend(flow.lease.drain_expired(asked_at));
+        // The fallback's admissions of the window, charged before the grant.
+        let (charged_at, charges) = {
+            let mut ledger = flow.ledger.lock();
+            ledger.reshape(params.window_ms, params.samples);
+            let at = asked_at.max(ledger.latest_ms());
+            (at, ledger.take_unreported(at))
+        };
         let mut invocation = self.scripts.acquire.prepare_invoke();
         invocation
             .key(&flow.keys.window)
             .key(&flow.keys.instances)
+            .key(&flow.keys.counts)
             .arg(need)
             .arg(params.count)
             .arg(u8::from(params.avg_local))
@@ -256,17 +264,22 @@ impl Refill {
             .arg(shared.config.lease_cap())
             .arg(&shared.instance)
             .arg(shared.config.ttl().as_millis() as u64);
+        for (age, admitted) in &charges {
+            invocation.arg(*age).arg(*admitted);
+        }
         let call = invocation.invoke_async::<Vec<i64>>(&mut self.conn);
         let reply = with_timeout(shared, call).await;
         let grant = match reply.map(|r| Grant::from_reply(&r)) {
             Ok(Some(grant)) => grant,
             Ok(None) => {
+                flow.ledger.lock().untake(&charges, charged_at);
                 self.finish();
                 self.shared
                     .fail("the acquire script answered an unexpected reply");
                 return;
             }
             Err(why) => {
+                flow.ledger.lock().untake(&charges, charged_at);
                 self.finish();
                 self.shared.fail(&why);
                 return;
@@ -280,18 +293,25 @@ impl Refill {
             let mut last = flow.last.lock();
             last.round_trips += 1;
             last.granted += grant.granted;
+            last.charged += charges.iter().map(|(_, n)| n).sum::<u64>();
             last.grant = Some(grant);
             last.remember(
                 expiry,
                 grant.bucket_start_ms(params.window_ms, params.samples),
             );
-            flow.instances.store(grant.instances, Relaxed);
+            flow.note_instances(grant.instances, shared.config.ttl() * 3);
             if grant.granted > 0 {
                 refunds.extend(flow.lease.fill(grant.granted, expiry));
             } else {
                 flow.lease.mark_full(expiry);
             }
             refunds.retain(|(left, _)| *left > 0);
+        }
+        if grant.granted > 0 {
+            // Counted in the instance's bucket the permits expire with.
+            flow.ledger
+                .lock()
+                .grant(grant.granted, expiry.saturating_sub(1));
         }
         self.finish();
         for (left, old_expiry) in refunds {
@@ -302,7 +322,12 @@ impl Refill {
             invocation.key(&flow.keys.window).arg(bucket).arg(left);
             let call = invocation.invoke_async::<u64>(&mut self.conn);
             match with_timeout(shared, call).await {
-                Ok(back) => flow.last.lock().refunded += back,
+                Ok(back) => {
+                    flow.last.lock().refunded += back;
+                    flow.ledger
+                        .lock()
+                        .refund(back, old_expiry.saturating_sub(1));
+                }
                 Err(why) => {
                     shared.fail(&why);
                     return;

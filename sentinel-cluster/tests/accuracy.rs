@@ -211,3 +211,43 @@ fn three_processes_share_300_qps() {
     }
     assert_within_5_percent(&per_second(admitted), 300.0);
 }
+
+/// Two instances of one flow id in a rolling change: one still with the
+/// old count (300), one with the new (100). Each counted against its own
+/// count, the second was refused once the window held 100 while the first
+/// took up to 300; both are now held to the lowest count and share it.
+#[test]
+fn a_rolling_change_of_the_count_starved_the_instance_with_the_lower_one() {
+    let _turn = one_run_at_a_time();
+    let server = RedisServer::start();
+    let old = instance(&server.url(), &rule(300.0, ClusterThresholdType::Global));
+    let new = instance(&server.url(), &rule(100.0, ClusterThresholdType::Global));
+    connected(&old.1);
+    connected(&new.1);
+    let [old_load, new_load] = std::thread::scope(|s| {
+        [&old.0, &new.0]
+            .map(|sentinel| s.spawn(move || offer(sentinel, RESOURCE, 200, Duration::from_secs(7))))
+            .map(|run| run.join().unwrap())
+    });
+    let old_seconds = per_second(old_load.admitted.iter().copied());
+    let new_seconds = per_second(new_load.admitted.iter().copied());
+    let total = per_second(
+        old_load
+            .admitted
+            .iter()
+            .chain(new_load.admitted.iter())
+            .copied(),
+    );
+    assert_within_5_percent(&total, 100.0);
+    // Whole seconds from the second on: the lower count's instance gets
+    // about half.
+    let whole: Vec<u64> = total.keys().copied().skip(2).collect();
+    for second in &whole[..whole.len() - 1] {
+        let (a, b) = (old_seconds.get(second), new_seconds.get(second));
+        let b = b.copied().unwrap_or(0);
+        assert!(
+            (35..=65).contains(&b),
+            "second {second}: {a:?} to the old count, {b} to the new; {old_seconds:?} {new_seconds:?}"
+        );
+    }
+}

@@ -2,7 +2,8 @@
 //! needs `redis-server` on the PATH)
 //!
 //! Two instances sharing one cluster flow limit through Redis, then Redis
-//! killed and each instance falling back to a local limit, then Redis back.
+//! killed and each instance falling back to its share of the limit, then
+//! Redis back.
 //!
 //! The example starts a `redis-server` of its own on 127.0.0.1, on a free
 //! port, with a temporary directory and no persistence, and kills it on
@@ -19,17 +20,21 @@
 //!
 //! 1. Redis up: the total holds the shared limit, about 100, split between
 //!    the instances. A call finding its instance's lease empty waits for
-//!    Redis at most the budget (2 ms); past it the local count decides, so
-//!    on a busy machine a second may admit a few more than 100. The last
-//!    lines count these calls ("over budget").
+//!    Redis at most the budget (2 ms); past it the fallback decides, within
+//!    the instance's share of the limit (50) counted together with what
+//!    the cluster granted it, and the next call to Redis charges what it
+//!    admitted to the shared window. The last lines count these calls
+//!    ("over budget").
 //! 2. Redis killed: each client notices at its next call (a failed call or
 //!    one past its 250 ms timeout) and switches its cluster rules to the
-//!    fallback, which applies the rule's count locally: 100 per instance,
-//!    200 in total. The library logs the switch as a warning.
+//!    fallback, which admits each instance's share of the count locally
+//!    (100 / 2 live instances): 50 per instance, 100 in total. The library
+//!    logs the switch as a warning.
 //! 3. Redis restarted on the same port: the clients reconnect (backing off
 //!    from 100 ms to at most 1 s here; the default reaches 5 s) and the
-//!    total is 100 again. The second in which a switch happens mixes the
-//!    two limits.
+//!    total is 100 again. The first call to Redis charges what the
+//!    fallback admitted in the window, so the second of the switch holds
+//!    about 100 too.
 //!
 //! A tracing subscriber prints the library's log on stderr: the client
 //! starting, Redis reached, Redis unavailable (WARN), Redis back.
@@ -49,7 +54,8 @@ use sentinel_flow::cluster::{ClusterConfig, RedisCluster};
 use sentinel_flow::flow::{ClusterFlowConfig, FlowRule};
 
 const RESOURCE: &str = "POST:/pay";
-/// The cluster-wide limit, and each instance's limit in fallback.
+/// The cluster-wide limit (in fallback each instance admits its share:
+/// half of it).
 const LIMIT: f64 = 100.0;
 /// Calls a second each instance offers.
 const OFFERED: u32 = 300;
@@ -249,8 +255,9 @@ fn main() -> ExitCode {
     }
     println!(
         "instances a and b each offer {OFFERED} calls/s to {RESOURCE}; one cluster flow rule \
-         (flow id 1) admits {LIMIT} a second for both together, and {LIMIT} per instance \
-         when it falls back to local limits.\n"
+         (flow id 1) admits {LIMIT} a second for both together, and its share ({}) per instance \
+         when it falls back to local limits.\n",
+        LIMIT / 2.0
     );
     println!(
         "{:>4} {:>6} {:>6} {:>6}   {:<9} {:<9}",
@@ -295,9 +302,10 @@ fn main() -> ExitCode {
                         instances[0].cluster.is_fallback()
                     ) {
                         (false, _) => "",
-                        (true, true) => "  (fell back in this second: each counts it all locally)",
+                        (true, true) =>
+                            "  (fell back in this second: each admits its share locally)",
                         (true, false) => {
-                            "  (back in this second: local passes, then up to the cluster's 100)"
+                            "  (back in this second: the fallback's passes charged to the cluster's 100)"
                         }
                     }
                 );

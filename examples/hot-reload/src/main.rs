@@ -51,9 +51,17 @@ fn main() {
     let watch = RuleWatcher::new(&path)
         .interval(Duration::from_millis(500))
         .on_success(|loaded| {
+            // `version` is the file's own label (its `version:` key), not
+            // a count of loads.
+            let label = loaded.version.as_deref().unwrap_or("none");
+            let counts: Vec<String> = loaded
+                .counts
+                .iter()
+                .map(|(kind, n)| format!("{kind} {n}"))
+                .collect();
             println!(
-                "  rules loaded: version {:?}, {:?}",
-                loaded.version, loaded.counts
+                "  rules loaded (file version label: {label}): {}",
+                counts.join(", ")
             );
         })
         .on_failure(|error| println!("  rule file refused, the rules in force stay:\n{error}"));

@@ -32,10 +32,15 @@ use super::rule::{FlowGrade, FlowRule};
 pub enum TokenAnswer {
     /// The permits are the entry's.
     Granted,
-    /// The cluster window is full: the entry is blocked by the rule.
+    /// The cluster window is full, or (for a rule that falls back
+    /// locally) no answer came and the service's own fallback allowance
+    /// for this instance is spent: the entry is blocked by the rule.
     Refused,
     /// No answer in time (cluster down or slow): the rule's
-    /// `fallback_to_local_when_fail` decides.
+    /// `fallback_to_local_when_fail` decides (the rule's count on this
+    /// instance, or a pass). A service may count the entry against a
+    /// fallback allowance of its own before answering this, and refuse
+    /// past it.
     Unavailable,
 }
 
@@ -95,8 +100,9 @@ impl ClusterFlow {
         self.config.sample_count
     }
 
-    /// Whether an unanswered request is decided by the local count.
-    pub(crate) fn falls_back_to_local(&self) -> bool {
+    /// Whether an unanswered request is decided locally
+    /// (`fallback_to_local_when_fail`); `false`: the entry passes.
+    pub fn falls_back_to_local(&self) -> bool {
         self.config.fallback_to_local_when_fail
     }
 }

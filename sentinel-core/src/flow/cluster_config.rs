@@ -22,7 +22,10 @@ pub struct ClusterFlowConfig {
     /// Global (default) or per instance.
     pub threshold_type: ClusterThresholdType,
     /// When the cluster cannot answer: `true` (default) applies the rule's
-    /// count locally, `false` lets the entry pass.
+    /// count locally (a cluster service may hold the instance to a share
+    /// of it: `sentinel-flow-cluster` admits this instance's share of a
+    /// global count, counted with what the cluster granted it), `false`
+    /// lets the entry pass.
     pub fallback_to_local_when_fail: bool,
     /// Buckets of the cluster window (default 10, in
     /// 1..=[`MAX_STAT_SAMPLE_COUNT`](super::MAX_STAT_SAMPLE_COUNT), dividing

@@ -39,7 +39,7 @@ use super::rule_chain::{RuleChain, RuleChecks};
 #[cfg(feature = "tokio")]
 use super::rule_slot::Abandoned;
 use super::rule_slot::{Exiting, Verdict};
-use super::statistic::{Counted, StatisticSlot};
+use super::statistic::StatisticSlot;
 use super::{EntryContext, ExitContext, Holds, Outcome};
 use crate::engine::Engine;
 use crate::entry::Request;
@@ -157,7 +157,11 @@ pub(crate) fn check<'a, 's>(
                 args: request.args,
                 now_ms: now,
             };
-            StatisticSlot::check::<RuleChain>(&ctx, &engine.slots, &view, verdict)
+            if engine.slots.is_empty() {
+                StatisticSlot::check::<RuleChain, false>(&ctx, &engine.slots, &view, verdict)
+            } else {
+                StatisticSlot::check::<RuleChain, true>(&ctx, &engine.slots, &view, verdict)
+            }
         },
     );
     let Some(outcome) = outcome else {
@@ -195,14 +199,7 @@ pub(crate) fn admit<'s>(
         batch: request.batch,
         start_ms: checked.start_ms,
     };
-    let nodes = Counted::new(
-        &engine.parts.nodes.inbound,
-        place.resource,
-        place.context_stats,
-        place.origin,
-        place.entry_type,
-    );
-    StatisticSlot::count_pass(&nodes, now, place.batch);
+    StatisticSlot::count_pass(&engine.parts.nodes.inbound, place, now);
     if checked.outcome.hears_admission() {
         admitted(engine, request.args, place, checked.origin_name, now);
     }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::placement::Placement;
+use super::placement::{Place, Placement};
 use crate::engine::parts::Parts;
 use crate::node::{OriginNode, ResourceNode, StatisticNode};
 use crate::{BlockError, BlockKind, EntryType, ParamValue};
@@ -23,6 +23,20 @@ pub struct EntryContext<'a> {
 }
 
 impl<'a> EntryContext<'a> {
+    /// Calls `f` on every node the entry counts on (see
+    /// [`Place::each_node`](super::placement::Place::each_node)).
+    #[inline(always)]
+    pub(crate) fn each_node(&self, f: impl Fn(&StatisticNode)) {
+        Place::each_node_of(
+            &self.parts.nodes.inbound,
+            self.resource,
+            self.context_stats,
+            self.origin,
+            self.entry_type,
+            f,
+        );
+    }
+
     /// The resource's name.
     pub fn resource_name(&self) -> &'a str {
         self.resource.name()

@@ -47,6 +47,64 @@ pub(crate) struct Placement<'s> {
     pub(crate) error: AtomicBool,
 }
 
+impl Place<'_> {
+    /// Calls `f` on every node the entry counts on: its resource's
+    /// inline; its context's node, its origin's and, when inbound, the
+    /// instance's `inbound` total, when there are any, in a loop.
+    #[inline(always)]
+    pub(crate) fn each_node(&self, inbound: &StatisticNode, f: impl Fn(&StatisticNode)) {
+        Self::each_node_of(
+            inbound,
+            self.resource,
+            self.context_stats,
+            self.origin,
+            self.entry_type,
+            f,
+        );
+    }
+
+    /// [`each_node`](Self::each_node) of an entry given by its parts (a
+    /// checking context's).
+    #[inline(always)]
+    pub(crate) fn each_node_of(
+        inbound: &StatisticNode,
+        resource: &ResourceNode,
+        context: Option<&StatisticNode>,
+        origin: Option<&OriginNode>,
+        entry_type: EntryType,
+        f: impl Fn(&StatisticNode),
+    ) {
+        f(resource.stats());
+        let inbound = (entry_type == EntryType::Inbound).then_some(inbound);
+        match (context, origin, inbound) {
+            (None, None, None) => {}
+            // An inbound entry in the default context with no origin (a
+            // server's usual request): inline, as the resource's.
+            (None, None, Some(inbound)) => f(inbound),
+            (context, origin, inbound) => each_other_node(context, origin, inbound, f),
+        }
+    }
+}
+
+/// The nodes of [`Place::each_node_of`] past the resource's, out of line.
+#[inline(never)]
+fn each_other_node(
+    context: Option<&StatisticNode>,
+    origin: Option<&OriginNode>,
+    inbound: Option<&StatisticNode>,
+    f: impl Fn(&StatisticNode),
+) {
+    if let Some(context) = context {
+        f(context);
+    }
+    if let Some(origin) = origin {
+        f(origin.stats());
+    }
+    if let Some(inbound) = inbound {
+        f(inbound);
+    }
+}
+
 impl<'s> Placement<'s> {
     /// An entry admitted at `place` for the caller `origin_name`, holding
     /// what its checks decided (`outcome`) and left it holding (`holds`).

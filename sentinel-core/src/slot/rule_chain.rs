@@ -18,9 +18,14 @@ use crate::rules::view::{Found, View};
 /// Rule slots in a row.
 pub(crate) trait RuleChecks {
     /// Runs the slots from position `at` on, each after the user slots
-    /// placed before it; the first refusal wins, and the slots that passed
-    /// give back what they took.
-    fn check(v: &View<'_>, c: &mut Checking<'_, '_>, at: usize) -> Result<(), Refused>;
+    /// placed before it (`USER`: the instance has user slots; without,
+    /// no position is looked at); the first refusal wins, and the slots
+    /// that passed give back what they took.
+    fn check<const USER: bool>(
+        v: &View<'_>,
+        c: &mut Checking<'_, '_>,
+        at: usize,
+    ) -> Result<(), Refused>;
 
     /// Gives back what every slot took (each slot's
     /// [`undo`](RuleSlot::undo), latest first), for an entry whose checks
@@ -50,13 +55,19 @@ pub(crate) struct End;
 
 impl<K: Listed, R: RuleChecks> RuleChecks for Then<K, R> {
     #[inline(always)]
-    fn check(v: &View<'_>, c: &mut Checking<'_, '_>, at: usize) -> Result<(), Refused> {
-        c.user_slots(at)?;
+    fn check<const USER: bool>(
+        v: &View<'_>,
+        c: &mut Checking<'_, '_>,
+        at: usize,
+    ) -> Result<(), Refused> {
+        if USER {
+            c.user_slots(at)?;
+        }
         let Some(rules) = v.select::<K>() else {
-            return R::check(v, c, at + 1);
+            return R::check::<USER>(v, c, at + 1);
         };
         K::Slot::check(rules, c)?;
-        if let Err(refused) = R::check(v, c, at + 1) {
+        if let Err(refused) = R::check::<USER>(v, c, at + 1) {
             K::Slot::undo(rules, c);
             return Err(refused);
         }
@@ -96,8 +107,12 @@ impl<K: Listed, R: RuleChecks> RuleChecks for Then<K, R> {
 
 impl RuleChecks for End {
     #[inline(always)]
-    fn check(_: &View<'_>, c: &mut Checking<'_, '_>, at: usize) -> Result<(), Refused> {
-        c.user_slots(at)
+    fn check<const USER: bool>(
+        _: &View<'_>,
+        c: &mut Checking<'_, '_>,
+        at: usize,
+    ) -> Result<(), Refused> {
+        if USER { c.user_slots(at) } else { Ok(()) }
     }
 
     fn undo_all(_: &View<'_>, _: &mut Checking<'_, '_>) {}

@@ -11,15 +11,15 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use super::placement::Placement;
+use super::placement::{Place, Placement};
 use super::rule_chain::RuleChecks;
 use super::rule_slot::{Checking, Verdict};
 use super::user::UserSlots;
 use super::{EntryContext, Outcome};
-use crate::node::{OriginNode, ResourceNode, StatisticNode};
+use crate::node::StatisticNode;
 use crate::rules::view::View;
 use crate::stat::tally::{self, BlockKey, BlockRule, BlockSource};
-use crate::{BlockError, BlockKind, EntryType, Rule};
+use crate::{BlockError, BlockKind, Rule};
 
 /// Counts passes, blocks and completions around the rule checks.
 pub(crate) struct StatisticSlot;
@@ -28,19 +28,21 @@ impl StatisticSlot {
     /// The user slots placed before this one, then the `Checks`: `None`
     /// (and the reason in `verdict`) if refused, counted as blocked on
     /// every node of the entry and by rule, with what the entry held given
-    /// back.
+    /// back. `USER`: the instance has user slots (`slots` is not empty);
+    /// an instance without pays nothing for looking for them.
     #[inline(never)]
-    pub(crate) fn check<Checks: RuleChecks>(
+    pub(crate) fn check<Checks: RuleChecks, const USER: bool>(
         ctx: &EntryContext<'_>,
         slots: &UserSlots,
         view: &View<'_>,
         verdict: &mut Verdict,
     ) -> Option<Outcome> {
         // User slots before the statistic slot refuse without a block count.
-        if let Err(block) = slots
-            .before_statistic
-            .iter()
-            .try_for_each(|slot| slot.entry(ctx))
+        if USER
+            && let Err(block) = slots
+                .before_statistic
+                .iter()
+                .try_for_each(|slot| slot.entry(ctx))
         {
             verdict.block = Some(block);
             return None;
@@ -59,7 +61,7 @@ impl StatisticSlot {
             checking: &mut checking,
             chain: PhantomData,
         };
-        let passed = Checks::check(view, &mut *unwinding.checking, 0).is_ok();
+        let passed = Checks::check::<USER>(view, &mut *unwinding.checking, 0).is_ok();
         std::mem::forget(unwinding);
         if passed {
             return Some(checking.outcome);
@@ -67,15 +69,16 @@ impl StatisticSlot {
         Self::count_refusal(ctx, checking.verdict);
         checking.verdict.holds.give_back(ctx.now_ms, ctx.parts);
         let batch = u64::from(ctx.batch);
-        Counted::of_context(ctx).each(|node| node.add_block(ctx.now_ms, batch));
+        ctx.each_node(|node| node.add_block(ctx.now_ms, batch));
         None
     }
 
     /// Counts the pass of an admitted entry at `now`.
     #[inline(always)]
-    pub(crate) fn count_pass(nodes: &Counted<'_>, now: u64, batch: u32) {
-        let batch = u64::from(batch);
-        nodes.each(
+    pub(crate) fn count_pass(inbound: &StatisticNode, place: &Place<'_>, now: u64) {
+        let batch = u64::from(place.batch);
+        place.each_node(
+            inbound,
             #[inline(always)]
             |node| node.add_pass(now, batch),
         );
@@ -93,7 +96,8 @@ impl StatisticSlot {
         error: bool,
     ) {
         let batch = u64::from(placement.batch);
-        Counted::of(inbound, placement).each(
+        placement.each_node(
+            inbound,
             #[inline(always)]
             |node| {
                 if error {
@@ -172,82 +176,5 @@ impl<Checks: RuleChecks> Drop for GiveBackOnUnwind<'_, '_, '_, Checks> {
         let c = &mut *self.checking;
         Checks::undo_all(self.view, c);
         c.verdict.holds.give_back(c.ctx.now_ms, c.ctx.parts);
-    }
-}
-
-/// The nodes one entry counts on.
-pub(crate) struct Counted<'a> {
-    pub(crate) resource: &'a ResourceNode,
-    pub(crate) context: Option<&'a StatisticNode>,
-    pub(crate) origin: Option<&'a OriginNode>,
-    inbound: Option<&'a StatisticNode>,
-}
-
-impl<'a> Counted<'a> {
-    /// The nodes of an entry: its resource, its context's node, its
-    /// origin's, and the inbound total for inbound entries.
-    #[inline(always)]
-    pub(crate) fn new(
-        inbound: &'a StatisticNode,
-        resource: &'a ResourceNode,
-        context: Option<&'a StatisticNode>,
-        origin: Option<&'a OriginNode>,
-        entry_type: EntryType,
-    ) -> Self {
-        Counted {
-            resource,
-            context,
-            origin,
-            inbound: (entry_type == EntryType::Inbound).then_some(inbound),
-        }
-    }
-
-    #[inline(always)]
-    fn of(inbound: &'a StatisticNode, placement: &Placement<'a>) -> Self {
-        Self::new(
-            inbound,
-            placement.resource,
-            placement.context_stats,
-            placement.origin,
-            placement.entry_type,
-        )
-    }
-
-    #[inline(always)]
-    fn of_context(ctx: &EntryContext<'a>) -> Self {
-        Self::new(
-            &ctx.parts.nodes.inbound,
-            ctx.resource,
-            ctx.context_stats,
-            ctx.origin,
-            ctx.entry_type,
-        )
-    }
-
-    /// Calls `f` on every node of the entry: the resource's inline, the
-    /// others (context, origin, inbound), when there are any, in a loop.
-    #[inline(always)]
-    pub(crate) fn each(&self, f: impl Fn(&StatisticNode)) {
-        f(self.resource.stats());
-        match (self.context, self.origin, self.inbound) {
-            (None, None, None) => {}
-            // An inbound entry in the default context with no origin (a
-            // server's usual request): inline, as the resource's.
-            (None, None, Some(inbound)) => f(inbound),
-            _ => self.each_other(f),
-        }
-    }
-
-    #[inline(never)]
-    fn each_other(&self, f: impl Fn(&StatisticNode)) {
-        if let Some(context) = self.context {
-            f(context);
-        }
-        if let Some(origin) = self.origin {
-            f(origin.stats());
-        }
-        if let Some(inbound) = self.inbound {
-            f(inbound);
-        }
     }
 }

@@ -6,12 +6,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 
 /// The table of open connections.
 #[derive(Debug, Default)]
 pub(crate) struct Conns {
     table: Mutex<Table>,
+    /// Told each time a connection leaves the table (its socket closed).
+    left: Notify,
 }
 
 #[derive(Debug, Default)]
@@ -56,6 +58,19 @@ impl Conns {
     /// How many connections are open.
     pub(crate) fn len(&self) -> usize {
         self.table().open.len()
+    }
+
+    /// Waits until at most `limit` connections are open: the ones told to
+    /// close to make room still hold their sockets until their tasks end,
+    /// and a flood of new connections must not outrun them.
+    pub(crate) async fn at_most(&self, limit: usize) {
+        loop {
+            let left = self.left.notified();
+            if self.len() <= limit {
+                return;
+            }
+            left.await;
+        }
     }
 
     /// Registers a new connection, idle from now on; the receiver
@@ -121,6 +136,7 @@ impl Slot {
 impl Drop for Slot {
     fn drop(&mut self) {
         self.conns.table().open.remove(&self.id);
+        self.conns.left.notify_waiters();
     }
 }
 

@@ -68,6 +68,13 @@ pub(crate) async fn serve(
     let mut accept_failing = false;
     let mut refusing = false;
     loop {
+        // Past the cap, a connection told to close still holds its socket
+        // until its task ends: accept the next one only once it has, so
+        // the sockets held stay within the cap plus the one accepted.
+        tokio::select! {
+            _ = &mut stop => break,
+            () = conns.at_most(limits.max_connections) => {}
+        }
         let accepted = tokio::select! {
             _ = &mut stop => break,
             accepted = listener.accept() => accepted,
