@@ -17,6 +17,8 @@ use crate::rule::footprint::Footprint;
 use crate::rule::kind::RuleKind;
 use crate::rule::kind_set::KindSet;
 use crate::rule::names::Names;
+use crate::rule::present::KindBit;
+use crate::slot::Outcome;
 use crate::slot::holds::{Held, Holding};
 use crate::slot::order;
 use crate::slot::rule_slot::{Checking, Exiting, InForce, Refused, RuleSlot};
@@ -114,18 +116,20 @@ impl RuleSlot for AdaptiveKind {
             took = true;
         }
         if took {
-            c.outcome = c.outcome.hear_exit();
+            c.hear_exit(Self::KIND);
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn hears_exit(outcome: Outcome) -> bool {
+        outcome.hears_exit(Self::KIND)
     }
 
     /// Gives each rule the entry holds a place under its sample, if the
     /// rule is still in force (its holds release the places after).
     #[inline(always)]
     fn exit(x: &Exiting<'_, '_>, in_force: impl InForce<AdaptiveRules>) {
-        if !x.placement.hears_exit() {
-            return;
-        }
         let inbound = x.placement.entry_type == EntryType::Inbound;
         in_force.with(x.placement.resource, inbound, |rules| {
             for limiter in rules.iter() {

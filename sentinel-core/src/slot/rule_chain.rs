@@ -8,9 +8,11 @@
 use std::marker::PhantomData;
 
 use super::EntryContext;
+use super::placement::Placement;
 #[cfg(feature = "tokio")]
 use super::rule_slot::Abandoned;
 use super::rule_slot::{Checking, Exiting, Refused, RuleSlot};
+use crate::engine::Engine;
 use crate::engine::rules::InstanceRules;
 use crate::rules::list::Listed;
 use crate::rules::view::{Found, View};
@@ -40,8 +42,18 @@ pub(crate) trait RuleChecks {
     #[cfg(feature = "tokio")]
     fn unadmitted(entry: &Abandoned<'_>, rules: &InstanceRules);
 
-    /// Tells every slot of an exit, in chain order.
-    fn exit(x: &Exiting<'_, '_>, rules: &InstanceRules);
+    /// Tells every slot that has work for the exit of an entry (its
+    /// [`hears_exit`](RuleSlot::hears_exit)) of it, in chain order: the
+    /// entry at `placement` exits at `now` after `rt` ms, with an error
+    /// or not, as its thread unwinds from a panic or not.
+    fn exit(
+        engine: &Engine,
+        placement: &Placement<'_>,
+        now: u64,
+        rt: u64,
+        error: bool,
+        panicked: bool,
+    );
 
     /// The slots' orders, in chain order.
     fn orders(into: &mut Vec<i32>);
@@ -94,15 +106,47 @@ impl<K: Listed, R: RuleChecks> RuleChecks for Then<K, R> {
     }
 
     #[inline(always)]
-    fn exit(x: &Exiting<'_, '_>, rules: &InstanceRules) {
-        K::Slot::exit(x, Found::<K>::new(rules));
-        R::exit(x, rules);
+    fn exit(
+        engine: &Engine,
+        placement: &Placement<'_>,
+        now: u64,
+        rt: u64,
+        error: bool,
+        panicked: bool,
+    ) {
+        if K::Slot::hears_exit(placement.outcome) {
+            exit_hook::<K>(engine, placement, now, rt, error, panicked);
+        }
+        R::exit(engine, placement, now, rt, error, panicked);
     }
 
     fn orders(into: &mut Vec<i32>) {
         into.push(K::Slot::ORDER);
         R::orders(into);
     }
+}
+
+/// Kind `K`'s exit hook, out of line: an entry's exit calls the hooks of
+/// the kinds that asked for it, each a call of its own, and the code of
+/// the others is never reached.
+#[inline(never)]
+fn exit_hook<K: Listed>(
+    engine: &Engine,
+    placement: &Placement<'_>,
+    now: u64,
+    rt: u64,
+    error: bool,
+    panicked: bool,
+) {
+    let x = Exiting {
+        parts: &engine.parts,
+        placement,
+        now,
+        rt,
+        error,
+        panicked,
+    };
+    K::Slot::exit(&x, Found::<K>::new(&engine.rules));
 }
 
 impl RuleChecks for End {
@@ -124,7 +168,7 @@ impl RuleChecks for End {
     fn unadmitted(_: &Abandoned<'_>, _: &InstanceRules) {}
 
     #[inline(always)]
-    fn exit(_: &Exiting<'_, '_>, _: &InstanceRules) {}
+    fn exit(_: &Engine, _: &Placement<'_>, _: u64, _: u64, _: bool, _: bool) {}
 
     fn orders(_: &mut Vec<i32>) {}
 }

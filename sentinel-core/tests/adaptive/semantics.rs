@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use sentinel_flow_core::adaptive::{AdaptiveAlgorithm, AdaptiveRule, AdaptiveSnapshot};
+use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow_core::{BlockKind, Sentinel};
 
 use crate::support::{instance, load};
@@ -82,6 +83,28 @@ fn failed_calls_back_aimd_off_at_the_window_fold() {
     // One window with a failure: 50 × 0.9.
     assert_eq!(state(&sentinel).limit, 45);
     assert_eq!(state(&sentinel).in_flight, 0);
+}
+
+/// Each kind whose check asked to hear of an exit hears it: the breaker
+/// counts the failures that back AIMD off.
+#[test]
+fn a_breaker_and_an_adaptive_rule_on_one_resource_both_hear_each_exit() {
+    let (clock, sentinel) = instance();
+    load(&sentinel, [aimd(50)]);
+    load(
+        &sentinel,
+        [DegradeRule::new("r", DegradeGrade::ErrorCount, 1.0)],
+    );
+    for _ in 0..2 {
+        let calls: Vec<_> = (0..10).map(|_| sentinel.entry("r").unwrap()).collect();
+        calls[0].set_error("boom");
+        clock.advance_ms(100);
+        drop(calls);
+    }
+    assert_eq!(state(&sentinel).limit, 45);
+    assert_eq!(state(&sentinel).in_flight, 0);
+    // Two errors over a count of one: the breaker is open.
+    assert_eq!(sentinel.entry("r").unwrap_err().kind(), BlockKind::Degrade);
 }
 
 /// A window of 10 calls of 20 in flight, completed well: AIMD adds one.
