@@ -30,6 +30,12 @@ impl Kinds {
         self.0 & other.0 == other.0
     }
 
+    /// Whether the set has no kind after `kind` (in the list's order).
+    #[inline(always)]
+    pub(crate) fn none_after(self, kind: Kinds) -> bool {
+        self.0 & !(kind.0 | kind.0.wrapping_sub(1)) == 0
+    }
+
     /// Whether the set is empty.
     #[inline(always)]
     pub(crate) fn is_empty(self) -> bool {
@@ -76,5 +82,17 @@ mod tests {
         assert_eq!(set.when(true), set);
         assert!(set.when(false).is_empty());
         assert!(Kinds::NONE.is_empty() && !set.is_empty());
+    }
+
+    #[test]
+    fn none_after_a_kind_looks_at_the_later_kinds_only() {
+        let set = Kinds::at(0).with(Kinds::at(4));
+        assert!(!set.none_after(Kinds::at(0)));
+        assert!(!set.none_after(Kinds::at(3)));
+        assert!(set.none_after(Kinds::at(4)));
+        assert!(set.none_after(Kinds::at(6)));
+        let last = Kinds::at(Kinds::CAPACITY as u32 - 1);
+        assert!(last.none_after(last));
+        assert!(!last.none_after(Kinds::at(0)));
     }
 }

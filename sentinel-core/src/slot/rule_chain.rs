@@ -2,8 +2,9 @@
 //! kinds (`crate::kinds`): a nested type, `Then<Authority, Then<System, …
 //! End>>`. [`RuleChecks::check`] runs the user slots placed before each
 //! kind's slot, then the slot (when the kind has something to check for
-//! the entry), then the rest; when the rest refuses, each slot that passed
-//! gives back what it took, latest first.
+//! the entry: its bit in the kinds present), then the rest (without user
+//! slots, none after the last kind present); when the rest refuses, each
+//! slot that passed gives back what it took, latest first.
 
 use std::marker::PhantomData;
 
@@ -79,6 +80,10 @@ impl<K: Listed, R: RuleChecks> RuleChecks for Then<K, R> {
             return R::check::<USER>(v, c, at + 1);
         };
         K::Slot::check(rules, c)?;
+        if !USER && v.present.none_after(K::KIND) {
+            // No kind after this one has rules for the entry.
+            return Ok(());
+        }
         if let Err(refused) = R::check::<USER>(v, c, at + 1) {
             K::Slot::undo(rules, c);
             return Err(refused);
