@@ -40,6 +40,8 @@ macro_rules! for_each_rule_kind {
                 "A flow rule (QPS or concurrency)." "Flow rules.";
             degrade Degrade [degrade::DegradeKind] [degrade::DegradeRule] degrade_rules "degrade" "DegradeException"
                 "An open circuit breaker." "Circuit-breaking rules.";
+            adaptive Adaptive [adaptive::AdaptiveKind] [adaptive::AdaptiveRule] adaptive_rules "adaptive" "AdaptiveException"
+                "An adaptive concurrency limit at its current value." "Adaptive concurrency rules.";
         }
     };
 }

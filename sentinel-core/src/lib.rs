@@ -48,6 +48,7 @@ pub mod __bench;
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
+pub mod adaptive;
 pub mod authority;
 mod clock;
 pub mod degrade;

@@ -14,6 +14,7 @@ pub(crate) mod footprint;
 pub(crate) mod kind;
 pub(crate) mod kind_set;
 pub(crate) mod names;
+pub(crate) mod present;
 
 use std::any::Any;
 use std::fmt;

@@ -33,6 +33,7 @@
 
 use std::sync::Arc;
 
+use crate::adaptive::{AdaptiveRule, AdaptiveSnapshot};
 use crate::degrade::{BreakerSnapshot, DegradeRule};
 use crate::node::nodes::Nodes;
 use crate::node::tree::Sums;
@@ -53,6 +54,9 @@ pub struct ResourceSnapshot {
     pub rules: RuleCounts,
     /// Its circuit breakers, one per degrade rule, in check order.
     pub breakers: Vec<BreakerStatus>,
+    /// Its adaptive concurrency rules, each with its limit in force and
+    /// calls in flight, in check order.
+    pub adaptive: Vec<AdaptiveStatus>,
     /// Its response-time percentiles over the last minute, when tracked
     /// ([`Sentinel::track_percentiles`](crate::Sentinel::track_percentiles)); `None` otherwise.
     pub percentiles: Option<RtPercentiles>,
@@ -91,6 +95,8 @@ pub struct RuleCounts {
     pub param_flow: usize,
     /// Authority rules.
     pub authority: usize,
+    /// Adaptive concurrency rules.
+    pub adaptive: usize,
     /// Of the flow rules, those in cluster mode.
     pub cluster_flow: usize,
 }
@@ -103,6 +109,16 @@ pub struct BreakerStatus {
     pub rule: Arc<DegradeRule>,
     /// Its state and window.
     pub snapshot: BreakerSnapshot,
+}
+
+/// One adaptive concurrency rule: the rule and its state.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct AdaptiveStatus {
+    /// The adaptive rule.
+    pub rule: Arc<AdaptiveRule>,
+    /// Its limit in force, calls in flight and RTT estimates.
+    pub state: AdaptiveSnapshot,
 }
 
 /// One context of the invocation tree.
@@ -161,6 +177,7 @@ pub(crate) fn resources(
                     degrade: r.degrade.len(),
                     param_flow: r.param_flow.len(),
                     authority: r.authority.len(),
+                    adaptive: r.adaptive.len(),
                     cluster_flow,
                 }),
                 breakers: rules.map_or_else(Vec::new, |r| {
@@ -169,6 +186,15 @@ pub(crate) fn resources(
                         .map(|breaker| BreakerStatus {
                             rule: Arc::clone(breaker.rule()),
                             snapshot: breaker.snapshot(now),
+                        })
+                        .collect()
+                }),
+                adaptive: rules.map_or_else(Vec::new, |r| {
+                    r.adaptive
+                        .iter()
+                        .map(|limiter| AdaptiveStatus {
+                            rule: Arc::clone(limiter.rule()),
+                            state: limiter.snapshot(),
                         })
                         .collect()
                 }),

@@ -90,6 +90,8 @@ mod readme_doctests {
     struct GuideDashboard;
     #[doc = include_str!("../../docs/cluster.md")]
     struct GuideCluster;
+    #[doc = include_str!("../../docs/adaptive.md")]
+    struct GuideAdaptive;
     #[doc = include_str!("../../docs/observability.md")]
     struct GuideObservability;
     #[doc = include_str!("../../docs/testing.md")]

@@ -246,7 +246,14 @@ mod tests {
     fn kinds_come_in_the_order_of_a_rule_file_not_the_chain() {
         assert_eq!(
             KIND_NAMES,
-            ["flow", "degrade", "system", "authority", "param_flow"]
+            [
+                "flow",
+                "degrade",
+                "system",
+                "authority",
+                "param_flow",
+                "adaptive"
+            ]
         );
         let own: Vec<_> = RuleChange::kinds()
             .iter()

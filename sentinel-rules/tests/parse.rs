@@ -28,7 +28,8 @@ fn the_example_file_loads_every_kind() {
             ("system", 1),
             ("param_flow", 1),
             ("flow", 2),
-            ("degrade", 2)
+            ("degrade", 2),
+            ("adaptive", 0)
         ]
     );
     assert_eq!(file.track_percentiles, ["GET:/orders"]);
@@ -210,7 +211,7 @@ fn every_kind_of_error_at_its_position() {
         (
             "flows:\n  - {resource: r, count: 1}\n",
             "rules.yaml:1:1: unknown key \"flows\" (known: version, flow, degrade, system, authority, \
-             param_flow, track_percentiles)",
+             param_flow, adaptive, track_percentiles)",
         ),
         (
             "flow: {resource: r, count: 1}\n",
@@ -223,7 +224,7 @@ fn every_kind_of_error_at_its_position() {
         (
             "- flow\n",
             "rules.yaml:1:1: a rule file is a mapping with keys version, flow, degrade, system, \
-             authority, param_flow, track_percentiles; got a list",
+             authority, param_flow, adaptive, track_percentiles; got a list",
         ),
         (
             "flow:\n  - {resource: r, count: 1, count: 2}\n",
@@ -275,7 +276,7 @@ unknown: 1
             "rules.yaml:7:60: degrade[0] (b): probe_num must be in 1..=32767, got 0",
             "rules.yaml:9:11: system[0]: qps must be a finite number >= 0, got -3",
             "rules.yaml:10:1: unknown key \"unknown\" (known: version, flow, degrade, system, \
-             authority, param_flow, track_percentiles)",
+             authority, param_flow, adaptive, track_percentiles)",
         ]
     );
 }
@@ -338,7 +339,7 @@ fn anchors_and_aliases_are_refused() {
     let lines = errors(bomb);
     assert_eq!(
         lines[0],
-        "rules.yaml:1:1: unknown key \"a\" (known: version, flow, degrade, system, authority, param_flow, track_percentiles)"
+        "rules.yaml:1:1: unknown key \"a\" (known: version, flow, degrade, system, authority, param_flow, adaptive, track_percentiles)"
     );
     assert_eq!(
         lines[1],
@@ -399,7 +400,7 @@ fn a_utf8_bom_at_the_start_is_accepted() {
     assert_eq!(
         errors("flow: []\n\u{feff}degrade: []\n"),
         [
-            "rules.yaml:2:1: unknown key \"\\u{feff}degrade\" (known: version, flow, degrade, system, authority, param_flow, track_percentiles)"
+            "rules.yaml:2:1: unknown key \"\\u{feff}degrade\" (known: version, flow, degrade, system, authority, param_flow, adaptive, track_percentiles)"
         ]
     );
 }

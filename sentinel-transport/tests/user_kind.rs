@@ -126,7 +126,7 @@ async fn get_and_set_rules_serve_a_user_kind_in_memory() {
     assert!(
         answer
             .body
-            .contains("one of flow, degrade, system, authority, deny_after"),
+            .contains("one of flow, degrade, system, authority, adaptive, deny_after"),
         "{}",
         answer.body
     );

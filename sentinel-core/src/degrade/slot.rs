@@ -15,6 +15,8 @@ use crate::rule::footprint::Footprint;
 use crate::rule::kind::RuleKind;
 use crate::rule::kind_set::KindSet;
 use crate::rule::names::Names;
+use crate::rule::present::KindBit;
+use crate::slot::Outcome;
 use crate::slot::holds::{Held, Holding};
 use crate::slot::order;
 use crate::slot::rule_slot::{Checking, Exiting, InForce, Refused, RuleSlot};
@@ -66,15 +68,18 @@ impl RuleSlot for DegradeKind {
                 Admission::Block => return c.refuse(Self::BLOCK, spare::share(breaker.rule())),
             }
         }
-        c.outcome = c.outcome.hear_exit();
+        c.hear_exit(Self::KIND);
         Ok(())
     }
 
     #[inline(always)]
+    fn hears_exit(outcome: Outcome) -> bool {
+        outcome.hears_exit(Self::KIND)
+    }
+
+    #[inline(always)]
     fn exit(x: &Exiting<'_, '_>, in_force: impl InForce<List<CircuitBreaker>>) {
-        if x.placement.hears_exit() {
-            complete(x, in_force);
-        }
+        complete(x, in_force);
     }
 }
 

@@ -9,6 +9,7 @@ use arc_swap::{ArcSwap, Guard};
 use parking_lot::Mutex;
 
 use crate::rules::RuleSet;
+use crate::rules::list::{ResourceRules, RuleSetParts};
 
 thread_local! {
     /// The rule set this thread last used: instance id, version, set.
@@ -31,6 +32,9 @@ pub(crate) struct InstanceRules {
     /// What the rules in force may take at most, bytes (their footprints
     /// added up when they were loaded).
     pub(crate) footprint: AtomicU64,
+    /// The rules of a resource without rules: what the chain reads for its
+    /// entries when user slots make it run.
+    pub(crate) no_rules: ResourceRules,
 }
 
 impl InstanceRules {
@@ -43,6 +47,7 @@ impl InstanceRules {
             lock: Mutex::new(()),
             budget,
             footprint: AtomicU64::new(0),
+            no_rules: ResourceRules::of(&RuleSetParts::default(), ""),
         }
     }
 }

@@ -25,7 +25,6 @@ use crate::rule::footprint::Footprint;
 use crate::rule::kind::RuleKind;
 use crate::rule::kind_set::KindSet;
 use crate::rule::names::Names;
-use crate::slot::EntryContext;
 use crate::slot::Holds;
 use crate::slot::holds::{Held, Holding};
 use crate::slot::order;
@@ -33,6 +32,7 @@ use crate::slot::placement::Placement;
 #[cfg(feature = "tokio")]
 use crate::slot::rule_slot::Abandoned;
 use crate::slot::rule_slot::{Checking, Exiting, InForce, Refused, RuleSlot};
+use crate::slot::{EntryContext, Outcome};
 use crate::{BlockKind, EntryType};
 
 /// Flow rules.
@@ -210,16 +210,20 @@ impl RuleSlot for FlowKind {
         }
     }
 
+    /// An entry that reserved concurrency gives it back.
+    #[inline(always)]
+    fn hears_exit(outcome: Outcome) -> bool {
+        outcome.reserved() != 0
+    }
+
     #[inline(always)]
     fn exit(x: &Exiting<'_, '_>, _: impl InForce<FlowRules>) {
-        if x.placement.reserved() != 0 {
-            release_reserved(x.placement);
-        }
+        release_reserved(x.placement);
     }
 }
 
 /// Gives back the exact concurrency an entry holds.
-#[cold]
+#[inline(always)]
 fn release_reserved(placement: &Placement<'_>) {
     super::release_nodes(
         placement.resource.stats(),

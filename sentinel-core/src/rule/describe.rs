@@ -337,6 +337,13 @@ pub trait DescribeRule: Describe {
 /// The names of a described value's fields in `format`, in order (a
 /// value's own; a nested value's are its own list).
 pub fn field_names<T: Describe>(format: Format) -> Vec<&'static str> {
+    field_names_of(&T::default(), format)
+}
+
+/// The names of `value`'s fields in `format`, in order: those of a value
+/// whose fields depend on what it holds (an adaptive rule's algorithm)
+/// are the ones it has.
+pub fn field_names_of<T: Describe>(value: &T, format: Format) -> Vec<&'static str> {
     struct Collect(Format, Vec<&'static str>, Vec<&'static str>);
     impl Collect {
         fn push(&mut self, name: Name) {
@@ -413,7 +420,7 @@ pub fn field_names<T: Describe>(format: Format) -> Vec<&'static str> {
         }
     }
     let mut collect = Collect(format, Vec::new(), Vec::new());
-    T::default().describe(&mut collect);
+    value.clone().describe(&mut collect);
     // A value's type name comes after the other fields, as it is written.
     collect.1.extend(collect.2);
     collect.1

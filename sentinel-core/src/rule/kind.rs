@@ -22,7 +22,8 @@ pub(crate) trait RuleKind: Sized + 'static {
     /// The kind's rules compiled, as the rule set holds them.
     type Compiled: CompiledKind<Rule = Self::Rule>;
     /// The kind's check in the chain; it reads what
-    /// [`CompiledKind::select`] finds for an entry.
+    /// [`CompiledKind::select_own`] (or
+    /// [`select_all`](CompiledKind::select_all)) finds for an entry.
     type Slot: RuleSlot<Rules = <Self::Compiled as CompiledKind>::Checked>;
 
     /// What its blocks are; the kind's name (`as_str`) and Sentinel's
@@ -74,16 +75,24 @@ pub(crate) trait CompiledKind: Default + Send + Sync + 'static {
     /// The rules of `resource`.
     fn of(&self, resource: &str) -> Self::PerResource;
 
-    /// What the slot reads from a resource's rules; `None`: nothing to
-    /// check.
+    /// Whether the slot has something to check in a resource's rules
+    /// (asked once, when the set is built: the resource's
+    /// [`Kinds`](crate::rule::present::Kinds) hold the answer).
+    fn has_own(own: &Self::PerResource) -> bool;
+
+    /// What the slot reads from a resource's rules, for a resource that
+    /// [`has_own`](Self::has_own) rules; `None` for a kind that reads no
+    /// resource's rules.
     fn select_own(own: &Self::PerResource) -> Option<&Self::Checked>;
 
-    /// What the slot reads from the whole kind for an inbound entry;
-    /// `None`: nothing to check.
+    /// What the slot reads from the whole kind for an inbound entry, when
+    /// it [`checks_inbound`](Self::checks_inbound); `None` for a kind that
+    /// reads its resources' rules.
     fn select_all(&self) -> Option<&Self::Checked>;
 
     /// Whether every inbound entry has something to check (a kind over
-    /// every inbound entry, with rules in force).
+    /// every inbound entry, with rules in force; asked once, when the set
+    /// is built).
     fn checks_inbound(&self) -> bool {
         false
     }

@@ -179,8 +179,13 @@ impl<C: CompiledRule> CompiledKind for KindSet<C> {
     }
 
     #[inline(always)]
+    fn has_own(own: &C::PerResource) -> bool {
+        !own.as_ref().is_empty()
+    }
+
+    #[inline(always)]
     fn select_own(own: &C::PerResource) -> Option<&C::PerResource> {
-        Some(own).filter(|own| !own.as_ref().is_empty())
+        Some(own)
     }
 
     #[inline(always)]

@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 use super::list::{EachKind, Listed, ResourceRules, RuleSetParts, each_kind};
 use crate::node::ResourceNode;
 use crate::rule::kind::CompiledKind;
+use crate::rule::present::Kinds;
 
 /// Every rule kind of an instance, compiled.
 #[derive(Debug, Default)]
@@ -23,8 +24,8 @@ pub(crate) struct RuleSet {
     pub(crate) parts: RuleSetParts,
     index: HashMap<Arc<str>, u32, foldhash::quality::RandomState>,
     resources: Vec<ResourceRules>,
-    /// A kind over every inbound entry has rules in force.
-    inbound: bool,
+    /// The kinds over every inbound entry with rules in force.
+    inbound: Kinds,
 }
 
 impl RuleSet {
@@ -35,12 +36,10 @@ impl RuleSet {
             parts: &'p RuleSetParts,
             index: HashMap<Arc<str>, u32, foldhash::quality::RandomState>,
             resources: Vec<ResourceRules>,
-            inbound: bool,
         }
         impl EachKind for Resources<'_> {
             fn kind<K: Listed>(&mut self) {
                 let part = K::part(self.parts);
-                self.inbound |= part.checks_inbound();
                 for resource in part.resources() {
                     if !self.index.contains_key(&**resource) {
                         let at = self.resources.len() as u32;
@@ -54,15 +53,12 @@ impl RuleSet {
             parts: &parts,
             index: HashMap::default(),
             resources: Vec::new(),
-            inbound: false,
         };
         each_kind(&mut all);
         let Resources {
-            index,
-            resources,
-            inbound,
-            ..
+            index, resources, ..
         } = all;
+        let inbound = parts.inbound();
         RuleSet {
             version,
             index,
@@ -81,6 +77,12 @@ impl RuleSet {
     /// are set).
     #[inline]
     pub(crate) fn checks_inbound(&self) -> bool {
+        !self.inbound.is_empty()
+    }
+
+    /// The kinds over every inbound entry with rules in force.
+    #[inline(always)]
+    pub(crate) fn inbound(&self) -> Kinds {
         self.inbound
     }
 
@@ -117,6 +119,7 @@ mod tests {
     use crate::flow::{CompiledFlow, FlowRule};
     use crate::rule::compiled::CompiledRule;
     use crate::rule::kind_set::KindSet;
+    use crate::rule::present::KindBit;
 
     /// A set is built per load of any kind: a kind's per-resource lists
     /// are shared with it, not copied resource by resource.
@@ -144,5 +147,79 @@ mod tests {
         let c = &set.resources[set.index["c"] as usize];
         assert!(c.flow.is_empty());
         assert!(Arc::ptr_eq(&c.degrade, &set.parts.degrade.by_resource["c"]));
+    }
+
+    /// The chain looks only at the kinds an entry's resource has rules of
+    /// (and, for an inbound entry, the kinds over every inbound entry).
+    #[test]
+    fn a_resource_marks_only_the_kinds_it_has_rules_of() {
+        use crate::adaptive::AdaptiveKind;
+        use crate::authority::AuthorityKind;
+        use crate::degrade::DegradeKind;
+        use crate::flow::FlowKind;
+        use crate::param_flow::ParamFlowKind;
+        use crate::system::{SystemKind, SystemLimits, SystemRule};
+
+        let flow = KindSet::compile(
+            vec![FlowRule::new("a", 1.0), FlowRule::new("b", 2.0)],
+            &KindSet::default(),
+        );
+        let degrade = KindSet::compile(
+            vec![DegradeRule::new("b", DegradeGrade::ErrorCount, 1.0)],
+            &KindSet::default(),
+        );
+        let parts = RuleSetParts {
+            flow: Arc::new(flow),
+            degrade: Arc::new(degrade),
+            ..RuleSetParts::default()
+        };
+        let set = RuleSet::build(1, parts.clone());
+        let a = &set.resources[set.index["a"] as usize];
+        let b = &set.resources[set.index["b"] as usize];
+        assert_eq!(a.present(false), FlowKind::KIND);
+        assert_eq!(a.present(true), FlowKind::KIND);
+        let flow_and_degrade = FlowKind::KIND.with(DegradeKind::KIND);
+        assert_eq!(b.present(false), flow_and_degrade);
+        for absent in [
+            AuthorityKind::KIND,
+            SystemKind::KIND,
+            ParamFlowKind::KIND,
+            AdaptiveKind::KIND,
+        ] {
+            assert_eq!(b.present(true).bits() & absent.bits(), 0);
+        }
+        assert_eq!(set.inbound(), Kinds::NONE);
+        assert!(!set.checks_inbound());
+
+        let system = SystemLimits::compile(vec![SystemRule {
+            qps: Some(10.0),
+            ..SystemRule::default()
+        }]);
+        let set = RuleSet::build(
+            2,
+            RuleSetParts {
+                system: Arc::new(system),
+                ..parts
+            },
+        );
+        let a = &set.resources[set.index["a"] as usize];
+        assert_eq!(set.inbound(), SystemKind::KIND);
+        assert_eq!(a.present(false), FlowKind::KIND);
+        assert_eq!(a.present(true), FlowKind::KIND.with(SystemKind::KIND));
+    }
+
+    /// Each kind has its own bit, in chain order.
+    #[test]
+    fn every_kind_has_a_bit_of_its_own() {
+        struct Bits(Vec<u8>);
+        impl EachKind for Bits {
+            fn kind<K: Listed>(&mut self) {
+                self.0.push(K::KIND.bits());
+            }
+        }
+        let mut bits = Bits(Vec::new());
+        each_kind(&mut bits);
+        let expected: Vec<u8> = (0..bits.0.len()).map(|i| 1 << i).collect();
+        assert_eq!(bits.0, expected);
     }
 }

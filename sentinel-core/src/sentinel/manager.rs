@@ -2,6 +2,7 @@
 //! through the kind's [`Kind`] descriptor. What a manager adds for one kind
 //! alone is in a child module named after the kind.
 
+mod adaptive;
 mod degrade;
 mod param_flow;
 

@@ -7,14 +7,18 @@
 //!   node selector    the entry's context and node in the invocation tree
 //!   cluster builder  the origin's node
 //!   statistic        user slots placed before it (a refusal is not counted), then:
-//!     RuleChain      authority -> system -> hot params -> flow -> degrade,
-//!                    each after the user slots of smaller order;
+//!     RuleChain      authority -> system -> hot params -> flow -> degrade
+//!                    -> adaptive, each after the user slots of smaller
+//!                    order, each kind looked at only if the resource has
+//!                    rules of it (the kinds present, read once);
 //!                    the first refusal wins, the slots before it give back
 //!   refused: a block counted on every node, held things given back -> Err(BlockError)
 //!   passed:  a rate limiter's wait, then a pass counted -> Ok(Entry)
 //! exit (the Entry dropped)
 //!   statistic        response time, success, error (or the thread unwinding)
-//!   RuleChain        flow releases its reservations, degrade feeds its breakers
+//!   RuleChain        each kind whose check asked: flow releases its
+//!                    reservations, degrade feeds its breakers, adaptive
+//!                    its limits (a call of its own per kind)
 //!   holds            hot-parameter counts and probes ended
 //!   user slots       in order
 //! ```
@@ -31,6 +35,8 @@
 //! The chain runs only when something can refuse: a user slot, or a rule
 //! on the entry's resource (or a system limit, for an inbound entry).
 //! Otherwise an entry pays for the node lookups and the statistics alone.
+//! A kind the resource has no rules of costs its entries a bit test at
+//! the entry and nothing at the exit.
 
 use super::cluster_builder::ClusterBuilderSlot;
 use super::node_selector::NodeSelectorSlot;
@@ -38,7 +44,7 @@ use super::placement::{Place, Placement};
 use super::rule_chain::{RuleChain, RuleChecks};
 #[cfg(feature = "tokio")]
 use super::rule_slot::Abandoned;
-use super::rule_slot::{Exiting, Verdict};
+use super::rule_slot::Verdict;
 use super::statistic::StatisticSlot;
 use super::{EntryContext, ExitContext, Holds, Outcome};
 use crate::engine::Engine;
@@ -140,11 +146,7 @@ pub(crate) fn check<'a, 's>(
             {
                 return Some(Default::default());
             }
-            let view = View {
-                set: rules,
-                resource: resource_rules,
-                inbound,
-            };
+            let view = View::new(rules, resource_rules, &engine.rules.no_rules, inbound);
             let ctx = EntryContext {
                 resource,
                 entry_type: request.entry_type,
@@ -248,9 +250,10 @@ pub(crate) fn exit(engine: &Engine, placement: &mut Placement<'_>, error: bool) 
     let error = error || panicked;
     StatisticSlot::exit(&parts.nodes.inbound, placement, now, rt, error);
     // The rule slots hear the exit of an entry whose checks asked, or
-    // that holds concurrency they reserved; no other entry pays for it.
+    // that holds concurrency they reserved, each kind's hook in a call of
+    // its own; no other entry pays for it.
     if placement.outcome.exit_has_work() {
-        exit_hooks(engine, placement, now, rt, error, panicked);
+        RuleChain::exit(engine, placement, now, rt, error, panicked);
     }
     placement.holds.finish();
     if !engine.slots.is_empty() {
@@ -268,30 +271,6 @@ pub(crate) fn exit(engine: &Engine, placement: &mut Placement<'_>, error: bool) 
             }
         }
     }
-}
-
-/// The rule slots' exit hooks, out of line: one call for the entries that
-/// have work for them, nothing inlined where an entry is dropped.
-#[inline(never)]
-fn exit_hooks(
-    engine: &Engine,
-    placement: &Placement<'_>,
-    now: u64,
-    rt: u64,
-    error: bool,
-    panicked: bool,
-) {
-    RuleChain::exit(
-        &Exiting {
-            parts: &engine.parts,
-            placement,
-            now,
-            rt,
-            error,
-            panicked,
-        },
-        &engine.rules,
-    );
 }
 
 /// The user slots' exit hooks of an entry dropped while its thread unwinds.

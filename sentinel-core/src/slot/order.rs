@@ -16,3 +16,6 @@ pub const PARAM_FLOW: i32 = -3_000;
 pub const FLOW: i32 = -2_000;
 /// Circuit breakers.
 pub const DEGRADE: i32 = -1_000;
+/// Adaptive concurrency limits (last: a call another check refuses takes
+/// no place in flight).
+pub const ADAPTIVE: i32 = -500;

@@ -131,13 +131,6 @@ impl<'s> Placement<'s> {
         self.outcome.reserved()
     }
 
-    /// Whether a check asked to hear of the entry's exit (see
-    /// [`Outcome::hears_exit`]).
-    #[inline]
-    pub(crate) fn hears_exit(&self) -> bool {
-        self.outcome.hears_exit()
-    }
-
     /// The caller's origin, or `""`.
     #[inline]
     pub(crate) fn origin_name(&self) -> &str {

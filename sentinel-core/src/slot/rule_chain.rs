@@ -2,15 +2,18 @@
 //! kinds (`crate::kinds`): a nested type, `Then<Authority, Then<System, …
 //! End>>`. [`RuleChecks::check`] runs the user slots placed before each
 //! kind's slot, then the slot (when the kind has something to check for
-//! the entry), then the rest; when the rest refuses, each slot that passed
-//! gives back what it took, latest first.
+//! the entry: its bit in the kinds present), then the rest (without user
+//! slots, none after the last kind present); when the rest refuses, each
+//! slot that passed gives back what it took, latest first.
 
 use std::marker::PhantomData;
 
 use super::EntryContext;
+use super::placement::Placement;
 #[cfg(feature = "tokio")]
 use super::rule_slot::Abandoned;
 use super::rule_slot::{Checking, Exiting, Refused, RuleSlot};
+use crate::engine::Engine;
 use crate::engine::rules::InstanceRules;
 use crate::rules::list::Listed;
 use crate::rules::view::{Found, View};
@@ -40,8 +43,18 @@ pub(crate) trait RuleChecks {
     #[cfg(feature = "tokio")]
     fn unadmitted(entry: &Abandoned<'_>, rules: &InstanceRules);
 
-    /// Tells every slot of an exit, in chain order.
-    fn exit(x: &Exiting<'_, '_>, rules: &InstanceRules);
+    /// Tells every slot that has work for the exit of an entry (its
+    /// [`hears_exit`](RuleSlot::hears_exit)) of it, in chain order: the
+    /// entry at `placement` exits at `now` after `rt` ms, with an error
+    /// or not, as its thread unwinds from a panic or not.
+    fn exit(
+        engine: &Engine,
+        placement: &Placement<'_>,
+        now: u64,
+        rt: u64,
+        error: bool,
+        panicked: bool,
+    );
 
     /// The slots' orders, in chain order.
     fn orders(into: &mut Vec<i32>);
@@ -67,6 +80,10 @@ impl<K: Listed, R: RuleChecks> RuleChecks for Then<K, R> {
             return R::check::<USER>(v, c, at + 1);
         };
         K::Slot::check(rules, c)?;
+        if !USER && v.present.none_after(K::KIND) {
+            // No kind after this one has rules for the entry.
+            return Ok(());
+        }
         if let Err(refused) = R::check::<USER>(v, c, at + 1) {
             K::Slot::undo(rules, c);
             return Err(refused);
@@ -94,15 +111,47 @@ impl<K: Listed, R: RuleChecks> RuleChecks for Then<K, R> {
     }
 
     #[inline(always)]
-    fn exit(x: &Exiting<'_, '_>, rules: &InstanceRules) {
-        K::Slot::exit(x, Found::<K>::new(rules));
-        R::exit(x, rules);
+    fn exit(
+        engine: &Engine,
+        placement: &Placement<'_>,
+        now: u64,
+        rt: u64,
+        error: bool,
+        panicked: bool,
+    ) {
+        if K::Slot::hears_exit(placement.outcome) {
+            exit_hook::<K>(engine, placement, now, rt, error, panicked);
+        }
+        R::exit(engine, placement, now, rt, error, panicked);
     }
 
     fn orders(into: &mut Vec<i32>) {
         into.push(K::Slot::ORDER);
         R::orders(into);
     }
+}
+
+/// Kind `K`'s exit hook, out of line: an entry's exit calls the hooks of
+/// the kinds that asked for it, each a call of its own, and the code of
+/// the others is never reached.
+#[inline(never)]
+fn exit_hook<K: Listed>(
+    engine: &Engine,
+    placement: &Placement<'_>,
+    now: u64,
+    rt: u64,
+    error: bool,
+    panicked: bool,
+) {
+    let x = Exiting {
+        parts: &engine.parts,
+        placement,
+        now,
+        rt,
+        error,
+        panicked,
+    };
+    K::Slot::exit(&x, Found::<K>::new(&engine.rules));
 }
 
 impl RuleChecks for End {
@@ -124,7 +173,7 @@ impl RuleChecks for End {
     fn unadmitted(_: &Abandoned<'_>, _: &InstanceRules) {}
 
     #[inline(always)]
-    fn exit(_: &Exiting<'_, '_>, _: &InstanceRules) {}
+    fn exit(_: &Engine, _: &Placement<'_>, _: u64, _: u64, _: bool, _: bool) {}
 
     fn orders(_: &mut Vec<i32>) {}
 }
@@ -157,7 +206,8 @@ mod tests {
                 order::SYSTEM,
                 order::PARAM_FLOW,
                 order::FLOW,
-                order::DEGRADE
+                order::DEGRADE,
+                order::ADAPTIVE
             ]
         );
         assert!(orders.is_sorted(), "a slot of smaller order runs first");

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use crate::engine::parts::Parts;
 use crate::node::ResourceNode;
+use crate::rule::present::Kinds;
 use crate::{BlockError, BlockKind, Rule};
 
 use super::placement::Placement;
@@ -65,10 +66,20 @@ pub(crate) trait RuleSlot {
         let _ = (entry, in_force);
     }
 
-    /// Hears the exit of an entry that passed the whole chain, when a
-    /// check asked for it ([`Outcome::hear_exit`]) or the entry holds
-    /// reserved concurrency ([`Outcome::reserve`]); the chain calls no
-    /// slot's hook for any other entry.
+    /// Whether [`exit`](Self::exit) has work for an entry that passed the
+    /// whole chain with `outcome` (its check asked to hear of the exit,
+    /// [`Checking::hear_exit`], or it reserved concurrency); the chain calls
+    /// the hook for no other entry. A slot without an exit hook keeps the
+    /// default, and its kind costs nothing at the exit.
+    #[inline(always)]
+    fn hears_exit(outcome: Outcome) -> bool {
+        let _ = outcome;
+        false
+    }
+
+    /// Hears the exit of an entry for which
+    /// [`hears_exit`](Self::hears_exit) holds. The chain calls it out of
+    /// line, apart from the other kinds' hooks.
     #[inline(always)]
     fn exit(x: &Exiting<'_, '_>, in_force: impl InForce<Self::Rules>) {
         let _ = (x, in_force);
@@ -122,6 +133,14 @@ impl Checking<'_, '_> {
             }
         }
         Ok(())
+    }
+
+    /// Asks to hear of the entry's exit in the exit hook of `kind` (the
+    /// asking slot's, [`KindBit::KIND`](crate::rule::present::KindBit::KIND)),
+    /// with its rules in force then.
+    #[inline(always)]
+    pub(crate) fn hear_exit(&mut self, kind: Kinds) {
+        self.outcome = self.outcome.hear_exit(kind);
     }
 
     /// Refuses by `rule` of `kind` (a rule of the resource).

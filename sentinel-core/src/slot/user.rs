@@ -153,6 +153,7 @@ mod tests {
                 order::PARAM_FLOW,
                 order::FLOW,
                 order::DEGRADE,
+                order::ADAPTIVE,
             ],
         );
         let of = |slots: &[Arc<dyn Slot>]| slots.iter().map(|s| s.order()).collect::<Vec<_>>();
@@ -165,7 +166,8 @@ mod tests {
         assert_eq!(of(&chain.checks[2]), Vec::<i32>::new());
         assert_eq!(of(&chain.checks[3]), [order::FLOW - 1]);
         assert_eq!(of(&chain.checks[4]), Vec::<i32>::new());
-        assert_eq!(of(&chain.checks[5]), [order::DEGRADE + 1, i32::MAX]);
+        assert_eq!(of(&chain.checks[5]), [order::DEGRADE + 1]);
+        assert_eq!(of(&chain.checks[6]), [i32::MAX]);
         assert_eq!(chain.all.len(), orders.len());
     }
 }

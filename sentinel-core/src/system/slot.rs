@@ -59,13 +59,17 @@ impl CompiledKind for SystemLimits {
 
     fn of(&self, _: &str) {}
 
+    fn has_own(_: &()) -> bool {
+        false
+    }
+
     fn select_own(_: &()) -> Option<&SystemLimits> {
         None
     }
 
     #[inline(always)]
     fn select_all(&self) -> Option<&SystemLimits> {
-        Some(self).filter(|limits| limits.is_on())
+        Some(self)
     }
 
     fn checks_inbound(&self) -> bool {

@@ -1,6 +1,6 @@
 //! The contract every built-in rule kind keeps, run for each kind from one
 //! table: a row per kind ([`flow`], [`degrade`], [`param_flow`],
-//! [`authority`], [`system`]) gives a valid rule, a way to make it block,
+//! [`authority`], [`system`], [`adaptive`]) gives a valid rule, a way to make it block,
 //! the entry it checks, invalid rules with the field each error names, and
 //! one error's exact text; each case below runs on every row.
 //!
@@ -12,6 +12,7 @@
 //! every check; and a resource no longer named stops being checked (a
 //! system rule, which names no resource, guards every inbound entry).
 
+use sentinel_flow_core::adaptive::{AdaptiveAlgorithm, AdaptiveRule};
 use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::{ControlBehavior, FlowRule, FlowStrategy};
@@ -111,6 +112,10 @@ mod authority {
 
 mod system {
     cases!(super::system());
+}
+
+mod adaptive {
+    cases!(super::adaptive());
 }
 
 // ---- the table ----
@@ -420,6 +425,112 @@ fn system() -> Row<SystemRule> {
                 ..SystemRule::default()
             },
             "system[0] (): qps must be a finite number >= 0, got NaN",
+        ),
+    }
+}
+
+fn adaptive() -> Row<AdaptiveRule> {
+    Row {
+        name: "adaptive",
+        block_kind: BlockKind::Adaptive,
+        by_resource: true,
+        // A limit of one call in flight, until a window moves it.
+        rule: |resource| AdaptiveRule {
+            initial_limit: 1,
+            min_limit: 1,
+            ..AdaptiveRule::new(resource, AdaptiveAlgorithm::vegas())
+        },
+        // One call that never exits holds the one place.
+        arm: |_, sentinel, resource| {
+            std::mem::forget(sentinel.entry(resource).expect("the one place"))
+        },
+        enter: plain,
+        invalid: || {
+            let base = || AdaptiveRule::new("r", AdaptiveAlgorithm::aimd());
+            vec![
+                (
+                    "resource",
+                    AdaptiveRule::new(" ", AdaptiveAlgorithm::aimd()),
+                ),
+                (
+                    "limit_app",
+                    AdaptiveRule {
+                        limit_app: "a,b".into(),
+                        ..base()
+                    },
+                ),
+                (
+                    "backoff_ratio",
+                    AdaptiveRule::new(
+                        "r",
+                        AdaptiveAlgorithm::Aimd {
+                            backoff_ratio: 0.4,
+                            timeout_ms: 5_000,
+                        },
+                    ),
+                ),
+                (
+                    "smoothing",
+                    AdaptiveRule::new(
+                        "r",
+                        AdaptiveAlgorithm::Gradient2 {
+                            smoothing: 0.0,
+                            rtt_tolerance: 1.5,
+                            long_window: 600,
+                            queue_size: 4,
+                        },
+                    ),
+                ),
+                (
+                    "beta",
+                    AdaptiveRule::new(
+                        "r",
+                        AdaptiveAlgorithm::Vegas {
+                            alpha: Some(6),
+                            beta: Some(3),
+                            smoothing: 1.0,
+                            probe_multiplier: 30,
+                        },
+                    ),
+                ),
+                (
+                    "max_limit",
+                    AdaptiveRule {
+                        max_limit: 10,
+                        min_limit: 11,
+                        initial_limit: 11,
+                        ..base()
+                    },
+                ),
+                (
+                    "initial_limit",
+                    AdaptiveRule {
+                        initial_limit: 0,
+                        ..base()
+                    },
+                ),
+                (
+                    "window_ms",
+                    AdaptiveRule {
+                        window_ms: 99,
+                        ..base()
+                    },
+                ),
+                (
+                    "min_samples",
+                    AdaptiveRule {
+                        min_samples: 0,
+                        ..base()
+                    },
+                ),
+            ]
+        },
+        message: (
+            || AdaptiveRule {
+                max_limit: 2_000_000,
+                ..AdaptiveRule::new("r", AdaptiveAlgorithm::vegas())
+            },
+            "adaptive[0] (r): max_limit must be <= 1000000, got 2000000",
         ),
     }
 }

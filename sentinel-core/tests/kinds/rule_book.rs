@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use sentinel_flow_core::adaptive::{AdaptiveAlgorithm, AdaptiveRule};
 use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::FlowRule;
@@ -25,6 +26,7 @@ fn a_book_replaces_every_kind_and_reads_back() {
         }],
         authority: vec![AuthorityRule::new("a", AuthorityStrategy::Black, ["x"])],
         param_flow: vec![ParamFlowRule::new("a", 0, 5.0)],
+        adaptive: vec![AdaptiveRule::new("a", AdaptiveAlgorithm::gradient2())],
     };
     sentinel.load_rule_book(book.clone()).unwrap();
     assert_eq!(sentinel.rule_book(), book);

@@ -16,6 +16,7 @@ pub(crate) mod prometheus;
 pub(crate) mod queue;
 pub(crate) mod warnings;
 
+use sentinel_flow_core::adaptive::AdaptiveRule;
 use sentinel_flow_core::authority::AuthorityRule;
 use sentinel_flow_core::degrade::DegradeRule;
 use sentinel_flow_core::flow::FlowRule;
@@ -67,6 +68,7 @@ kinds! {
     ParamFlowRule => param_flow_rules,
     AuthorityRule => authority_rules,
     SystemRule => system_rules,
+    AdaptiveRule => adaptive_rules,
 }
 
 /// Loads `rules` as the whole list of their kind (the other kinds keep

@@ -2,7 +2,7 @@
 //! by field as the rule's description asks, with a problem per missing,
 //! mistyped or unknown field, each at its value's position.
 
-use sentinel_flow_core::describe::{Choice, Describe, Fields, Format, Name, Whole, field_names};
+use sentinel_flow_core::describe::{Choice, Describe, Fields, Format, Name, Whole, field_names_of};
 use sentinel_flow_core::{ParamValue, RuleError};
 
 use super::Map;
@@ -276,7 +276,7 @@ impl<'n> RuleFields<'n> {
     ) -> Option<Position> {
         let mut child = RuleFields::of(scope, node.pos, map);
         v.describe(&mut child);
-        child.unknown::<T>();
+        child.unknown(v);
         if child.problems.is_empty() {
             return Some(child.first.unwrap_or(node.pos));
         }
@@ -291,14 +291,14 @@ impl<'n> RuleFields<'n> {
     }
 
     /// Reports every field written that the description did not read.
-    fn unknown<T: Describe>(&mut self) {
+    fn unknown<T: Describe>(&mut self, value: &T) {
         let mut known = None;
         for at in 0..self.entries.len() {
             let (name, key, _, used) = self.entries[at];
             if used {
                 continue;
             }
-            let known = known.get_or_insert_with(|| field_names::<T>(Format::Yaml).join(", "));
+            let known = known.get_or_insert_with(|| field_names_of(value, Format::Yaml).join(", "));
             let message = match self.scope {
                 Scope::Rule(kind) => format!("is not a field of a {kind} rule (known: {known})"),
                 Scope::Nested(parent) => format!("is not a field of {parent} (known: {known})"),
@@ -320,10 +320,11 @@ impl<'n> RuleFields<'n> {
         kind: &'static str,
         index: usize,
         node: &Node<'_>,
+        value: &T,
         errors: Vec<RuleError>,
         problems: &mut Vec<Problem>,
     ) {
-        self.unknown::<T>();
+        self.unknown(value);
         for error in errors {
             if self.bad.contains(&error.field) || self.bad_parts.iter().any(|p| p == error.field) {
                 continue;

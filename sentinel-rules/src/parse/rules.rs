@@ -68,6 +68,6 @@ fn rule<R: DescribeRule>(
     let mut rule = R::default();
     rule.describe(&mut fields);
     let errors = rule.problems(index, max_name_len);
-    fields.finish::<R>(R::KIND, index, node, errors, problems);
+    fields.finish(R::KIND, index, node, &rule, errors, problems);
     Some(rule)
 }

@@ -1,0 +1,245 @@
+//! `AdaptiveLimiter`: one adaptive rule compiled: its gate (the limit and
+//! the calls in flight, `gate.rs`), the samples of the current window, and
+//! the algorithm's state.
+//!
+//! Every exit adds its sample to the window with two atomic additions (the
+//! count and the RTT sum in one word, the most calls in flight) and one
+//! flag store on a failure. The exit that finds the window over (at least
+//! `window_ms` old, with at least `min_samples` calls) claims it by a
+//! compare-and-swap of its start, and alone folds it into the algorithm
+//! under a lock no admission takes, then stores the new limit in the gate.
+
+use std::sync::Arc;
+
+use super::algorithm::{Estimator, Sample};
+use super::gate::Gate;
+use super::rule::{ADAPTIVE_APP_DEFAULT, ADAPTIVE_APP_OTHER, AdaptiveRule};
+use crate::sync::Mutex;
+use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+/// Bits of the RTT sum in the window's accumulator; the count is above.
+const SUM_BITS: u32 = 40;
+/// A sample's RTT is taken as at most this many ms (about 65 s), so that
+/// `2^(64 - SUM_BITS)` samples cannot overflow the sum.
+pub(crate) const MAX_SAMPLE_RTT_MS: u64 = (1 << (SUM_BITS - 24)) - 1;
+/// A window stops counting samples past this many (it folds what it has).
+const MAX_WINDOW_SAMPLES: u64 = 1 << 22;
+
+/// Whom a rule counts.
+#[derive(Debug)]
+pub(crate) enum Callers {
+    Every,
+    Other,
+    Origin(Box<str>),
+}
+
+/// What an adaptive rule shows of its state.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct AdaptiveSnapshot {
+    /// The limit in force.
+    pub limit: u32,
+    /// Calls admitted under the rule and not exited yet.
+    pub in_flight: u32,
+    /// The RTT the algorithm compares windows against, in ms: Gradient2's
+    /// long-term average, Vegas's no-load RTT; 0 for AIMD and before the
+    /// first window.
+    pub reference_rtt_ms: f64,
+    /// The average RTT of the last window folded, in ms (0 before any).
+    pub last_rtt_ms: f64,
+}
+
+/// One adaptive rule with its learned state.
+#[derive(Debug)]
+pub(crate) struct AdaptiveLimiter {
+    rule: Arc<AdaptiveRule>,
+    pub(crate) callers: Callers,
+    gate: Gate,
+    /// When the current window began, in ms (0: no sample yet).
+    window_start: AtomicU64,
+    /// The window's sample count (high bits) and RTT sum in ms (low
+    /// `SUM_BITS` bits).
+    sums: AtomicU64,
+    max_in_flight: AtomicU32,
+    dropped: AtomicBool,
+    /// The last folded window's average RTT, as `f64` bits.
+    last_rtt: AtomicU64,
+    estimator: Mutex<Estimator>,
+}
+
+impl AdaptiveLimiter {
+    pub(crate) fn new(rule: Arc<AdaptiveRule>) -> Self {
+        let callers = match rule.limit_app.as_str() {
+            ADAPTIVE_APP_DEFAULT => Callers::Every,
+            ADAPTIVE_APP_OTHER => Callers::Other,
+            origin => Callers::Origin(origin.into()),
+        };
+        AdaptiveLimiter {
+            callers,
+            gate: Gate::new(rule.initial_limit),
+            window_start: AtomicU64::new(0),
+            sums: AtomicU64::new(0),
+            max_in_flight: AtomicU32::new(0),
+            dropped: AtomicBool::new(false),
+            last_rtt: AtomicU64::new(0),
+            estimator: Mutex::new(Estimator::new(&rule)),
+            rule,
+        }
+    }
+
+    pub(crate) fn rule(&self) -> &Arc<AdaptiveRule> {
+        &self.rule
+    }
+
+    /// Whether the rule counts a call from `origin` (`named`: whether
+    /// another adaptive rule of the resource names it).
+    #[inline]
+    pub(crate) fn counts(&self, origin: &str, named: impl FnOnce(&str) -> bool) -> bool {
+        match &self.callers {
+            Callers::Every => true,
+            Callers::Origin(name) => **name == *origin,
+            Callers::Other => !origin.is_empty() && !named(origin),
+        }
+    }
+
+    /// Admits one call if fewer than the limit are in flight.
+    #[inline]
+    pub(crate) fn try_acquire(&self) -> bool {
+        self.gate.try_acquire().is_some()
+    }
+
+    /// Ends one admitted call (its sample, if any, was given first).
+    #[inline]
+    pub(crate) fn release(&self) {
+        self.gate.release();
+    }
+
+    /// Hears an admitted call's completion at `now` (ms), before its
+    /// release: its RTT and whether it failed; folds the window if it is
+    /// over.
+    pub(crate) fn complete(&self, now: u64, rt: u64, failed: bool) {
+        let (_, in_flight) = self.gate.read();
+        self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
+        if failed {
+            self.dropped.store(true, Ordering::Relaxed);
+        }
+        let sums = if self.sums.load(Ordering::Relaxed) >> SUM_BITS < MAX_WINDOW_SAMPLES {
+            let add = (1 << SUM_BITS) | rt.min(MAX_SAMPLE_RTT_MS);
+            self.sums.fetch_add(add, Ordering::Relaxed) + add
+        } else {
+            self.sums.load(Ordering::Relaxed)
+        };
+        let start = self.window_start.load(Ordering::Relaxed);
+        if start == 0 {
+            let _ = self.window_start.compare_exchange(
+                0,
+                now.max(1),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            return;
+        }
+        if now.saturating_sub(start) >= self.rule.window_ms
+            && sums >> SUM_BITS >= u64::from(self.rule.min_samples)
+            && self
+                .window_start
+                .compare_exchange(start, now.max(1), Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.fold();
+        }
+    }
+
+    /// Folds the window this thread claimed.
+    #[cold]
+    fn fold(&self) {
+        let mut estimator = self.estimator.lock();
+        let sums = self.sums.swap(0, Ordering::AcqRel);
+        let count = sums >> SUM_BITS;
+        if count == 0 {
+            return;
+        }
+        let sum = sums & ((1 << SUM_BITS) - 1);
+        let (_, now_in_flight) = self.gate.read();
+        let sample = Sample {
+            rtt: (sum as f64 / count as f64).max(1.0),
+            in_flight: self.max_in_flight.swap(now_in_flight, Ordering::Relaxed),
+            dropped: self.dropped.swap(false, Ordering::Relaxed),
+        };
+        self.last_rtt.store(sample.rtt.to_bits(), Ordering::Relaxed);
+        let before = estimator.limit();
+        let limit = estimator.update(sample);
+        self.gate.set_limit(limit);
+        if limit != before {
+            tracing::debug!(
+                resource = %self.rule.resource,
+                algorithm = self.rule.algorithm.name(),
+                limit,
+                before,
+                rtt_ms = sample.rtt,
+                reference_rtt_ms = estimator.reference_rtt(),
+                in_flight = sample.in_flight,
+                dropped = sample.dropped,
+                "adaptive limit changed"
+            );
+        }
+    }
+
+    /// The rule's state now.
+    pub(crate) fn snapshot(&self) -> AdaptiveSnapshot {
+        let reference_rtt_ms = self.estimator.lock().reference_rtt();
+        let (limit, in_flight) = self.gate.read();
+        AdaptiveSnapshot {
+            limit,
+            in_flight,
+            reference_rtt_ms,
+            last_rtt_ms: f64::from_bits(self.last_rtt.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::adaptive::AdaptiveAlgorithm;
+
+    fn limiter(rule: AdaptiveRule) -> AdaptiveLimiter {
+        AdaptiveLimiter::new(Arc::new(rule))
+    }
+
+    #[test]
+    fn a_window_folds_once_it_is_old_enough_and_has_its_samples() {
+        let l = limiter(AdaptiveRule {
+            min_samples: 3,
+            ..AdaptiveRule::new("r", AdaptiveAlgorithm::aimd())
+        });
+        for _ in 0..20 {
+            assert!(l.try_acquire());
+        }
+        // Opens the window at 1000.
+        l.complete(1_000, 10, false);
+        l.complete(2_000, 10, false);
+        // Old enough but two samples: goes on.
+        assert_eq!(l.snapshot().limit, 20);
+        l.complete(2_000, 10, false);
+        // Three samples, 20 in flight: AIMD adds one.
+        assert_eq!(l.snapshot().limit, 21);
+        assert_eq!(l.snapshot().last_rtt_ms, 10.0);
+        for _ in 0..3 {
+            l.release();
+        }
+        assert_eq!(l.snapshot().in_flight, 17);
+    }
+
+    #[test]
+    fn an_rtt_past_the_sample_bound_is_taken_at_the_bound() {
+        let l = limiter(AdaptiveRule {
+            min_samples: 1,
+            ..AdaptiveRule::new("r", AdaptiveAlgorithm::aimd())
+        });
+        l.complete(1, u64::MAX, false);
+        l.complete(2_000, u64::MAX, false);
+        let rtt = l.snapshot().last_rtt_ms;
+        assert_eq!(rtt, MAX_SAMPLE_RTT_MS as f64);
+    }
+}
