@@ -6,7 +6,7 @@ use crate::sync::atomic::Ordering::{AcqRel, Acquire};
 use std::sync::Arc;
 
 use super::cache::{FRESH, Flavor, HeldSlot, Lookup, Reserve, ValueTable};
-use super::cluster::ClusterParamFlow;
+use super::cluster_flow::ClusterParamFlow;
 use super::rule::{ParamControlBehavior, ParamFlowGrade, ParamFlowRule};
 use crate::ParamValue;
 

@@ -19,95 +19,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use super::checker::CompiledParamFlow;
-use super::rule::{KIND_NAME, ParamClusterThresholdType, ParamFlowGrade, ParamFlowRule};
+use super::cluster_flow::{ClusterParamFlow, ParamToken};
+use super::rule::{KIND_NAME, ParamFlowGrade, ParamFlowRule};
 use crate::ParamValue;
 use crate::flow::{ClusterHook, TokenAnswer};
 use crate::param_flow::ParamDecision;
 use crate::rule::RuleError;
-
-/// A hot-parameter rule in cluster mode as a
-/// [`ClusterTokens`](crate::flow::ClusterTokens) service sees it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ClusterParamFlow {
-    flow_id: u64,
-    threshold_type: ParamClusterThresholdType,
-    window_interval_ms: u64,
-    sample_count: u32,
-    fallback_to_local: bool,
-}
-
-impl ClusterParamFlow {
-    /// The cluster flow of a QPS-grade rule in cluster mode with a flow id
-    /// (`None` for any other rule: those limit on this instance alone).
-    pub fn of_rule(rule: &ParamFlowRule) -> Option<Self> {
-        if !rule.cluster_mode || rule.grade != ParamFlowGrade::Qps {
-            return None;
-        }
-        let c = &rule.cluster_config;
-        Some(ClusterParamFlow {
-            flow_id: c.flow_id?,
-            threshold_type: c.threshold_type,
-            window_interval_ms: c.window_interval_ms,
-            sample_count: c.sample_count,
-            fallback_to_local: c.fallback_to_local_when_fail,
-        })
-    }
-
-    /// The id shared across the cluster.
-    pub fn flow_id(&self) -> u64 {
-        self.flow_id
-    }
-
-    /// Whether a value's threshold is per instance
-    /// ([`ParamClusterThresholdType::AvgLocal`], times the live instances
-    /// across the cluster) or the cluster's.
-    pub fn threshold_type(&self) -> ParamClusterThresholdType {
-        self.threshold_type
-    }
-
-    /// The cluster window, ms.
-    pub fn window_interval_ms(&self) -> u64 {
-        self.window_interval_ms
-    }
-
-    /// Buckets of the cluster window.
-    pub fn sample_count(&self) -> u32 {
-        self.sample_count
-    }
-
-    /// Whether an unanswered request is decided by the rule's local check
-    /// (`fallback_to_local_when_fail`); `false`: the entry passes.
-    pub fn falls_back_to_local(&self) -> bool {
-        self.fallback_to_local
-    }
-}
-
-/// One value an entry asks the cluster for, with its threshold per
-/// window (its item's count, or the rule's; per instance for
-/// [`ParamClusterThresholdType::AvgLocal`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ParamToken<'a> {
-    value: &'a ParamValue,
-    threshold: u64,
-}
-
-impl<'a> ParamToken<'a> {
-    /// `value` with `threshold`.
-    pub fn new(value: &'a ParamValue, threshold: u64) -> Self {
-        ParamToken { value, threshold }
-    }
-
-    /// The value (never a collection: a collection argument asks for each
-    /// of its elements).
-    pub fn value(&self) -> &'a ParamValue {
-        self.value
-    }
-
-    /// Its threshold per window.
-    pub fn threshold(&self) -> u64 {
-        self.threshold
-    }
-}
 
 impl CompiledParamFlow {
     /// The check of a rule in cluster mode: the entry's values (each
@@ -164,7 +81,7 @@ pub(crate) fn cluster_problems(rules: &[ParamFlowRule]) -> Vec<RuleError> {
         let Some(flow) = ClusterParamFlow::of_rule(rule) else {
             continue;
         };
-        let (j, other) = first.entry(flow.flow_id).or_insert((i, flow.clone()));
+        let (j, other) = first.entry(flow.flow_id()).or_insert((i, flow.clone()));
         if *other != flow {
             errors.push(RuleError::new(
                 KIND_NAME,
@@ -176,12 +93,12 @@ pub(crate) fn cluster_problems(rules: &[ParamFlowRule]) -> Vec<RuleError> {
                      ({:?} per {} ms / {}, fallback_to_local_when_fail {}); rules sharing a \
                      flow id must agree on threshold_type, window_interval_ms, sample_count \
                      and fallback_to_local_when_fail",
-                    flow.flow_id,
+                    flow.flow_id(),
                     rules[*j].resource,
-                    other.threshold_type,
-                    other.window_interval_ms,
-                    other.sample_count,
-                    other.fallback_to_local
+                    other.threshold_type(),
+                    other.window_interval_ms(),
+                    other.sample_count(),
+                    other.falls_back_to_local()
                 ),
             ));
         }

@@ -40,14 +40,16 @@
 //!
 //! The module is the kind alone: `rule.rs` the rule as loaded,
 //! `checker.rs` and `cache.rs` the compiled rule and its value table,
-//! `cluster.rs` the check of QPS rules in cluster mode (each value counted
-//! across instances by the cluster service) and the report of those that
-//! limit locally, here the check. The tables' figures are read through the instance's rule set,
+//! `cluster_flow.rs` what the cluster service is told of a rule in cluster
+//! mode and of each value, `cluster.rs` the check of QPS rules in cluster
+//! mode (each value counted across instances by the cluster service) and
+//! the report of those that limit locally. The tables' figures are read through the instance's rule set,
 //! which composes every kind ([`RuleManager::tables`](crate::RuleManager::tables)).
 
 mod cache;
 mod checker;
 mod cluster;
+mod cluster_flow;
 mod fields;
 mod rule;
 mod slot;
@@ -58,7 +60,7 @@ pub(crate) use checker::{CompiledParamFlow, ParamDecision, ParamHeld};
 #[cfg(feature = "prometheus")]
 pub(crate) use cluster::by_resource as cluster_rules_by_resource;
 pub(crate) use cluster::warn as warn_cluster_rules;
-pub use cluster::{ClusterParamFlow, ParamToken};
+pub use cluster_flow::{ClusterParamFlow, ParamToken};
 pub use rule::{
     BASE_PARAM_CAPACITY, MAX_PARAM_CAPACITY, MAX_PARAM_COUNT, ParamControlBehavior, ParamFlowGrade,
     ParamFlowItem, ParamFlowRule, TOTAL_PARAM_CAPACITY,
