@@ -19,20 +19,13 @@
 //! What this instance's fallback holds is told to Redis with each acquire
 //! call, and counted there as the instance's until it is heard of no more.
 
-mod calls;
+pub(crate) mod calls;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
-use sentinel_flow_core::flow::{ClusterFlow, ConcurrencyAnswer};
-
-pub(crate) use calls::{acquire, keys_life_ms, release};
-
-use crate::flow::Flow;
-use crate::shared::Shared;
 
 /// The most acquires of one flow id waiting for the worker; an entry past
 /// it is decided by the fallback at once.
@@ -52,16 +45,16 @@ const PERMIT_BITS: u32 = 24;
 pub(crate) const MAX_TOKEN_PERMITS: u32 = (1 << PERMIT_BITS) - 1;
 const SEQUENCE: u64 = (1 << (63 - PERMIT_BITS)) - 1;
 
-fn token_id(sequence: u64, permits: u32, fallback: bool) -> u64 {
+pub(crate) fn token_id(sequence: u64, permits: u32, fallback: bool) -> u64 {
     let flag = if fallback { FALLBACK } else { 0 };
     flag | ((sequence & SEQUENCE) << PERMIT_BITS) | u64::from(permits)
 }
 
-fn permits_of(token: u64) -> u32 {
+pub(crate) fn permits_of(token: u64) -> u32 {
     (token & u64::from(MAX_TOKEN_PERMITS)) as u32
 }
 
-fn is_fallback(token: u64) -> bool {
+pub(crate) fn is_fallback(token: u64) -> bool {
     token & FALLBACK != 0
 }
 
@@ -110,7 +103,7 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
-    fn new(token: u64) -> Self {
+    pub(crate) fn new(token: u64) -> Self {
         Pending {
             token,
             state: Mutex::new(State::Waiting),
@@ -135,7 +128,7 @@ impl Pending {
     }
 
     /// Waits for the answer until `deadline`; gives up past it.
-    fn wait(&self, deadline: Instant) -> State {
+    pub(crate) fn wait(&self, deadline: Instant) -> State {
         let mut state = self.state.lock();
         while *state == State::Waiting {
             if self.answered.wait_until(&mut state, deadline).timed_out() {
@@ -146,103 +139,6 @@ impl Pending {
             }
         }
         *state
-    }
-}
-
-impl Shared {
-    /// A token for an entry of `flow`: asked of Redis within the budget,
-    /// or decided by the fallback.
-    pub(crate) fn acquire_concurrent(
-        &self,
-        flow: &Arc<Flow>,
-        rule: &ClusterFlow,
-        permits: u32,
-    ) -> ConcurrencyAnswer {
-        self.keep_params(flow, rule);
-        if permits > MAX_TOKEN_PERMITS {
-            return ConcurrencyAnswer::Unavailable(None);
-        }
-        if !self.is_up() {
-            return self.concurrent_fallback(flow, rule, permits);
-        }
-        let sequence = self.next_token.fetch_add(1, Relaxed);
-        let pending = Arc::new(Pending::new(token_id(sequence, permits, false)));
-        {
-            let mut queue = flow.concurrent.pending.lock();
-            if queue.len() >= MAX_PENDING_ACQUIRES {
-                drop(queue);
-                return self.concurrent_fallback(flow, rule, permits);
-            }
-            queue.push_back(pending.clone());
-        }
-        self.wake.notify_one();
-        match pending.wait(Instant::now() + self.config.get_budget()) {
-            State::Taken => {
-                flow.concurrent.held.lock().permits += u64::from(permits);
-                ConcurrencyAnswer::Granted(pending.token)
-            }
-            State::Refused => ConcurrencyAnswer::Refused,
-            State::Abandoned => {
-                self.counters.over_budget.fetch_add(1, Relaxed);
-                self.concurrent_fallback(flow, rule, permits)
-            }
-            State::Failed | State::Waiting => self.concurrent_fallback(flow, rule, permits),
-        }
-    }
-
-    /// No answer: within the instance's share of the threshold, counted
-    /// with the tokens it holds from Redis, a fallback token (the rule's
-    /// local count runs after); past it, refused. A rule that does not
-    /// fall back locally passes.
-    fn concurrent_fallback(
-        &self,
-        flow: &Flow,
-        rule: &ClusterFlow,
-        permits: u32,
-    ) -> ConcurrencyAnswer {
-        self.counters.fallbacks.fetch_add(1, Relaxed);
-        if !rule.falls_back_to_local() {
-            return ConcurrencyAnswer::Unavailable(None);
-        }
-        let allowance = flow.fallback_allowance();
-        let mut held = flow.concurrent.held.lock();
-        if held.permits + u64::from(permits) > allowance {
-            return ConcurrencyAnswer::Refused;
-        }
-        held.permits += u64::from(permits);
-        held.fallback += u64::from(permits);
-        let sequence = self.next_token.fetch_add(1, Relaxed);
-        ConcurrencyAnswer::Unavailable(Some(token_id(sequence, permits, true)))
-    }
-
-    /// Gives back a token of `flow`: at once for the fallback's, queued
-    /// for the worker for Redis'.
-    pub(crate) fn release_concurrent(&self, flow: &Arc<Flow>, token: u64) {
-        let permits = u64::from(permits_of(token));
-        {
-            let mut held = flow.concurrent.held.lock();
-            held.permits = held.permits.saturating_sub(permits);
-            if is_fallback(token) {
-                held.fallback = held.fallback.saturating_sub(permits);
-            }
-        }
-        if !is_fallback(token) {
-            self.queue_release(flow.clone(), token);
-        }
-    }
-
-    /// Queues the release of a Redis token (dropped past the bound: the
-    /// token then expires in Redis).
-    pub(crate) fn queue_release(&self, flow: Arc<Flow>, token: u64) {
-        {
-            let mut queue = self.releases.lock();
-            if queue.len() >= MAX_PENDING_RELEASES {
-                self.counters.dropped_releases.fetch_add(1, Relaxed);
-                return;
-            }
-            queue.push_back((flow, token));
-        }
-        self.wake.notify_one();
     }
 }
 

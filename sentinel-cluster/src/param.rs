@@ -24,7 +24,7 @@
 //! the fallback refused that Redis counted meanwhile stays counted (the
 //! cluster errs on the side of admitting less).
 
-mod calls;
+pub(crate) mod calls;
 mod encode;
 mod fallback;
 
@@ -36,13 +36,11 @@ use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 use sentinel_flow_core::flow::TokenAnswer;
-use sentinel_flow_core::param_flow::{ClusterParamFlow, ParamClusterThresholdType, ParamToken};
+use sentinel_flow_core::param_flow::{ClusterParamFlow, ParamClusterThresholdType};
 
-pub(crate) use calls::acquire;
 pub(crate) use encode::field_of;
 
 use crate::script::ParamKeys;
-use crate::shared::Shared;
 use fallback::FallbackCounts;
 
 /// The most entries of one flow id waiting for the worker; an entry past
@@ -64,7 +62,7 @@ pub(crate) struct ParamSettings {
 }
 
 impl ParamSettings {
-    fn of(flow: &ClusterParamFlow) -> Self {
+    pub(crate) fn of(flow: &ClusterParamFlow) -> Self {
         ParamSettings {
             window_ms: flow.window_interval_ms().max(1),
             samples: flow.sample_count().max(1),
@@ -110,7 +108,7 @@ pub(crate) struct ParamFlow {
     instances: AtomicU64,
     /// The most live instances counted lately, and when (client's ms).
     peak: Mutex<(u64, Option<u64>)>,
-    fallback: Mutex<FallbackCounts>,
+    pub(crate) fallback: Mutex<FallbackCounts>,
     pub(crate) counters: ParamCounters,
 }
 
@@ -147,7 +145,7 @@ impl ParamFlow {
     }
 
     /// A value's share on this instance of `threshold`.
-    fn share(&self, threshold: u64, avg_local: bool) -> u64 {
+    pub(crate) fn share(&self, threshold: u64, avg_local: bool) -> u64 {
         if avg_local {
             return threshold;
         }
@@ -188,7 +186,7 @@ pub(crate) struct ParamPending {
 }
 
 impl ParamPending {
-    fn new(asked: Vec<Asked>) -> Self {
+    pub(crate) fn new(asked: Vec<Asked>) -> Self {
         ParamPending {
             asked,
             state: Mutex::new(State::Waiting),
@@ -215,7 +213,7 @@ impl ParamPending {
     /// Waits for the answer until `deadline`; past it, `decide` (the
     /// fallback) runs with the state held, so that a late answer sees
     /// whether the entry was admitted.
-    fn wait(
+    pub(crate) fn wait(
         &self,
         deadline: Instant,
         decide: impl FnOnce() -> TokenAnswer,
@@ -234,102 +232,4 @@ impl ParamPending {
         }
         Ok(*state)
     }
-}
-
-impl Shared {
-    /// An entry's values of a hot-parameter rule in cluster mode: counted
-    /// by Redis within the budget, or decided by the fallback.
-    pub(crate) fn acquire_param(
-        &self,
-        rule: &ClusterParamFlow,
-        values: &[ParamToken<'_>],
-        permits: u32,
-    ) -> TokenAnswer {
-        let flow = self.param_flow(rule);
-        let settings = ParamSettings::of(rule);
-        {
-            let mut held = flow.settings.lock();
-            if *held != settings {
-                *held = settings;
-            }
-        }
-        if values.len() > MAX_VALUES_PER_ENTRY {
-            // Left to the rule's local check (or a pass), uncounted.
-            self.counters.fallbacks.fetch_add(1, Relaxed);
-            flow.counters.fallbacks.fetch_add(1, Relaxed);
-            return TokenAnswer::Unavailable;
-        }
-        let asked = asked_of(values, permits);
-        if !self.is_up() {
-            return self.param_fallback(&flow, &asked);
-        }
-        let pending = Arc::new(ParamPending::new(asked));
-        {
-            let mut queue = flow.pending.lock();
-            if queue.len() >= MAX_PENDING_PARAMS {
-                drop(queue);
-                return self.param_fallback(&flow, &pending.asked);
-            }
-            queue.push_back(pending.clone());
-        }
-        self.wake.notify_one();
-        let deadline = Instant::now() + self.config.get_budget();
-        let waited = pending.wait(deadline, || {
-            self.counters.over_budget.fetch_add(1, Relaxed);
-            self.param_fallback(&flow, &pending.asked)
-        });
-        match waited {
-            Err(answer) => answer,
-            Ok(State::Granted) => TokenAnswer::Granted,
-            Ok(State::Refused) => TokenAnswer::Refused,
-            Ok(State::Overflow) => {
-                flow.counters.overflows.fetch_add(1, Relaxed);
-                self.param_fallback(&flow, &pending.asked)
-            }
-            Ok(_) => self.param_fallback(&flow, &pending.asked),
-        }
-    }
-
-    /// No answer (or a value past the cap): with the rule's
-    /// `fallback_to_local_when_fail`, each value within this instance's
-    /// share, then the rule's local check (`Unavailable`); past the share,
-    /// refused; with no room in the fallback's bounded count, the local
-    /// check alone. Without it, the entry passes (`Unavailable`).
-    fn param_fallback(&self, flow: &ParamFlow, asked: &[Asked]) -> TokenAnswer {
-        self.counters.fallbacks.fetch_add(1, Relaxed);
-        flow.counters.fallbacks.fetch_add(1, Relaxed);
-        let settings = *flow.settings.lock();
-        if !settings.fallback_to_local {
-            return TokenAnswer::Unavailable;
-        }
-        let now_ms = self.config.now_ms();
-        let share = |threshold| flow.share(threshold, settings.avg_local);
-        let admitted = flow
-            .fallback
-            .lock()
-            .admit(asked, settings.window_ms, now_ms, share);
-        match admitted {
-            Some(false) => TokenAnswer::Refused,
-            // Within the share, or no room to count it: the local check.
-            Some(true) | None => TokenAnswer::Unavailable,
-        }
-    }
-}
-
-/// The values of an entry, each once (a value twice in a collection asks
-/// twice the permits), with their encodings.
-fn asked_of(values: &[ParamToken<'_>], permits: u32) -> Vec<Asked> {
-    let mut asked: Vec<Asked> = Vec::with_capacity(values.len());
-    for token in values {
-        let field = field_of(token.value());
-        match asked.iter_mut().find(|a| a.field == field) {
-            Some(same) => same.permits += u64::from(permits),
-            None => asked.push(Asked {
-                field,
-                threshold: token.threshold(),
-                permits: u64::from(permits),
-            }),
-        }
-    }
-    asked
 }

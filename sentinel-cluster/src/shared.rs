@@ -3,6 +3,9 @@
 //! [`ClusterTokens`](sentinel_flow_core::flow::ClusterTokens) service
 //! (`tokens.rs`) runs.
 
+mod concurrent;
+mod param_values;
+
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
@@ -276,5 +279,22 @@ impl Shared {
             Take::Full => TokenAnswer::Refused,
             Take::Empty => self.miss(flow, rule, permits, now_ms),
         }
+    }
+}
+
+/// Bounds a call by the response timeout (the manager has one too; this
+/// one also covers a script load after a restart).
+pub(crate) async fn with_timeout<T>(
+    shared: &Shared,
+    call: impl std::future::Future<Output = redis::RedisResult<T>>,
+) -> Result<T, String> {
+    let limit = shared.config.timeouts().0;
+    shared.counters.in_flight.fetch_add(1, Relaxed);
+    let result = tokio::time::timeout(limit, call).await;
+    shared.counters.in_flight.fetch_sub(1, Relaxed);
+    match result {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(format!("redis call failed: {error}")),
+        Err(_) => Err(format!("redis did not answer within {limit:?}")),
     }
 }

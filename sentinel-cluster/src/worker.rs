@@ -22,7 +22,7 @@ use crate::concurrency;
 use crate::flow::Flow;
 use crate::param::{self, ParamFlow};
 use crate::script::{Grant, Scripts};
-use crate::shared::Shared;
+use crate::shared::{Shared, with_timeout};
 
 /// Runs until `shared.stopping`.
 pub(crate) fn run(shared: Arc<Shared>, client: redis::Client) {
@@ -167,7 +167,7 @@ impl Worker {
     fn serve(&self, conn: &ConnectionManager) {
         let releases: Vec<_> = self.shared.releases.lock().drain(..).collect();
         if !releases.is_empty() {
-            tokio::spawn(concurrency::release(
+            tokio::spawn(concurrency::calls::release(
                 self.shared.clone(),
                 self.scripts.clone(),
                 releases,
@@ -177,7 +177,7 @@ impl Worker {
         for flow in self.shared.param_flows.load().values() {
             let pending: Vec<_> = flow.pending.lock().drain(..).collect();
             for pending in pending {
-                tokio::spawn(param::acquire(
+                tokio::spawn(param::calls::acquire(
                     self.shared.clone(),
                     self.scripts.clone(),
                     flow.clone(),
@@ -189,7 +189,7 @@ impl Worker {
         for flow in self.shared.flows.load().values() {
             let pending: Vec<_> = flow.concurrent.pending.lock().drain(..).collect();
             for pending in pending {
-                tokio::spawn(concurrency::acquire(
+                tokio::spawn(concurrency::calls::acquire(
                     self.shared.clone(),
                     self.scripts.clone(),
                     flow.clone(),
@@ -230,7 +230,7 @@ impl Worker {
                     // A sign of life, which keeps the instance's tokens.
                     invocation
                         .key(&flow.keys.seen)
-                        .arg(concurrency::keys_life_ms(&shared, &flow));
+                        .arg(concurrency::calls::keys_life_ms(&shared, &flow));
                 }
                 let call = invocation.invoke_async::<u64>(&mut conn);
                 match with_timeout(&shared, call).await {
@@ -263,23 +263,6 @@ impl Worker {
                 }
             }
         });
-    }
-}
-
-/// Bounds a call by the response timeout (the manager has one too; this
-/// one also covers a script load after a restart).
-pub(crate) async fn with_timeout<T>(
-    shared: &Shared,
-    call: impl std::future::Future<Output = redis::RedisResult<T>>,
-) -> Result<T, String> {
-    let limit = shared.config.timeouts().0;
-    shared.counters.in_flight.fetch_add(1, Relaxed);
-    let result = tokio::time::timeout(limit, call).await;
-    shared.counters.in_flight.fetch_sub(1, Relaxed);
-    match result {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(error)) => Err(format!("redis call failed: {error}")),
-        Err(_) => Err(format!("redis did not answer within {limit:?}")),
     }
 }
 

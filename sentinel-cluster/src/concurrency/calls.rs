@@ -9,8 +9,7 @@ use redis::aio::ConnectionManager;
 use super::{MAX_PENDING_RELEASES, Pending, State, member, permits_of};
 use crate::flow::Flow;
 use crate::script::{Grant, Scripts};
-use crate::shared::Shared;
-use crate::worker::with_timeout;
+use crate::shared::{Shared, with_timeout};
 
 /// How long an instance goes unheard before its tokens are taken back:
 /// the rule's `client_offline_time`, and never less than two heartbeat

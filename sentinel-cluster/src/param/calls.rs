@@ -9,8 +9,7 @@ use redis::aio::ConnectionManager;
 
 use super::{ParamFlow, ParamPending, State};
 use crate::script::Scripts;
-use crate::shared::Shared;
-use crate::worker::with_timeout;
+use crate::shared::{Shared, with_timeout};
 
 /// What the script answered: `{verdict, instances, tracked, now}`.
 fn verdict_of(reply: &[i64]) -> Option<(State, u64, u64)> {
