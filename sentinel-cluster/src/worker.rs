@@ -265,7 +265,7 @@ impl Refill {
         let need = flow.lease.need.swap(1, AcqRel);
         let params = *flow.params.lock();
         let mut refunds = Vec::new();
-        refunds.extend(flow.lease.drain_expired(asked_at));
+        flow.lease.drain_expired(asked_at, &mut refunds);
         // The fallback's admissions of the window, charged before the grant.
         let (charged_at, charges) = {
             let mut ledger = flow.ledger.lock();
@@ -328,7 +328,7 @@ impl Refill {
                 shared.config.now_ms(),
             );
             if grant.granted > 0 {
-                refunds.extend(flow.lease.fill(grant.granted, expiry));
+                flow.lease.fill(grant.granted, expiry, &mut refunds);
             } else {
                 flow.lease.mark_full(expiry);
             }
