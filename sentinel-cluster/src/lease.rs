@@ -213,15 +213,16 @@ impl Lease {
                 Err(actual) => word = actual,
             }
         }
+        let full = self.full_until.load(Acquire) > now_ms;
         if self.spend_parked(n, now_ms) {
+            // The shared word is empty: more ahead, unless Redis said full.
             return Take::Taken {
-                refill: !self.handshake.is_wanted(),
+                refill: !full && !self.handshake.is_wanted(),
             };
         }
-        if self.full_until.load(Acquire) > now_ms {
-            Take::Full
-        } else {
-            Take::Empty
+        match full {
+            true => Take::Full,
+            false => Take::Empty,
         }
     }
 
