@@ -13,7 +13,7 @@
 //! `lease/owner.rs`) moves a chunk of permits from the shared word into its
 //! slot, a word of the same shape on lines of its own, and spends from it
 //! with a compare-and-swap no other thread contends for. A chunk is an
-//! eighth of what the shared word holds, at most [`MAX_CHUNK`], at least
+//! eighth of what the shared word holds, at most [`MAX_CHUNK`] (256), at least
 //! what the entry needs: near the limit chunks shrink to the entry's
 //! permits, and a slot never holds more than an eighth of what was left
 //! when it took them. Threads without a slot spend from the shared word.
@@ -54,7 +54,7 @@ const PERMITS: u64 = (1 << PERMIT_BITS) - 1;
 /// shared word.
 pub(crate) const SLOTS: usize = 4;
 /// The most permits one chunk moves into a sub-lease.
-pub(crate) const MAX_CHUNK: u64 = 64;
+pub(crate) const MAX_CHUNK: u64 = 256;
 /// A chunk is this fraction of what the shared word holds.
 const CHUNK_DIVISOR: u64 = 8;
 
@@ -299,6 +299,19 @@ impl Lease {
             refund(refunds, word & PERMITS, word >> PERMIT_BITS);
         }
         self.take_back(refunds, |expiry| expiry <= now_ms);
+    }
+
+    /// Takes every permit of the lease and its slots into `refunds`,
+    /// expired or not (the rule changed: its next grant is asked under the
+    /// new settings).
+    pub(crate) fn take_all(&self, refunds: &mut Refunds) {
+        let taken = self.word.fetch_update(AcqRel, Acquire, |word| {
+            (word & PERMITS > 0).then_some(word & !PERMITS)
+        });
+        if let Ok(word) = taken {
+            refund(refunds, word & PERMITS, word >> PERMIT_BITS);
+        }
+        self.take_back(refunds, |_| true);
     }
 
     /// The permits held in the shared word and their expiry.

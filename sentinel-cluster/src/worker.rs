@@ -265,7 +265,11 @@ impl Refill {
         let need = flow.lease.need.swap(1, AcqRel);
         let params = *flow.params.lock();
         let mut refunds = Vec::new();
-        flow.lease.drain_expired(asked_at, &mut refunds);
+        if flow.retake.swap(false, AcqRel) {
+            flow.lease.take_all(&mut refunds);
+        } else {
+            flow.lease.drain_expired(asked_at, &mut refunds);
+        }
         // The fallback's admissions of the window, charged before the grant.
         let (charged_at, charges) = {
             let mut ledger = flow.ledger.lock();

@@ -57,20 +57,20 @@ fn takes_only_unexpired_permits() {
 #[test]
 fn a_thread_spends_a_chunk_from_its_sub_lease_without_the_shared_word() {
     let lease = Lease::new();
-    fill(&lease, 800, 100);
+    fill(&lease, 4_000, 100);
     assert!(taken(lease.take_as(A, 1, 10)));
-    // An eighth of 800, at most 64: one spent, 63 parked.
-    assert_eq!((lease.held().0, lease.parked()), (736, 63));
-    for _ in 0..63 {
+    // An eighth of 4 000, at most 256: one spent, 255 parked.
+    assert_eq!((lease.held().0, lease.parked()), (3_744, 255));
+    for _ in 0..255 {
         assert!(taken(lease.take_as(A, 1, 10)));
     }
     assert_eq!(
         (lease.held().0, lease.parked()),
-        (736, 0),
+        (3_744, 0),
         "spent in the slot"
     );
     assert!(taken(lease.take_as(A, 1, 10)));
-    assert_eq!((lease.held().0, lease.parked()), (672, 63));
+    assert_eq!((lease.held().0, lease.parked()), (3_488, 255));
 }
 
 #[test]
@@ -130,6 +130,18 @@ fn a_new_bucket_and_a_drain_take_the_sub_leases_back_for_their_own_bucket() {
 }
 
 #[test]
+fn a_changed_rule_takes_back_every_permit_of_the_lease_and_its_slots() {
+    let lease = Lease::new();
+    fill(&lease, 800, 100);
+    assert!(taken(lease.take_as(A, 1, 10)));
+    let mut refunds = Refunds::new();
+    lease.take_all(&mut refunds);
+    assert_eq!(refunds, vec![(799, 100)], "unexpired, in one refund");
+    assert_eq!((lease.held().0, lease.parked()), (0, 0));
+    assert_eq!(lease.take_as(A, 1, 10), Take::Empty);
+}
+
+#[test]
 fn a_slot_holding_another_bucket_s_permits_takes_no_chunk() {
     let lease = Lease::new();
     fill(&lease, 16, 100);
@@ -139,7 +151,11 @@ fn a_slot_holding_another_bucket_s_permits_takes_no_chunk() {
     // it, and takes exactly 2 from the shared word.
     fill(&lease, 800, 100);
     assert!(taken(lease.take_as(A, 2, 10)));
-    assert_eq!(lease.parked(), 1 + 64 - 2, "same bucket: added to the slot");
+    assert_eq!(
+        lease.parked(),
+        1 + 814 / 8 - 2,
+        "same bucket: added to the slot"
+    );
     // A slot whose permits ended takes none while they wait for the
     // worker: they keep their own bucket.
     let lease = Lease::new();
@@ -174,7 +190,7 @@ fn a_slot_whose_owner_exited_is_taken_over() {
     });
     let parked = lease.parked();
     assert!(taken(lease.take(1, 10)));
-    assert_eq!(lease.parked(), parked + 63, "a slot of an exited thread");
+    assert_eq!(lease.parked(), parked + 255, "a slot of an exited thread");
     assert!(owner::is_live(owner::token()));
 }
 
