@@ -14,9 +14,10 @@
 //! slot, a word of the same shape on lines of its own, and spends from it
 //! with a compare-and-swap no other thread contends for. A chunk is an
 //! eighth of what the shared word holds, at most [`MAX_CHUNK`] (256), at least
-//! what the entry needs: near the limit chunks shrink to the entry's
-//! permits, and a slot never holds more than an eighth of what was left
-//! when it took them. Threads without a slot spend from the shared word.
+//! what the entry needs: near the limit (fewer than 16 permits left)
+//! chunks shrink to the entry's permits, so the threads of a flow id park
+//! at most what their entries need there. Threads without a slot (past
+//! the first [`SLOTS`] of a flow id) spend from the shared word.
 //!
 //! **Exact.** Each permit Redis granted is, at any instant, in the shared
 //! word, in one slot, in transit (taken from the shared word by a thread
@@ -30,8 +31,9 @@
 //! and when it puts a new bucket's permits in place (the refunds name each
 //! permit's own bucket). An entry that finds neither its slot nor the
 //! shared word able to pay spends from another thread's slot before it
-//! asks Redis: no entry is refused or sent to Redis while permits it could
-//! spend are parked in a sub-lease.
+//! asks Redis: no entry is refused or sent to Redis while one sub-lease
+//! holds its permits, but for a chunk in transit at that instant (the
+//! core's quota leases have the same bound).
 
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 
