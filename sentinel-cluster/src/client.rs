@@ -68,7 +68,8 @@ impl RedisCluster {
             if let Some(shared) = weak.upgrade() {
                 for rule in rules.iter().filter_map(cluster_flow) {
                     // A reloaded count reaches the next refill at once.
-                    *shared.flow(&rule).params.lock() = Params::of(&rule);
+                    let now_ms = shared.config.now_ms();
+                    shared.flow(&rule).set_params(Params::of(&rule), now_ms);
                 }
                 shared.wake.notify_one();
             }

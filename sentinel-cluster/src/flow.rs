@@ -1,8 +1,8 @@
 //! One flow id on this instance: its lease, the rule's settings the worker
 //! sends, the latest answer of Redis, and where waiting entries park.
 
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
@@ -59,6 +59,9 @@ pub(crate) struct Flow {
     pub(crate) keys: FlowKeys,
     pub(crate) lease: Lease,
     pub(crate) params: Mutex<Params>,
+    /// The rule's settings changed: the next refill takes back what the
+    /// lease and its sub-leases hold, for a refund, before it asks.
+    pub(crate) retake: AtomicBool,
     /// The latest answer, and the bucket start of each lease expiry seen
     /// lately (for refunds).
     pub(crate) last: Mutex<Last>,
@@ -132,6 +135,7 @@ impl Flow {
             keys: FlowKeys::new(prefix, flow.flow_id()),
             lease: Lease::new(),
             params: Mutex::new(Params::of(flow)),
+            retake: AtomicBool::new(false),
             ledger: Mutex::new(Ledger::new(flow.window_interval_ms(), flow.sample_count())),
             last: Mutex::new(Last::default()),
             answered: Mutex::new(0),
@@ -159,6 +163,28 @@ impl Flow {
         }
         let threshold = grant.map_or(own, |g| g.threshold).min(own);
         ledger::allowance(threshold, instances)
+    }
+
+    /// Takes the rule's settings for the flow's next calls. A change of a
+    /// QPS rule (a reloaded count, window or threshold type) asks for a refill at
+    /// `now_ms` that first takes back what the lease and its sub-leases
+    /// hold, so no permit granted under the old settings is spent after
+    /// it; true when the worker is to be woken for it.
+    pub(crate) fn set_params(&self, params: Params, now_ms: u64) -> bool {
+        {
+            let mut held = self.params.lock();
+            if *held == params {
+                return false;
+            }
+            *held = params;
+        }
+        if params.concurrency {
+            // Tokens, not a lease: nothing to take back.
+            return false;
+        }
+        self.retake.store(true, Release);
+        self.lease.asked_at_ms.store(now_ms, Relaxed);
+        self.lease.handshake.ask()
     }
 
     /// Live instances of the flow id, as Redis last counted them.

@@ -182,10 +182,8 @@ impl Shared {
 
     /// Takes the rule's settings for the flow's next calls, if they changed.
     pub(crate) fn keep_params(&self, flow: &Flow, rule: &ClusterFlow) {
-        let params = Params::of(rule);
-        let mut held = flow.params.lock();
-        if *held != params {
-            *held = params;
+        if flow.set_params(Params::of(rule), self.config.now_ms()) {
+            self.wake.notify_one();
         }
     }
 

@@ -78,7 +78,8 @@ pub struct ParamFlowSnapshot {
 pub struct FlowSnapshot {
     /// The flow id.
     pub flow_id: u64,
-    /// Permits held in the lease (spent or not, until its expiry).
+    /// Permits held in the lease and its threads' sub-leases, not spent
+    /// yet (until their expiry).
     pub lease_permits: u64,
     /// Calls of the acquire script.
     pub round_trips: u64,
@@ -120,7 +121,7 @@ impl ClusterSnapshot {
                 let grant = last.grant;
                 FlowSnapshot {
                     flow_id: flow.id,
-                    lease_permits: flow.lease.held().0,
+                    lease_permits: flow.lease.held().0 + flow.lease.parked(),
                     round_trips: last.round_trips,
                     granted: last.granted,
                     refunded: last.refunded,

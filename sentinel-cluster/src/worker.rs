@@ -281,7 +281,11 @@ impl Refill {
         let need = flow.lease.need.swap(1, AcqRel);
         let params = *flow.params.lock();
         let mut refunds = Vec::new();
-        refunds.extend(flow.lease.drain_expired(asked_at));
+        if flow.retake.swap(false, AcqRel) {
+            flow.lease.take_all(&mut refunds);
+        } else {
+            flow.lease.drain_expired(asked_at, &mut refunds);
+        }
         // The fallback's admissions of the window, charged before the grant.
         let (charged_at, charges) = {
             let mut ledger = flow.ledger.lock();
@@ -344,7 +348,7 @@ impl Refill {
                 shared.config.now_ms(),
             );
             if grant.granted > 0 {
-                refunds.extend(flow.lease.fill(grant.granted, expiry));
+                flow.lease.fill(grant.granted, expiry, &mut refunds);
             } else {
                 flow.lease.mark_full(expiry);
             }
