@@ -3,7 +3,10 @@
 //! Cases, in one run: no rule (the baseline of the entry bench); a reject
 //! QPS rule that never blocks; one that always blocks (the block path); the
 //! never-blocking rule on two threads; a warm-up rule, a rate limiter whose
-//! pace never queues, and a concurrency rule, each never blocking.
+//! pace never queues, and a concurrency rule, each never blocking; and,
+//! beside the concurrency rule, an adaptive concurrency rule (Gradient2's
+//! defaults) whose limit one thread never reaches (`adaptive_pass`): its
+//! admission, its sample at the exit, and a window folded each second.
 //!
 //! Run: `cargo bench -p benches --bench flow`
 
@@ -15,6 +18,7 @@ use std::sync::Arc;
 
 use benches::Pool;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use sentinel_flow_core::adaptive::{AdaptiveAlgorithm, AdaptiveRule};
 use sentinel_flow_core::flow::{ControlBehavior, FlowGrade, FlowRule};
 use sentinel_flow_core::{Resource, Sentinel};
 
@@ -44,6 +48,15 @@ fn flow(c: &mut Criterion) {
             },
         ])
         .expect("valid rules");
+    // A limit of at least 20 (Gradient2's minimum) against one call in
+    // flight at a time.
+    sentinel
+        .adaptive_rules()
+        .load(vec![AdaptiveRule::new(
+            "adaptive",
+            AdaptiveAlgorithm::gradient2(),
+        )])
+        .expect("valid rules");
     let pool = Pool::new(2);
     let mut group = c.benchmark_group("flow");
     let cases = [
@@ -53,6 +66,7 @@ fn flow(c: &mut Criterion) {
         ("warm_up", "warm_up"),
         ("rate_limiter", "rate_limiter"),
         ("concurrency", "concurrency"),
+        ("adaptive_pass", "adaptive"),
     ];
     group.throughput(Throughput::Elements(1));
     for (case, resource) in cases {
@@ -72,6 +86,12 @@ fn flow(c: &mut Criterion) {
         }
     }
     group.finish();
+    let now = sentinel.now_ms();
+    for resource in ["concurrency", "adaptive"] {
+        let node = sentinel.resource_node(resource).expect("entered");
+        let blocked = node.stats().total_block(now);
+        assert_eq!(blocked, 0, "{resource} blocked {blocked} entries");
+    }
 }
 
 criterion_group!(benches, flow);

@@ -20,6 +20,17 @@
 //! - gauge `sentinel_breaker_state` per degrade rule (label `rule`: its id,
 //!   or its position among the resource's degrade rules when it has none):
 //!   0 closed, 1 open, 2 half-open.
+//! - per adaptive rule (labels `resource`, `limit_app`, `algorithm`, and
+//!   `rule`: its id, or its position among the resource's adaptive rules
+//!   in the order they are checked when it has none): gauges
+//!   `sentinel_adaptive_limit` (the limit in force),
+//!   `sentinel_adaptive_in_flight` (calls admitted under the rule and not
+//!   exited), `sentinel_adaptive_last_rtt_ms` (the average response time
+//!   of the last sample window folded, 0 before any) and, for Gradient2
+//!   and Vegas rules, `sentinel_adaptive_reference_rtt_ms` (the RTT windows
+//!   are compared against: Gradient2's long-term average, Vegas's no-load
+//!   RTT; 0 before the first window). A removed rule's series go with it.
+//!   See [`AdaptiveSnapshot`](crate::adaptive::AdaptiveSnapshot).
 //! - for resources whose percentiles are tracked
 //!   ([`Sentinel::track_percentiles`]) and only for them: summary
 //!   `sentinel_rt_ms`, response-time quantiles 0.5, 0.9 and 0.99 over the
@@ -75,6 +86,7 @@
 use std::collections::HashMap;
 use std::fmt::{Display, Write as _};
 
+use crate::adaptive::{AdaptiveAlgorithm, AdaptiveRule, AdaptiveSnapshot};
 use crate::degrade::BreakerState;
 use crate::node::{ResourceNode, Totals};
 use crate::rules::RuleSet;
@@ -193,6 +205,7 @@ pub fn render_prometheus(sentinel: &Sentinel) -> String {
             .map(|(resource, rule, state)| ([("resource", *resource), ("rule", rule)], state)),
     );
 
+    adaptive(&mut out, sentinel);
     cluster_unattached(
         &mut out,
         &sentinel.rule_set(),
@@ -210,6 +223,67 @@ pub fn render_prometheus(sentinel: &Sentinel) -> String {
     // The cluster service's families (`sentinel_cluster_fallback`, ...).
     sentinel.engine.parts.cluster.render_prometheus(&mut out);
     out
+}
+
+/// Per adaptive rule, its limit, its calls in flight and its RTT
+/// estimates.
+fn adaptive(out: &mut String, sentinel: &Sentinel) {
+    let limits = sentinel.adaptive_rules().limits();
+    let mut positions: HashMap<&str, usize> = HashMap::new();
+    let ids: Vec<String> = limits
+        .iter()
+        .map(|(rule, _)| {
+            let position = positions.entry(&rule.resource).or_default();
+            let label = rule
+                .id
+                .map_or_else(|| position.to_string(), |id| id.to_string());
+            *position += 1;
+            label
+        })
+        .collect();
+    let rows: Vec<(Labels<'_, 4>, &AdaptiveRule, &AdaptiveSnapshot)> = limits
+        .iter()
+        .zip(&ids)
+        .map(|((rule, snapshot), id)| {
+            let labels = [
+                ("resource", rule.resource.as_str()),
+                ("limit_app", rule.limit_app.as_str()),
+                ("algorithm", rule.algorithm.name()),
+                ("rule", id.as_str()),
+            ];
+            (labels, rule, snapshot)
+        })
+        .collect();
+    family(
+        out,
+        "sentinel_adaptive_limit",
+        "The concurrency limit in force of an adaptive rule.",
+        "gauge",
+        rows.iter().map(|(labels, _, s)| (*labels, s.limit)),
+    );
+    family(
+        out,
+        "sentinel_adaptive_in_flight",
+        "Calls admitted under an adaptive rule and not exited yet.",
+        "gauge",
+        rows.iter().map(|(labels, _, s)| (*labels, s.in_flight)),
+    );
+    family(
+        out,
+        "sentinel_adaptive_last_rtt_ms",
+        "Average response time of an adaptive rule's last sample window folded, in milliseconds.",
+        "gauge",
+        rows.iter().map(|(labels, _, s)| (*labels, s.last_rtt_ms)),
+    );
+    family(
+        out,
+        "sentinel_adaptive_reference_rtt_ms",
+        "The response time an adaptive rule compares windows against (Gradient2: long-term average, Vegas: no-load), in milliseconds.",
+        "gauge",
+        rows.iter()
+            .filter(|(_, rule, _)| !matches!(rule.algorithm, AdaptiveAlgorithm::Aimd { .. }))
+            .map(|(labels, _, s)| (*labels, s.reference_rtt_ms)),
+    );
 }
 
 /// Per resource, the rules in cluster mode that fall back for want of a

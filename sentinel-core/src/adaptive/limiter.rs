@@ -119,7 +119,11 @@ impl AdaptiveLimiter {
     /// over.
     pub(crate) fn complete(&self, now: u64, rt: u64, failed: bool) {
         let (_, in_flight) = self.gate.read();
-        self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
+        // A read first: the most is seldom raised, and a read-modify-write
+        // on every exit would cost as much as the admission.
+        if in_flight > self.max_in_flight.load(Ordering::Relaxed) {
+            self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
+        }
         if failed {
             self.dropped.store(true, Ordering::Relaxed);
         }

@@ -9,6 +9,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use super::{AdaptiveLimiter, AdaptiveRule};
+use crate::BlockKind;
 use crate::engine::parts::Parts;
 use crate::entry::spare;
 use crate::rule::RuleError;
@@ -22,7 +23,6 @@ use crate::slot::Outcome;
 use crate::slot::holds::{Held, Holding};
 use crate::slot::order;
 use crate::slot::rule_slot::{Checking, Exiting, InForce, Refused, RuleSlot};
-use crate::{BlockKind, EntryType};
 
 /// Adaptive concurrency rules.
 pub(crate) struct AdaptiveKind;
@@ -126,20 +126,17 @@ impl RuleSlot for AdaptiveKind {
         outcome.hears_exit(Self::KIND)
     }
 
-    /// Gives each rule the entry holds a place under its sample, if the
-    /// rule is still in force (its holds release the places after).
+    /// Gives each rule the entry holds a place under its sample (its holds
+    /// release the places after). The rules are the held ones, not looked
+    /// up again in the set in force: a rule reloaded unchanged is the same
+    /// limiter, and a changed or removed rule's old limiter, which nothing
+    /// reads any more, hears the sample harmlessly.
     #[inline(always)]
-    fn exit(x: &Exiting<'_, '_>, in_force: impl InForce<AdaptiveRules>) {
-        let inbound = x.placement.entry_type == EntryType::Inbound;
-        in_force.with(x.placement.resource, inbound, |rules| {
-            for limiter in rules.iter() {
-                let held = x.placement.holds.find::<AdaptiveKind, _>(|hold| {
-                    Arc::ptr_eq(&hold.limiter, limiter).then_some(())
-                });
-                if held.is_some() {
-                    limiter.complete(x.now, x.rt, x.error);
-                }
-            }
+    fn exit(x: &Exiting<'_, '_>, _: impl InForce<AdaptiveRules>) {
+        // `find` visits every hold while the pick answers `None`.
+        x.placement.holds.find::<AdaptiveKind, ()>(|hold| {
+            hold.limiter.complete(x.now, x.rt, x.error);
+            None
         });
     }
 }
