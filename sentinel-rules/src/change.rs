@@ -114,7 +114,7 @@ macro_rules! rule_change {
 
         impl RuleChange {
             /// The kind, as the file's top-level key: `flow`, `degrade`,
-            /// `system`, `authority` or `param_flow`.
+            /// ... (every kind the core lists, in file order).
             pub fn kind(&self) -> &'static str {
                 match self {
                     $(RuleChange::$variant(_) => $name,)*

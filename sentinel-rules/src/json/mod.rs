@@ -132,8 +132,8 @@ fn rule_name_key<R: DescribeRule>() -> &'static str {
 /// The kinds [`decode`] reads, by the names [`RuleChange::kind`] gives.
 pub const KINDS: [&str; KIND_COUNT] = KIND_NAMES;
 
-/// `data`, a JSON array of rules of `kind` (`flow`, `degrade`, `system`,
-/// `authority` or `param_flow`), read whole: the new list, or every problem
+/// `data`, a JSON array of rules of `kind` (one of [`KINDS`]: `flow`,
+/// `degrade`, ...), read whole: the new list, or every problem
 /// found in it, one line each (`flow[2] (GET:/orders): count: why`).
 pub fn decode(kind: &str, data: &str) -> Result<RuleChange, Vec<String>> {
     struct Decode<'d>(&'d str);
