@@ -30,7 +30,7 @@
 //!   and Vegas rules, `sentinel_adaptive_reference_rtt_ms` (the RTT windows
 //!   are compared against: Gradient2's long-term average, Vegas's no-load
 //!   RTT; 0 before the first window). A removed rule's series go with it.
-//!   See [`AdaptiveSnapshot`](crate::adaptive::AdaptiveSnapshot).
+//!   See [`AdaptiveSnapshot`].
 //! - for resources whose percentiles are tracked
 //!   ([`Sentinel::track_percentiles`]) and only for them: summary
 //!   `sentinel_rt_ms`, response-time quantiles 0.5, 0.9 and 0.99 over the
