@@ -13,7 +13,7 @@
 //! Cluster concurrency (`concurrency.rs`) and cluster hot-parameter limits
 //! (`param.rs`) both wait on this type. The mutex and condvar are
 //! parking_lot's; under `--cfg sentinel_loom` they are loom's, and the
-//! deadline is an event a model fires ([`Call::expire`]), since loom does
+//! deadline is an event a model fires (`Call::expire`), since loom does
 //! not model time (see `call/loom_tests.rs`).
 
 use std::fmt;
@@ -147,7 +147,7 @@ impl<A: Copy, G: Copy> Call<A, G> {
         self.phase.lock().unwrap()
     }
 
-    /// Under loom the deadline is the model's [`Call::expire`].
+    /// Under loom the deadline is the model's `Call::expire`.
     #[cfg(sentinel_loom)]
     fn wait_until<'a>(
         &self,
