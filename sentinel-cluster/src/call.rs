@@ -60,12 +60,6 @@ impl<A, G> fmt::Debug for Call<A, G> {
     }
 }
 
-impl<A: Copy, G: Copy> Default for Call<A, G> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl<A: Copy, G: Copy> Call<A, G> {
     pub(crate) fn new() -> Self {
         Call {
