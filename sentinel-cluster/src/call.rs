@@ -158,7 +158,7 @@ impl<A: Copy, G: Copy> Call<A, G> {
 
     /// Under loom: the entry's deadline passes (with the call locked, so
     /// that an entry about to wait does not miss it).
-    #[cfg(sentinel_loom)]
+    #[cfg(all(test, sentinel_loom))]
     pub(crate) fn expire(&self) {
         use std::sync::atomic::Ordering::Relaxed;
         let _phase = self.lock();
