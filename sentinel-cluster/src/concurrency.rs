@@ -25,7 +25,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
+
+use crate::call::Call;
 
 /// The most acquires of one flow id waiting for the worker; an entry past
 /// it is decided by the fallback at once.
@@ -82,67 +84,56 @@ pub(crate) struct Held {
     pub(crate) fallback: u64,
 }
 
-/// How an acquire stands.
+/// The worker's answer to an acquire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum State {
-    Waiting,
+    /// Redis gave the token.
     Taken,
     Refused,
     /// The call failed (Redis down).
     Failed,
-    /// The entry stopped waiting: a token taken for it goes back.
-    Abandoned,
 }
 
-/// An acquire queued for the worker.
+/// An acquire queued for the worker: answered with a [`State`], or given
+/// up by its entry at the budget (a token taken for it then goes back).
 #[derive(Debug)]
 pub(crate) struct Pending {
     pub(crate) token: u64,
-    state: Mutex<State>,
-    answered: Condvar,
+    call: Call<State, ()>,
 }
 
 impl Pending {
     pub(crate) fn new(token: u64) -> Self {
         Pending {
             token,
-            state: Mutex::new(State::Waiting),
-            answered: Condvar::new(),
+            call: Call::new(),
         }
     }
 
     pub(crate) fn is_abandoned(&self) -> bool {
-        *self.state.lock() == State::Abandoned
+        self.call.abandoned().is_some()
     }
 
-    /// The worker's answer; `true` when the entry gave up and the token
-    /// taken for it must go back.
+    /// The worker's answer; `true` when no entry takes it and the token
+    /// taken for it must go back (once: this is the one answer).
     pub(crate) fn answer(&self, state: State) -> bool {
-        let mut current = self.state.lock();
-        if *current == State::Abandoned {
-            return state == State::Taken;
-        }
-        *current = state;
-        self.answered.notify_all();
-        false
+        self.call.answer(state).is_err() && state == State::Taken
     }
 
-    /// Waits for the answer until `deadline`; gives up past it.
-    pub(crate) fn wait(&self, deadline: Instant) -> State {
-        let mut state = self.state.lock();
-        while *state == State::Waiting {
-            if self.answered.wait_until(&mut state, deadline).timed_out() {
-                if *state == State::Waiting {
-                    *state = State::Abandoned;
-                }
-                break;
-            }
-        }
-        *state
+    /// Waits for the answer until `deadline`; `None`: the entry gave up
+    /// past it, and an answer after that is not its own.
+    pub(crate) fn wait(&self, deadline: Instant) -> Option<State> {
+        self.call.wait(deadline, || ((), ())).ok()
+    }
+
+    /// Under loom: the entry's deadline passes.
+    #[cfg(all(test, sentinel_loom))]
+    pub(crate) fn expire(&self) {
+        self.call.expire();
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(sentinel_loom)))]
 mod tests {
     use super::*;
 
@@ -159,10 +150,11 @@ mod tests {
     #[test]
     fn an_answer_after_the_entry_gave_up_sends_the_token_back() {
         let pending = Pending::new(1);
-        assert_eq!(pending.wait(Instant::now()), State::Abandoned);
+        assert_eq!(pending.wait(Instant::now()), None);
         assert!(pending.answer(State::Taken), "taken for no one: back");
         let pending = Pending::new(1);
         assert!(!pending.answer(State::Taken));
-        assert_eq!(pending.wait(Instant::now()), State::Taken);
+        assert_eq!(pending.wait(Instant::now()), Some(State::Taken));
+        assert!(pending.answer(State::Taken), "a second answer: back");
     }
 }

@@ -42,6 +42,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod call;
 mod client;
 mod concurrency;
 mod config;

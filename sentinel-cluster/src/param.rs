@@ -34,12 +34,13 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use sentinel_flow_core::flow::TokenAnswer;
 use sentinel_flow_core::param_flow::{ClusterParamFlow, ParamClusterThresholdType};
 
 pub(crate) use encode::field_of;
 
+use crate::call::{Call, Late};
 use crate::script::ParamKeys;
 use fallback::FallbackCounts;
 
@@ -160,76 +161,68 @@ impl ParamFlow {
     }
 }
 
-/// How an entry's call stands.
+/// The worker's answer to an entry's call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum State {
-    Waiting,
     Granted,
     Refused,
     /// A new value past the cap on values tracked.
     Overflow,
     /// The call failed (Redis down).
     Failed,
-    /// The entry stopped waiting; `admitted`: the fallback admitted it,
-    /// and the call charges it to the cluster's window.
-    Abandoned {
-        admitted: bool,
-    },
 }
 
-/// An entry's values queued for the worker.
+/// An entry's values queued for the worker: answered with a [`State`], or
+/// given up by the entry at the budget, with whether the fallback admitted
+/// it (`true`: the call charges it to the cluster's window).
 #[derive(Debug)]
 pub(crate) struct ParamPending {
     pub(crate) asked: Vec<Asked>,
-    state: Mutex<State>,
-    answered: Condvar,
+    call: Call<State, bool>,
 }
 
 impl ParamPending {
     pub(crate) fn new(asked: Vec<Asked>) -> Self {
         ParamPending {
             asked,
-            state: Mutex::new(State::Waiting),
-            answered: Condvar::new(),
+            call: Call::new(),
         }
     }
 
-    pub(crate) fn state(&self) -> State {
-        *self.state.lock()
+    /// Whether the fallback admitted the entry, once it gave up.
+    pub(crate) fn abandoned(&self) -> Option<bool> {
+        self.call.abandoned()
     }
 
-    /// The worker's answer; the state it found when the entry had stopped
-    /// waiting (`Abandoned`), else `None`.
-    pub(crate) fn answer(&self, state: State) -> Option<State> {
-        let mut current = self.state.lock();
-        if let State::Abandoned { .. } = *current {
-            return Some(*current);
+    /// The worker's answer; `Some(admitted)` when the entry had given up
+    /// (the answer is not its own), else `None`.
+    pub(crate) fn answer(&self, state: State) -> Option<bool> {
+        match self.call.answer(state) {
+            Ok(()) => None,
+            Err(Late::GaveUp(admitted)) => Some(admitted),
+            // One call per entry: a second answer finds the first taken,
+            // and charges nothing.
+            Err(Late::Answered) => Some(false),
         }
-        *current = state;
-        self.answered.notify_all();
-        None
     }
 
     /// Waits for the answer until `deadline`; past it, `decide` (the
-    /// fallback) runs with the state held, so that a late answer sees
+    /// fallback) runs with the call locked, so that a late answer sees
     /// whether the entry was admitted.
     pub(crate) fn wait(
         &self,
         deadline: Instant,
         decide: impl FnOnce() -> TokenAnswer,
     ) -> Result<State, TokenAnswer> {
-        let mut state = self.state.lock();
-        while *state == State::Waiting {
-            if self.answered.wait_until(&mut state, deadline).timed_out()
-                && *state == State::Waiting
-            {
-                let answer = decide();
-                *state = State::Abandoned {
-                    admitted: answer != TokenAnswer::Refused,
-                };
-                return Err(answer);
-            }
-        }
-        Ok(*state)
+        self.call.wait(deadline, || {
+            let answer = decide();
+            (answer != TokenAnswer::Refused, answer)
+        })
+    }
+
+    /// Under loom: the entry's deadline passes.
+    #[cfg(all(test, sentinel_loom))]
+    pub(crate) fn expire(&self) {
+        self.call.expire();
     }
 }

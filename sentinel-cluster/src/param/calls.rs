@@ -32,10 +32,10 @@ pub(crate) async fn acquire(
     pending: Arc<ParamPending>,
     mut conn: ConnectionManager,
 ) {
-    let force = match pending.state() {
-        State::Abandoned { admitted: false } => return,
-        State::Abandoned { admitted: true } => true,
-        _ => false,
+    let force = match pending.abandoned() {
+        Some(false) => return,
+        Some(true) => true,
+        None => false,
     };
     let state = match call(&shared, &scripts, &flow, &pending, force, &mut conn).await {
         Ok(state) => state,
@@ -57,10 +57,10 @@ pub(crate) async fn acquire(
         State::Refused => {
             flow.counters.refused.fetch_add(1, Relaxed);
         }
-        _ => {}
+        State::Overflow | State::Failed => {}
     }
     let late = pending.answer(state);
-    if late == Some(State::Abandoned { admitted: true }) && state != State::Granted {
+    if late == Some(true) && state != State::Granted {
         // Admitted by the fallback, not counted by Redis: charged now.
         if call(&shared, &scripts, &flow, &pending, true, &mut conn)
             .await

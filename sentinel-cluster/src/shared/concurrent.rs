@@ -43,16 +43,16 @@ impl Shared {
         }
         self.wake.notify_one();
         match pending.wait(Instant::now() + self.config.get_budget()) {
-            State::Taken => {
+            Some(State::Taken) => {
                 flow.concurrent.held.lock().permits += u64::from(permits);
                 ConcurrencyAnswer::Granted(pending.token)
             }
-            State::Refused => ConcurrencyAnswer::Refused,
-            State::Abandoned => {
+            Some(State::Refused) => ConcurrencyAnswer::Refused,
+            None => {
                 self.counters.over_budget.fetch_add(1, Relaxed);
                 self.concurrent_fallback(flow, rule, permits)
             }
-            State::Failed | State::Waiting => self.concurrent_fallback(flow, rule, permits),
+            Some(State::Failed) => self.concurrent_fallback(flow, rule, permits),
         }
     }
 
