@@ -5,6 +5,91 @@
 
 use redis::Script;
 
+/// Lua: `now`, the server's time in ms (scripts never read an instance's
+/// clock).
+macro_rules! server_now {
+    () => {
+        "local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+"
+    };
+}
+
+/// Lua: registers the instance `$me` in the instances sorted set `$set`
+/// for `ttl` ms (a local the script sets first), drops the instances past
+/// their expiry, keeps the set alive as long as its longest-lived member,
+/// and sets `instances`, the live instances (at least 1).
+macro_rules! live_instances {
+    ($set:literal, $me:literal) => {
+        concat!(
+            "redis.call('ZADD', ",
+            $set,
+            ", now + ttl, ",
+            $me,
+            ")
+redis.call('ZREMRANGEBYSCORE', ",
+            $set,
+            ", '-inf', now)
+if redis.call('PTTL', ",
+            $set,
+            ") < ttl then redis.call('PEXPIRE', ",
+            $set,
+            ", ttl) end
+local instances = math.max(1, redis.call('ZCARD', ",
+            $set,
+            "))
+"
+        )
+    };
+}
+
+/// Lua: records `$count` as the count of `$me`'s rule in the counts hash
+/// `$counts`, forgets the counts of instances no longer live in `$set`,
+/// and sets `threshold`: the lowest count among the live instances (the
+/// local `count` is this instance's), times the live instances when
+/// `$avg_local` is `'1'`, rounded down. Every instance computes the same
+/// threshold, so a rolling change of the count starves no instance.
+macro_rules! lowest_live_threshold {
+    ($counts:literal, $set:literal, $me:literal, $count:literal, $avg_local:literal) => {
+        concat!(
+            "redis.call('HSET', ",
+            $counts,
+            ", ",
+            $me,
+            ", ",
+            $count,
+            ")
+local lowest = count
+local counts = redis.call('HGETALL', ",
+            $counts,
+            ")
+for i = 1, #counts, 2 do
+  if redis.call('ZSCORE', ",
+            $set,
+            ", counts[i]) then
+    local other = tonumber(counts[i + 1])
+    if other < lowest then lowest = other end
+  else
+    redis.call('HDEL', ",
+            $counts,
+            ", counts[i])
+  end
+end
+if redis.call('PTTL', ",
+            $counts,
+            ") < ttl then redis.call('PEXPIRE', ",
+            $counts,
+            ", ttl) end
+local threshold = lowest
+if ",
+            $avg_local,
+            " == '1' then threshold = lowest * instances end
+threshold = math.floor(threshold)
+"
+        )
+    };
+}
+
 /// Charges this instance's fallback admissions to the flow's sliding
 /// window, then grants up to a lease of permits within it.
 ///
@@ -26,36 +111,19 @@ use redis::Script;
 /// `need` permits remain; otherwise at least `need`, at most `max lease`,
 /// aiming at `remaining / (divisor x instances)`: leases shrink as the
 /// window fills.
-const ACQUIRE: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local need = math.max(1, tonumber(ARGV[1]))
+const ACQUIRE: &str = concat!(
+    server_now!(),
+    "local need = math.max(1, tonumber(ARGV[1]))
 local count = tonumber(ARGV[2])
 local window = tonumber(ARGV[4])
 local samples = tonumber(ARGV[5])
 local divisor = tonumber(ARGV[6])
 local max_lease = tonumber(ARGV[7])
 local ttl = tonumber(ARGV[9])
-redis.call('ZADD', KEYS[2], now + ttl, ARGV[8])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
-local instances = math.max(1, redis.call('ZCARD', KEYS[2]))
-redis.call('HSET', KEYS[3], ARGV[8], ARGV[2])
-local lowest = count
-local counts = redis.call('HGETALL', KEYS[3])
-for i = 1, #counts, 2 do
-  if redis.call('ZSCORE', KEYS[2], counts[i]) then
-    local other = tonumber(counts[i + 1])
-    if other < lowest then lowest = other end
-  else
-    redis.call('HDEL', KEYS[3], counts[i])
-  end
-end
-if redis.call('PTTL', KEYS[3]) < ttl then redis.call('PEXPIRE', KEYS[3], ttl) end
-local threshold = lowest
-if ARGV[3] == '1' then threshold = lowest * instances end
-threshold = math.floor(threshold)
-local bucket = math.floor(window / samples)
+",
+    live_instances!("KEYS[2]", "ARGV[8]"),
+    lowest_live_threshold!("KEYS[3]", "KEYS[2]", "ARGV[8]", "ARGV[2]", "ARGV[3]"),
+    "local bucket = math.floor(window / samples)
 local start = now - (now % bucket)
 local oldest = start - (samples - 1) * bucket
 for i = 10, #ARGV - 1, 2 do
@@ -88,7 +156,8 @@ if remaining >= need then
   redis.call('PEXPIRE', KEYS[1], window * 2)
 end
 return {granted, total + granted, threshold, now, start + bucket, instances}
-";
+"
+);
 
 /// Gives back permits granted in a bucket and never spent.
 ///
@@ -108,10 +177,9 @@ return back
 /// signs-of-life sorted set (member: instance id, score: when last heard,
 /// server ms). ARGV: instance id, ttl ms; with the second key, how long
 /// it lives (ms). Returns the live instances.
-const REGISTER: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+const REGISTER: &str = concat!(
+    server_now!(),
+    "redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local ttl = tonumber(ARGV[2])
 -- The set lives as long as its longest-lived member.
@@ -122,7 +190,8 @@ if KEYS[2] then
   if redis.call('PTTL', KEYS[2]) < life then redis.call('PEXPIRE', KEYS[2], life) end
 end
 return redis.call('ZCARD', KEYS[1])
-";
+"
+);
 
 /// Takes a cluster concurrency token if the flow's tokens in use leave
 /// room for it, after taking back the tokens past their deadline and
@@ -144,36 +213,19 @@ return redis.call('ZCARD', KEYS[1])
 /// holds at most the threshold's permits (the highest in force while they
 /// were taken). Returns `{taken (0/1), permits in use after, threshold,
 /// server now ms, live instances}`.
-const CONCURRENT_ACQUIRE: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local me = ARGV[1]
+const CONCURRENT_ACQUIRE: &str = concat!(
+    server_now!(),
+    "local me = ARGV[1]
 local permits = tonumber(ARGV[3])
 local count = tonumber(ARGV[4])
 local hold = tonumber(ARGV[6])
 local offline = tonumber(ARGV[7])
 local ttl = tonumber(ARGV[8])
 local fallback = tonumber(ARGV[9])
-redis.call('ZADD', KEYS[4], now + ttl, me)
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-if redis.call('PTTL', KEYS[4]) < ttl then redis.call('PEXPIRE', KEYS[4], ttl) end
-local instances = math.max(1, redis.call('ZCARD', KEYS[4]))
-redis.call('HSET', KEYS[5], me, ARGV[4])
-local lowest = count
-local counts = redis.call('HGETALL', KEYS[5])
-for i = 1, #counts, 2 do
-  if redis.call('ZSCORE', KEYS[4], counts[i]) then
-    local other = tonumber(counts[i + 1])
-    if other < lowest then lowest = other end
-  else
-    redis.call('HDEL', KEYS[5], counts[i])
-  end
-end
-if redis.call('PTTL', KEYS[5]) < ttl then redis.call('PEXPIRE', KEYS[5], ttl) end
-local threshold = lowest
-if ARGV[5] == '1' then threshold = lowest * instances end
-threshold = math.floor(threshold)
-redis.call('ZADD', KEYS[3], now, me)
+",
+    live_instances!("KEYS[4]", "me"),
+    lowest_live_threshold!("KEYS[5]", "KEYS[4]", "me", "ARGV[4]", "ARGV[5]"),
+    "redis.call('ZADD', KEYS[3], now, me)
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
 for _, token in ipairs(expired) do
   redis.call('ZREM', KEYS[1], token)
@@ -223,7 +275,8 @@ for i = 1, 3 do
   if redis.call('PTTL', KEYS[i]) < life then redis.call('PEXPIRE', KEYS[i], life) end
 end
 return {taken, total, threshold, now, instances}
-";
+"
+);
 
 /// Gives back a cluster concurrency token.
 ///
@@ -231,10 +284,9 @@ return {taken, total, threshold, now, instances}
 /// set. ARGV: token member, instance id, permits, how long the
 /// signs-of-life set lives (ms). Returns 1 when the token was held, 0
 /// when it was not (taken back already, or given back before).
-const CONCURRENT_RELEASE: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[3], now, ARGV[2])
+const CONCURRENT_RELEASE: &str = concat!(
+    server_now!(),
+    "redis.call('ZADD', KEYS[3], now, ARGV[2])
 if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[3], ARGV[4]) end
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
   local left = redis.call('HINCRBY', KEYS[2], ARGV[2], -tonumber(ARGV[3]))
@@ -242,7 +294,8 @@ if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
   return 1
 end
 return 0
-";
+"
+);
 
 /// Counts an entry's parameter values of a cluster hot-parameter rule in
 /// the flow id's sliding window, all or none.
@@ -266,19 +319,16 @@ return 0
 /// values tracked or with room. Returns `{verdict (1: counted, 0: refused,
 /// 2: a new value past the cap), live instances, values tracked after,
 /// server now ms}`.
-const PARAM_ACQUIRE: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local ttl = tonumber(ARGV[2])
+const PARAM_ACQUIRE: &str = concat!(
+    server_now!(),
+    "local ttl = tonumber(ARGV[2])
 local window = tonumber(ARGV[3])
 local samples = tonumber(ARGV[4])
 local cap = tonumber(ARGV[6])
 local force = ARGV[7] == '1'
-redis.call('ZADD', KEYS[3], now + ttl, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-if redis.call('PTTL', KEYS[3]) < ttl then redis.call('PEXPIRE', KEYS[3], ttl) end
-local instances = math.max(1, redis.call('ZCARD', KEYS[3]))
-local bucket = math.floor(window / samples)
+",
+    live_instances!("KEYS[3]", "ARGV[1]"),
+    "local bucket = math.floor(window / samples)
 local start = now - (now % bucket)
 local oldest = start - (samples - 1) * bucket
 local stale = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', oldest - 1, 'LIMIT', 0, 1000)
@@ -337,7 +387,8 @@ if verdict == 1 or force then
   redis.call('PEXPIRE', KEYS[2], window + bucket)
 end
 return {verdict, instances, redis.call('ZCARD', KEYS[2]), now}
-";
+"
+);
 
 /// The scripts, hashed once.
 #[derive(Debug)]

@@ -60,17 +60,10 @@ fn verdict(
     count(conn, keys, settings, "a", false, values)[0]
 }
 
-fn connect(server: &support::RedisServer) -> redis::Connection {
-    redis::Client::open(server.url())
-        .unwrap()
-        .get_connection()
-        .unwrap()
-}
-
 #[test]
 fn each_value_is_counted_up_to_its_threshold_and_an_entry_all_or_none() {
     let server = support::RedisServer::start();
-    let mut conn = connect(&server);
+    let mut conn = server.connect();
     let keys = ParamKeys::new("sentinel", 5);
     for _ in 0..3 {
         assert_eq!(verdict(&mut conn, &keys, SECOND, &[("s:a", 3, 1)]), 1);
@@ -96,7 +89,7 @@ fn each_value_is_counted_up_to_its_threshold_and_an_entry_all_or_none() {
 #[test]
 fn an_avg_local_threshold_is_per_live_instance() {
     let server = support::RedisServer::start();
-    let mut conn = connect(&server);
+    let mut conn = server.connect();
     let keys = ParamKeys::new("sentinel", 6);
     let avg = Settings {
         avg_local: true,
@@ -112,7 +105,7 @@ fn an_avg_local_threshold_is_per_live_instance() {
 #[test]
 fn the_window_slides_and_values_it_no_longer_counts_are_forgotten() {
     let server = support::RedisServer::start();
-    let mut conn = connect(&server);
+    let mut conn = server.connect();
     let keys = ParamKeys::new("sentinel", 7);
     let short = Settings {
         window_ms: 300,
@@ -180,7 +173,7 @@ fn the_param_keys_share_the_flow_id_s_slot_and_not_a_flow_rule_s_keys() {
         "--cluster-config-file",
         "nodes.conf",
     ]);
-    let mut conn = connect(&server);
+    let mut conn = server.connect();
     let _: () = redis::cmd("CLUSTER")
         .arg("ADDSLOTSRANGE")
         .arg(0)

@@ -56,13 +56,6 @@ fn acquire_charging(
     Grant::from_reply(&reply).unwrap()
 }
 
-fn connect(server: &support::RedisServer) -> redis::Connection {
-    redis::Client::open(server.url())
-        .unwrap()
-        .get_connection()
-        .unwrap()
-}
-
 #[test]
 fn the_script_runs_on_a_redis_cluster() {
     let keys = FlowKeys::new("sentinel", 42);
@@ -77,7 +70,7 @@ fn the_script_runs_on_a_redis_cluster() {
         "--cluster-config-file",
         "nodes.conf",
     ]);
-    let mut conn = connect(&server);
+    let mut conn = server.connect();
     let _: () = redis::cmd("CLUSTER")
         .arg("ADDSLOTSRANGE")
         .arg(0)
@@ -162,7 +155,7 @@ fn the_script_runs_on_a_redis_cluster() {
 #[test]
 fn grants_leases_up_to_the_threshold_then_nothing() {
     let server = support::RedisServer::start();
-    let mut conn = connect(&server);
+    let mut conn = server.connect();
     let keys = FlowKeys::new("t", 1);
     let call = Call {
         count: 10.0,
@@ -198,7 +191,7 @@ fn grants_leases_up_to_the_threshold_then_nothing() {
 #[test]
 fn the_window_slides_bucket_by_bucket() {
     let server = support::RedisServer::start();
-    let mut conn = connect(&server);
+    let mut conn = server.connect();
     let keys = FlowKeys::new("t", 1);
     // 400 ms of 2 buckets of 200 ms.
     let call = Call {
@@ -235,7 +228,7 @@ fn the_window_slides_bucket_by_bucket() {
 #[test]
 fn refunds_free_permits_of_their_bucket() {
     let server = support::RedisServer::start();
-    let mut conn = connect(&server);
+    let mut conn = server.connect();
     let keys = FlowKeys::new("t", 1);
     let call = Call {
         count: 5.0,
@@ -275,7 +268,7 @@ fn refunds_free_permits_of_their_bucket() {
 #[test]
 fn keys_expire_and_instances_are_counted() {
     let server = support::RedisServer::start();
-    let mut conn = connect(&server);
+    let mut conn = server.connect();
     let keys = FlowKeys::new("t", 1);
     let call = Call {
         count: 10.0,
@@ -337,7 +330,7 @@ fn keys_expire_and_instances_are_counted() {
 #[test]
 fn fallback_admissions_were_never_charged_to_the_cluster_window() {
     let server = support::RedisServer::start();
-    let mut conn = connect(&server);
+    let mut conn = server.connect();
     let keys = FlowKeys::new("t", 1);
     let call = Call {
         count: 10.0,
@@ -362,7 +355,7 @@ fn fallback_admissions_were_never_charged_to_the_cluster_window() {
 #[test]
 fn a_rolling_change_of_the_count_starved_the_instances_with_the_lower_one() {
     let server = support::RedisServer::start();
-    let mut conn = connect(&server);
+    let mut conn = server.connect();
     let keys = FlowKeys::new("t", 1);
     let high = Call {
         count: 300.0,
@@ -456,7 +449,7 @@ fn give_back(conn: &mut redis::Connection, keys: &FlowKeys, instance: &str, toke
 #[test]
 fn concurrency_tokens_are_taken_up_to_the_threshold_and_given_back_once() {
     let server = support::RedisServer::start();
-    let mut conn = connect(&server);
+    let mut conn = server.connect();
     let keys = FlowKeys::new("sentinel", 9);
     let take = |conn: &mut redis::Connection, who: &str, id: u32| {
         take_token(
@@ -496,7 +489,7 @@ fn concurrency_tokens_are_taken_up_to_the_threshold_and_given_back_once() {
 #[test]
 fn a_token_held_past_its_deadline_is_taken_back() {
     let server = support::RedisServer::start();
-    let mut conn = connect(&server);
+    let mut conn = server.connect();
     let keys = FlowKeys::new("sentinel", 10);
     assert!(take_token(&mut conn, &keys, "a", "a|1|1", 1.0, 100, 60_000, 0).0);
     assert!(!take_token(&mut conn, &keys, "b", "b|1|1", 1.0, 100, 60_000, 0).0);
@@ -512,7 +505,7 @@ fn a_token_held_past_its_deadline_is_taken_back() {
 #[test]
 fn the_tokens_of_an_instance_unheard_for_the_offline_time_are_taken_back() {
     let server = support::RedisServer::start();
-    let mut conn = connect(&server);
+    let mut conn = server.connect();
     let keys = FlowKeys::new("sentinel", 11);
     assert!(take_token(&mut conn, &keys, "dead", "dead|1|1", 4.0, 60_000, 200, 0).0);
     assert!(take_token(&mut conn, &keys, "dead", "dead|2|1", 4.0, 60_000, 200, 0).0);

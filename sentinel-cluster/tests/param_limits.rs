@@ -216,10 +216,7 @@ fn a_flood_of_100_000_distinct_values_stays_within_the_cap_and_the_memory_bound(
     const THREADS: usize = 4;
     let _turn = one_run_at_a_time();
     let server = RedisServer::start();
-    let mut conn = redis::Client::open(server.url())
-        .unwrap()
-        .get_connection()
-        .unwrap();
+    let mut conn = server.connect();
     let rule = rule(5.0, Vec::new());
     let (sentinel, cluster) = instance(
         ClusterConfig::new(server.url()).param_values_cap(CAP),
