@@ -15,12 +15,12 @@ use sentinel_flow_core::adaptive::{AdaptiveAlgorithm, AdaptiveRule};
 
 use crate::service::{RESOURCE, Simulation, Trace, between, per_second, settles_within};
 
-const CAPACITY: u64 = 100;
-const BASE_MS: u64 = 50;
+pub(crate) const CAPACITY: u64 = 100;
+pub(crate) const BASE_MS: u64 = 50;
 /// The phases: 30 s at capacity, 10 s at half, 30 s recovered.
-const KNEE_END: u64 = 30_000;
-const HALF_END: u64 = 40_000;
-const BACK_END: u64 = 70_000;
+pub(crate) const KNEE_END: u64 = 30_000;
+pub(crate) const HALF_END: u64 = 40_000;
+pub(crate) const BACK_END: u64 = 70_000;
 
 /// The scenario's limit trace for `algorithm` (its defaults) from `initial`.
 fn scenario(algorithm: AdaptiveAlgorithm, initial: u32) -> Trace {
@@ -136,10 +136,10 @@ mod aimd {
 /// no-load RTT; Vegas's queue thresholds at 2 and 4 calls; Gradient2 with
 /// no RTT tolerance and a queue allowance of 2 calls. Each set meets every
 /// bound from below and from above.
-mod fitted {
+pub(crate) mod fitted {
     use super::*;
 
-    fn fitted(algorithm: AdaptiveAlgorithm, initial: u32) -> Trace {
+    pub(crate) fn fitted(algorithm: AdaptiveAlgorithm, initial: u32) -> Trace {
         let rule = AdaptiveRule {
             initial_limit: initial,
             window_ms: 100,
