@@ -252,6 +252,28 @@ mod tests {
     }
 
     #[test]
+    fn a_window_hands_the_algorithm_its_fastest_call_beside_its_average() {
+        let l = limiter(AdaptiveRule {
+            min_samples: 3,
+            ..AdaptiveRule::new("r", AdaptiveAlgorithm::vegas())
+        });
+        l.complete(1_000, 10, false);
+        l.complete(1_500, 50, false);
+        l.complete(2_000, 30, false);
+        // Vegas's no-load RTT is the fastest call, the window's RTT the
+        // average.
+        let snapshot = l.snapshot();
+        assert_eq!(
+            (snapshot.reference_rtt_ms, snapshot.last_rtt_ms),
+            (10.0, 30.0)
+        );
+        // The next window starts its lowest afresh.
+        assert_eq!(l.min_rtt.load(Ordering::Relaxed), u64::MAX);
+        l.complete(2_500, 40, false);
+        assert_eq!(l.min_rtt.load(Ordering::Relaxed), 40);
+    }
+
+    #[test]
     fn an_rtt_past_the_sample_bound_is_taken_at_the_bound() {
         let l = limiter(AdaptiveRule {
             min_samples: 1,
