@@ -10,6 +10,9 @@ use super::rule::{AdaptiveAlgorithm, AdaptiveRule};
 pub(crate) struct Sample {
     /// The average response time of the window's calls, in ms (at least 1).
     pub(crate) rtt: f64,
+    /// The lowest response time of the window's calls, in ms (at least 1,
+    /// at most `rtt`).
+    pub(crate) min_rtt: f64,
     /// The most calls in flight seen in the window.
     pub(crate) in_flight: u32,
     /// A call of the window failed.
@@ -118,11 +121,14 @@ impl Estimator {
         queue_size: u32,
     ) -> f64 {
         let short = sample.rtt;
-        // An exponential average with a plain-average warm-up of 10
-        // samples, as Netflix's `ExpAvgMeasurement`.
+        // An exponential average of the windows' RTTs, started from the
+        // first window's lowest RTT: Netflix's `ExpAvgMeasurement` warms up
+        // on the first calls' RTTs, which the first window's lowest stands
+        // for (an average of whole windows would take a load already
+        // queued as the normal latency).
         self.count += 1;
-        self.long_rtt = if self.count <= 10 {
-            self.long_rtt + (short - self.long_rtt) / self.count as f64
+        self.long_rtt = if self.count == 1 {
+            sample.min_rtt
         } else {
             let factor = 2.0 / (f64::from(long_window) + 1.0);
             self.long_rtt * (1.0 - factor) + short * factor
@@ -154,15 +160,20 @@ impl Estimator {
         let estimate = self.estimate;
         self.count += 1;
         if self.jitter * f64::from(probe_multiplier) * estimate <= self.count as f64 {
-            // Probe: take this window's RTT as the no-load RTT again.
+            // Probe: take this window's lowest RTT as the no-load RTT again.
             self.next_jitter();
             self.count = 0;
-            self.long_rtt = rtt;
+            self.long_rtt = sample.min_rtt;
             return estimate;
         }
-        if self.long_rtt == 0.0 || rtt < self.long_rtt {
-            self.long_rtt = rtt;
-            return estimate;
+        // The no-load RTT is the lowest call RTT seen (Netflix's, fed every
+        // call), not the lowest window average: a window's average mixes
+        // the calls of a queue.
+        if self.long_rtt == 0.0 || sample.min_rtt < self.long_rtt {
+            self.long_rtt = sample.min_rtt;
+            if rtt <= self.long_rtt {
+                return estimate;
+            }
         }
         let log = log10_root(estimate);
         let next = if sample.dropped {
@@ -195,6 +206,7 @@ mod tests {
     fn sample(rtt: f64, in_flight: u32) -> Sample {
         Sample {
             rtt,
+            min_rtt: rtt,
             in_flight,
             dropped: false,
         }
@@ -252,6 +264,48 @@ mod tests {
         assert_eq!(e.update(sample(100.0, 20)), 26);
         // Queue of ceil(26 * (1 - 100/200)) = 13 > beta: - 1.
         assert_eq!(e.update(sample(200.0, 26)), 25);
+    }
+
+    /// A window that mixes unqueued calls (50 ms) with queued ones
+    /// (100 ms on average): what a limit started past the knee sees first.
+    fn mixed(in_flight: u32) -> Sample {
+        Sample {
+            rtt: 100.0,
+            min_rtt: 50.0,
+            in_flight,
+            dropped: false,
+        }
+    }
+
+    #[test]
+    fn vegas_takes_the_no_load_rtt_from_a_windows_fastest_call_not_its_average() {
+        let rule = AdaptiveRule {
+            initial_limit: 200,
+            ..AdaptiveRule::new("r", AdaptiveAlgorithm::vegas())
+        };
+        let mut e = Estimator::new(&rule);
+        // A queue of ceil(200 x (1 - 50/100)) = 100 > beta (6 x 2): down by
+        // log10(200) = 2.
+        assert_eq!(e.update(mixed(200)), 198);
+        assert_eq!(e.reference_rtt(), 50.0);
+        // Then every call queued alike: the same queue, the same step.
+        assert_eq!(e.update(sample(100.0, 198)), 196);
+    }
+
+    #[test]
+    fn gradient2_starts_its_long_rtt_from_the_first_windows_fastest_call() {
+        let rule = AdaptiveRule {
+            initial_limit: 200,
+            ..AdaptiveRule::new("r", AdaptiveAlgorithm::gradient2())
+        };
+        let mut e = Estimator::new(&rule);
+        e.update(mixed(200));
+        assert_eq!(e.reference_rtt(), 50.0);
+        // Queued windows after it: 1.5 x 50 / 100 = 0.75 of the limit is
+        // the target, so the limit falls.
+        let before = e.estimate;
+        e.update(sample(100.0, 200));
+        assert!(e.estimate < before, "{} !< {before}", e.estimate);
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //! the calls in flight, `gate.rs`), the samples of the current window, and
 //! the algorithm's state.
 //!
-//! Every exit adds its sample to the window with two atomic additions (the
-//! count and the RTT sum in one word, the most calls in flight) and one
-//! flag store on a failure. The exit that finds the window over (at least
+//! Every exit adds its sample to the window with one atomic addition (the
+//! count and the RTT sum in one word), reads of the most calls in flight
+//! and of the lowest RTT (each raised or lowered by one atomic operation
+//! only when the call beats it), and one flag store on a failure. The exit that finds the window over (at least
 //! `window_ms` old, with at least `min_samples` calls) claims it by a
 //! compare-and-swap of its start, and alone folds it into the algorithm
 //! under a lock no admission takes, then stores the new limit in the gate.
@@ -61,6 +62,8 @@ pub(crate) struct AdaptiveLimiter {
     /// `SUM_BITS` bits).
     sums: AtomicU64,
     max_in_flight: AtomicU32,
+    /// The window's lowest RTT, in ms (`u64::MAX`: none yet).
+    min_rtt: AtomicU64,
     dropped: AtomicBool,
     /// The last folded window's average RTT, as `f64` bits.
     last_rtt: AtomicU64,
@@ -80,6 +83,7 @@ impl AdaptiveLimiter {
             window_start: AtomicU64::new(0),
             sums: AtomicU64::new(0),
             max_in_flight: AtomicU32::new(0),
+            min_rtt: AtomicU64::new(u64::MAX),
             dropped: AtomicBool::new(false),
             last_rtt: AtomicU64::new(0),
             estimator: Mutex::new(Estimator::new(&rule)),
@@ -124,11 +128,17 @@ impl AdaptiveLimiter {
         if in_flight > self.max_in_flight.load(Ordering::Relaxed) {
             self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
         }
+        let rt = rt.min(MAX_SAMPLE_RTT_MS);
+        // The same for the lowest RTT: seldom lowered once the window is
+        // under way.
+        if rt < self.min_rtt.load(Ordering::Relaxed) {
+            self.min_rtt.fetch_min(rt, Ordering::Relaxed);
+        }
         if failed {
             self.dropped.store(true, Ordering::Relaxed);
         }
         let sums = if self.sums.load(Ordering::Relaxed) >> SUM_BITS < MAX_WINDOW_SAMPLES {
-            let add = (1 << SUM_BITS) | rt.min(MAX_SAMPLE_RTT_MS);
+            let add = (1 << SUM_BITS) | rt;
             self.sums.fetch_add(add, Ordering::Relaxed) + add
         } else {
             self.sums.load(Ordering::Relaxed)
@@ -165,8 +175,13 @@ impl AdaptiveLimiter {
         }
         let sum = sums & ((1 << SUM_BITS) - 1);
         let (_, now_in_flight) = self.gate.read();
+        let rtt = (sum as f64 / count as f64).max(1.0);
+        let min_rtt = self.min_rtt.swap(u64::MAX, Ordering::Relaxed);
         let sample = Sample {
-            rtt: (sum as f64 / count as f64).max(1.0),
+            rtt,
+            // At most the average (a call of the next window may have
+            // lowered it after the sums were taken).
+            min_rtt: (min_rtt as f64).clamp(1.0, rtt),
             in_flight: self.max_in_flight.swap(now_in_flight, Ordering::Relaxed),
             dropped: self.dropped.swap(false, Ordering::Relaxed),
         };
@@ -181,6 +196,7 @@ impl AdaptiveLimiter {
                 limit,
                 before,
                 rtt_ms = sample.rtt,
+                min_rtt_ms = sample.min_rtt,
                 reference_rtt_ms = estimator.reference_rtt(),
                 in_flight = sample.in_flight,
                 dropped = sample.dropped,
@@ -233,6 +249,28 @@ mod tests {
             l.release();
         }
         assert_eq!(l.snapshot().in_flight, 17);
+    }
+
+    #[test]
+    fn a_window_hands_the_algorithm_its_fastest_call_beside_its_average() {
+        let l = limiter(AdaptiveRule {
+            min_samples: 3,
+            ..AdaptiveRule::new("r", AdaptiveAlgorithm::vegas())
+        });
+        l.complete(1_000, 10, false);
+        l.complete(1_500, 50, false);
+        l.complete(2_000, 30, false);
+        // Vegas's no-load RTT is the fastest call, the window's RTT the
+        // average.
+        let snapshot = l.snapshot();
+        assert_eq!(
+            (snapshot.reference_rtt_ms, snapshot.last_rtt_ms),
+            (10.0, 30.0)
+        );
+        // The next window starts its lowest afresh.
+        assert_eq!(l.min_rtt.load(Ordering::Relaxed), u64::MAX);
+        l.complete(2_500, 40, false);
+        assert_eq!(l.min_rtt.load(Ordering::Relaxed), 40);
     }
 
     #[test]

@@ -50,12 +50,29 @@ pub const MAX_PROBE_MULTIPLIER: u32 = 100_000;
 ///
 /// Each algorithm is fed once per sample window (see
 /// [`AdaptiveRule::window_ms`]) with the window's average response time,
-/// the most calls in flight seen in it, and whether a call in it failed.
+/// its fastest call's response time, the most calls in flight seen in it,
+/// and whether a call in it failed.
+///
+/// What a window's average hides, its fastest call shows: a window of a
+/// service past its knee mixes the calls admitted before the queue built
+/// up with the queued ones. Gradient2 starts its long-term RTT, and Vegas
+/// keeps its no-load RTT, from the fastest calls (as Netflix's, fed every
+/// call, do), so a limit started above the knee comes down to it as long
+/// as some calls of its first windows ran unqueued (a rule loaded while
+/// the service is already overloaded takes the queued RTT as normal: start
+/// it low, or at the limit the service had).
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum AdaptiveAlgorithm {
     /// Gradient2: the limit follows the ratio of a long-term average RTT to
     /// the window's RTT, plus a queue allowance.
+    ///
+    /// The long-term RTT starts at the first window's fastest call, then
+    /// follows the windows' averages by an exponential average over
+    /// `long_window` windows (taken down 5% a window while it is more than
+    /// twice the window's RTT). The limit settles where the window's RTT is
+    /// `rtt_tolerance` times the long-term RTT, plus `queue_size` calls:
+    /// with a tolerance of 1 and a small allowance, at the service's knee.
     Gradient2 {
         /// How much of a new estimate is taken each window (default 0.2,
         /// in `(0, 1]`).
@@ -72,6 +89,11 @@ pub enum AdaptiveAlgorithm {
     },
     /// Vegas: estimates the queue as `limit × (1 − rtt_noload / rtt)` and
     /// moves the limit to keep it between `alpha` and `beta`.
+    ///
+    /// `rtt_noload` is the fastest call seen; `rtt` is the window's
+    /// average. A probe (see `probe_multiplier`) takes the probe window's
+    /// fastest call as the no-load RTT again, so that a service that became
+    /// slower for good is measured anew.
     Vegas {
         /// Below this queue the limit grows by log10(limit); `None`: 3 ×
         /// log10(limit), Netflix's default (at most [`MAX_ADAPTIVE_LIMIT`]).

@@ -41,8 +41,7 @@ impl Simulation {
             .adaptive_rules()
             .load(vec![rule])
             .expect("a valid rule");
-        // Three times what the service completes at its knee.
-        let offered_per_ms = (3 * capacity).div_ceil(base_ms) as u32;
+        let offered_per_ms = offered_per_ms(capacity, base_ms);
         Simulation {
             clock,
             sentinel,
@@ -78,10 +77,7 @@ impl Simulation {
                 let Ok(entry) = sentinel.entry(RESOURCE) else {
                     break;
                 };
-                let in_flight = calls.len() as u64 + 1;
-                let rt = (self.base_ms * in_flight)
-                    .div_ceil(self.capacity)
-                    .max(self.base_ms);
+                let rt = response_time(self.base_ms, self.capacity, calls.len() as u64 + 1);
                 calls.push_back((now + rt, entry));
             }
             if now % 100 == 0 {
@@ -92,6 +88,18 @@ impl Simulation {
         drop(calls);
         trace
     }
+}
+
+/// The response time of a call admitted with `in_flight` calls in flight
+/// (itself included), in ms: `base_ms` up to `capacity` calls, then shared.
+pub(crate) fn response_time(base_ms: u64, capacity: u64, in_flight: u64) -> u64 {
+    (base_ms * in_flight).div_ceil(capacity).max(base_ms)
+}
+
+/// The offered load: three times what the service completes at its knee,
+/// in calls a millisecond.
+pub(crate) fn offered_per_ms(capacity: u64, base_ms: u64) -> u32 {
+    (3 * capacity).div_ceil(base_ms) as u32
 }
 
 fn limit_of(sentinel: &Sentinel) -> u32 {

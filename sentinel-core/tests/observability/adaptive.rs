@@ -107,9 +107,10 @@ fn adaptive_gauges_show_each_rules_limit_in_flight_and_rtts() {
     call_taking(&clock, &sentinel, "GET:/orders", 50);
 
     let (samples, _) = parse(&render_prometheus(&sentinel));
-    // Vegas takes the first window's RTT as its no-load RTT and keeps its
-    // limit; AIMD, at least half used, adds one.
-    assert_eq!(gauges(&samples, &vegas), (4.0, 2.0, 40.0, Some(40.0)));
+    // Vegas takes the window's fastest call (30 ms) as its no-load RTT: a
+    // queue of ceil(4 x (1 - 30/40)) = 1 call, at most log10(limit), so it
+    // grows by beta (6); AIMD, at least half used, adds one.
+    assert_eq!(gauges(&samples, &vegas), (10.0, 2.0, 40.0, Some(30.0)));
     assert_eq!(gauges(&samples, &aimd), (5.0, 2.0, 40.0, None));
     assert_eq!(gauges(&samples, &gradient2), (20.0, 0.0, 0.0, Some(0.0)));
     // The same figures as the rules' snapshots.
