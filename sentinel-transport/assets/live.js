@@ -332,9 +332,11 @@
       });
       g.stroke(); g.setLineDash([]);
     }
-    // A point is the state when the answer was computed: in the second
-    // after the last completed one, drawn at the chart's right edge.
-    const xAt = (t) => x(Math.min(n - 1, Math.max(0, (t - h.start_ms) / h.step_ms)));
+    // A point is the state when its answer was computed, in the second
+    // after that answer's last completed one: it is drawn over the second
+    // before it, so that the latest ends at the chart's right edge.
+    const xAt = (t) => x(Math.min(n - 1, Math.max(0, (t - h.start_ms) / h.step_ms - 1)));
+    const stepWidth = w / Math.max(1, n - 1);
     const rulesDrawn = limitPoints.length ? limitPoints[limitPoints.length - 1].limit.length : 0;
     const limitColor = css('--limit');
     for (let k = 0; k < rulesDrawn; k++) {
@@ -343,19 +345,14 @@
         if (!pts.length) continue;
         g.strokeStyle = limitColor; g.lineWidth = width; g.setLineDash(dash);
         g.beginPath();
+        // Steps: each value held over its second.
         pts.forEach((p, i) => {
-          const px = xAt(p.t);
+          const x1 = xAt(p.t);
+          const x0 = Math.max(pad.left, x1 - stepWidth);
           const py = y(p[field][k]);
-          // A step line: the value holds until the next answer.
-          if (i === 0) {
-            g.moveTo(px, py);
-          } else {
-            g.lineTo(px, y(pts[i - 1][field][k]));
-            g.lineTo(px, py);
-          }
+          if (i === 0) g.moveTo(x0, py); else g.lineTo(x0, py);
+          g.lineTo(x1, py);
         });
-        // A single answer so far: a short mark rather than nothing.
-        if (pts.length === 1) g.lineTo(xAt(pts[0].t) - Math.min(12, w / 10), y(pts[0][field][k]));
         g.stroke();
       }
     }
