@@ -4,8 +4,8 @@
 //! The scenario, the same for every run:
 //!
 //! - **The dependency** is a pool of [`POOL`] connections (a tokio
-//!   semaphore); each call holds one for [`SERVICE_MS`] on average (40 to
-//!   60 ms, spread evenly), so calls beyond the connections free wait their
+//!   semaphore); each call holds one for [`SERVICE_MS`] on average (80 to
+//!   120 ms, spread evenly), so calls beyond the connections free wait their
 //!   turn in the pool's queue, first in first out: the queueing is real.
 //! - **Unloaded**: requests arrive at a fixed rate of [`UNLOADED_RATE`] a
 //!   second (open loop: one every [`TICK`], whatever the replies), a
@@ -33,7 +33,7 @@
 //!   healthy, and shrinks the limit as soon as calls queue, by at most half
 //!   a window; it settles at the dependency's concurrency plus its
 //!   `queue_size`. Its parameters, and why: a 100 ms window (the shortest,
-//!   two service times: enough samples at these rates, and a quick answer
+//!   a service time: about ten samples at these rates, and a quick answer
 //!   to the degradation); `rtt_tolerance: 1.0`, so any queueing counts (the
 //!   default 1.5 lets the latency reach 1.5 times the long-term RTT before
 //!   the limit moves, and with the queue allowance that settles near 2x);
@@ -46,7 +46,7 @@
 //! The p99 under overload counts the requests admitted (200) that were
 //! sent once the overload had run [`SETTLE`], in both runs alike: the
 //! adaptive limit's way down from its unloaded value takes a few windows,
-//! the fixed limit's queue a few hundred ms to fill. Refused requests
+//! the fixed limit's queue under a second to fill. Refused requests
 //! (429) are counted apart. Every phase has a fixed length and rate, so
 //! the test sends a fixed number of requests and ends within
 //! [`DEADLINE`].
@@ -80,25 +80,25 @@ use tokio::task::JoinSet;
 /// How long one dependency call holds its connection: from
 /// `SERVICE_MS - SERVICE_SPREAD_MS` to `SERVICE_MS + SERVICE_SPREAD_MS`,
 /// spread evenly by a fixed sequence.
-const SERVICE_MS: u64 = 50;
+const SERVICE_MS: u64 = 100;
 /// How far a call's service time is from [`SERVICE_MS`], at most.
-const SERVICE_SPREAD_MS: u64 = 10;
+const SERVICE_SPREAD_MS: u64 = 20;
 /// The healthy dependency's connections.
 const POOL: u32 = 160;
 /// The connections that still work once the dependency degrades.
 const DEGRADED_POOL: u32 = 8;
 /// The arrivals' period: one request a tick unloaded, three overloaded.
-const TICK: Duration = Duration::from_millis(5);
+const TICK: Duration = Duration::from_millis(10);
 /// Requests a second, unloaded.
 const UNLOADED_RATE: u128 = 1_000 / TICK.as_millis();
 /// How much the overload multiplies the arrivals.
 const OVERLOAD: usize = 3;
 /// The unloaded phase.
-const UNLOADED_PHASE: Duration = Duration::from_millis(1_500);
+const UNLOADED_PHASE: Duration = Duration::from_millis(2_000);
 /// The overloaded phase.
-const OVERLOAD_PHASE: Duration = Duration::from_millis(3_500);
+const OVERLOAD_PHASE: Duration = Duration::from_millis(4_000);
 /// The start of the overload left out of its p99.
-const SETTLE: Duration = Duration::from_millis(1_000);
+const SETTLE: Duration = Duration::from_millis(1_500);
 /// The longest the whole test may take.
 const DEADLINE: Duration = Duration::from_secs(40);
 /// The route's resource name.
