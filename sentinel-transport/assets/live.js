@@ -255,6 +255,10 @@
       g.textAlign = 'center';
       g.fillText(state.selected ? 'no data for this resource' : 'waiting for traffic…', width / 2, height / 2);
       canvas.dataset.drawn = '0';
+      canvas.dataset.limit = '';
+      canvas.dataset.limitPoints = '0';
+      $('legend-limit').hidden = true;
+      $('legend-in-flight').hidden = true;
       return;
     }
     // The adaptive limits share the left axis: they are counts too (calls
