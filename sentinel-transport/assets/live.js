@@ -4,6 +4,8 @@
   const REFRESH_MS = 1000;
   const TIMEOUT_MS = 4000;
   const LIMIT = 100;
+  // Adaptive limits kept for the chart: one a poll, within its minute.
+  const LIMIT_POINTS = 120;
 
   const pageParams = new URLSearchParams(location.search);
   // A read token in the page's URL goes on to every request of the page.
@@ -15,6 +17,10 @@
     filter: '',
     data: null,
     hover: null,
+    // The charted resource's adaptive limits and calls in flight, one
+    // point per answer since the page opened (the data carries only the
+    // state now).
+    limits: { resource: null, points: [] },
   };
 
   const $ = (id) => document.getElementById(id);
@@ -58,6 +64,7 @@
       } else {
         const data = await response.json();
         state.data = data;
+        recordLimits(data);
         render(data);
         setStatus('live', 'live · second ' + clock(data.second.start_ms));
       }
@@ -67,6 +74,33 @@
       clearTimeout(timer);
       setTimeout(poll, REFRESH_MS);
     }
+  }
+
+  // Adds the charted resource's adaptive state now to its series; a new
+  // resource starts a new one, and a resource without an adaptive rule has
+  // none.
+  function recordLimits(data) {
+    const h = data.history;
+    const series = state.limits;
+    if (!h) return;
+    if (series.resource !== h.resource) {
+      series.resource = h.resource;
+      series.points = [];
+    }
+    const rules = h.adaptive || [];
+    if (!rules.length) {
+      series.points = [];
+      return;
+    }
+    const point = {
+      t: data.now_ms,
+      limit: rules.map((a) => a.limit),
+      inFlight: rules.map((a) => a.in_flight),
+    };
+    const last = series.points[series.points.length - 1];
+    if (last && last.t >= point.t) series.points.pop();
+    series.points.push(point);
+    series.points = series.points.filter((p) => p.t >= h.start_ms).slice(-LIMIT_POINTS);
   }
 
   function render(data) {
@@ -134,6 +168,12 @@
       for (const [kind, label] of [['flow', 'flow'], ['degrade', 'breaker'], ['param_flow', 'param'], ['authority', 'auth']]) {
         const n = r.rules[kind];
         if (n > 0) badges.appendChild(el('span', 'badge', n > 1 ? label + ' ×' + n : label));
+      }
+      for (const a of r.adaptive || []) {
+        const badge = el('span', 'badge adaptive', 'adaptive ' + int(a.in_flight) + '/' + int(a.limit));
+        badge.title = a.algorithm + ' (' + a.limit_app + '): ' + int(a.in_flight) + ' in flight of a limit of '
+          + int(a.limit) + ', last RTT ' + ms(a.last_rtt_ms) + ', reference RTT ' + ms(a.reference_rtt_ms);
+        badges.appendChild(badge);
       }
       if (r.breaker && r.breaker !== 'closed') {
         badges.appendChild(el('span', 'badge ' + r.breaker, r.breaker.replace('_', '-')));
@@ -215,15 +255,25 @@
       g.textAlign = 'center';
       g.fillText(state.selected ? 'no data for this resource' : 'waiting for traffic…', width / 2, height / 2);
       canvas.dataset.drawn = '0';
+      canvas.dataset.limit = '';
+      canvas.dataset.limitPoints = '0';
+      $('legend-limit').hidden = true;
+      $('legend-in-flight').hidden = true;
       return;
     }
+    // The adaptive limits share the left axis: they are counts too (calls
+    // at once rather than per second).
+    const limitPoints = state.limits.resource === h.resource ? state.limits.points : [];
+    $('legend-limit').hidden = !limitPoints.length;
+    $('legend-in-flight').hidden = !limitPoints.length;
+    const limitMax = Math.max(0, ...limitPoints.map((p) => Math.max(...p.limit, ...p.inFlight)));
     const pad = { left: 48, right: 52, top: 10, bottom: 26 };
     const w = width - pad.left - pad.right;
     const ht = height - pad.top - pad.bottom;
     const n = h.pass.length;
     // Headroom above the highest point, so a saturated rule's flat line
     // does not sit on the frame.
-    const maxCount = niceMax(1.1 * Math.max(...h.pass.map((p, i) => p + h.block[i])));
+    const maxCount = niceMax(1.1 * Math.max(limitMax, ...h.pass.map((p, i) => p + h.block[i])));
     const rts = h.avg_rt.filter((v) => v !== null);
     const maxRt = niceMax(Math.max(1, 1.1 * (rts.length ? Math.max(...rts) : 0)));
     const x = (i) => pad.left + (n <= 1 ? 0 : (w * i) / (n - 1));
@@ -286,6 +336,31 @@
       });
       g.stroke(); g.setLineDash([]);
     }
+    // A point is the state when its answer was computed, in the second
+    // after that answer's last completed one: it is drawn over the second
+    // before it, so that the latest ends at the chart's right edge.
+    const xAt = (t) => x(Math.min(n - 1, Math.max(0, (t - h.start_ms) / h.step_ms - 1)));
+    const stepWidth = w / Math.max(1, n - 1);
+    const rulesDrawn = limitPoints.length ? limitPoints[limitPoints.length - 1].limit.length : 0;
+    const limitColor = css('--limit');
+    for (let k = 0; k < rulesDrawn; k++) {
+      for (const [field, width, dash] of [['limit', 2, []], ['inFlight', 1.25, [2, 3]]]) {
+        const pts = limitPoints.filter((p) => p[field].length > k);
+        if (!pts.length) continue;
+        g.strokeStyle = limitColor; g.lineWidth = width; g.setLineDash(dash);
+        g.beginPath();
+        // Steps: each value held over its second.
+        pts.forEach((p, i) => {
+          const x1 = xAt(p.t);
+          const x0 = Math.max(pad.left, x1 - stepWidth);
+          const py = y(p[field][k]);
+          if (i === 0) g.moveTo(x0, py); else g.lineTo(x0, py);
+          g.lineTo(x1, py);
+        });
+        g.stroke();
+      }
+    }
+    g.setLineDash([]);
     if (state.hover !== null && state.hover < n) {
       const hx = Math.round(x(state.hover)) + 0.5;
       g.strokeStyle = muted; g.lineWidth = 1;
@@ -293,6 +368,10 @@
     }
     canvas.dataset.drawn = String(n);
     canvas.dataset.maxPass = String(Math.max(...h.pass));
+    const lastLimit = limitPoints[limitPoints.length - 1];
+    canvas.dataset.limit = lastLimit ? String(lastLimit.limit[0]) : '';
+    canvas.dataset.inFlight = lastLimit ? String(lastLimit.inFlight[0]) : '';
+    canvas.dataset.limitPoints = String(limitPoints.length);
     chartGeometry = { x0: pad.left, w, n };
     renderTip();
   }
@@ -307,6 +386,16 @@
       el('b', '', clock(h.start_ms + i * h.step_ms)), el('br'),
       document.createTextNode('pass ' + int(h.pass[i]) + ' · block ' + int(h.block[i])), el('br'),
       document.createTextNode('errors ' + int(h.exception[i]) + ' · RT ' + ms(h.avg_rt[i])));
+    // The adaptive state last read within that second, if any.
+    const second = h.start_ms + i * h.step_ms;
+    const seen = state.limits.resource === h.resource
+      ? state.limits.points.filter((p) => p.t >= second && p.t < second + 2 * h.step_ms) : [];
+    if (seen.length) {
+      const p = seen[0];
+      tip.appendChild(el('br'));
+      tip.appendChild(document.createTextNode('limit ' + p.limit.map(int).join(', ')
+        + ' · in flight ' + p.inFlight.map(int).join(', ')));
+    }
     tip.hidden = false;
     const px = chartGeometry.x0 + (chartGeometry.w * i) / Math.max(1, chartGeometry.n - 1);
     const left = px > chartGeometry.x0 + chartGeometry.w / 2 ? px - tip.offsetWidth - 12 : px + 12;
@@ -354,7 +443,7 @@
 
   const KINDS = [
     ['flow', 'Flow'], ['degrade', 'Circuit breaking'], ['param_flow', 'Hot parameters'],
-    ['authority', 'Authority'], ['system', 'System'],
+    ['authority', 'Authority'], ['system', 'System'], ['adaptive', 'Adaptive concurrency'],
   ];
 
   function renderRules(rules) {
@@ -363,6 +452,7 @@
     let total = 0;
     for (const [kind, title] of KINDS) {
       const set = rules[kind];
+      if (!set) continue;
       total += set.total;
       if (!set.total) continue;
       parts.push(el('h3', '', title + ' · ' + set.total));
@@ -414,7 +504,7 @@
   poll.now = () => {
     fetch(dataUrl(), { cache: 'no-store' })
       .then((r) => (r.ok ? r.json() : null))
-      .then((data) => { if (data) { state.data = data; render(data); } })
+      .then((data) => { if (data) { state.data = data; recordLimits(data); render(data); } })
       .catch(() => setStatus('down', 'disconnected, retrying…'));
   };
 

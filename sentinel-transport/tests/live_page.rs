@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use sentinel_flow_core::adaptive::{AdaptiveAlgorithm, AdaptiveRule};
 use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::FlowRule;
@@ -40,20 +41,28 @@ const PROBE: &str = r#"(() => {
   const canvas = document.getElementById('chart');
   // Still on about:blank, or the page is loading.
   if (!canvas) return { loading: true };
-  let passPixels = 0;
-  if (canvas.width > 1 && canvas.height > 1) {
-    const pass = getComputedStyle(document.documentElement).getPropertyValue('--pass').trim();
-    const want = [1, 3, 5].map((i) => parseInt(pass.slice(i, i + 2), 16));
+  // Pixels of the chart in a colour of the page's palette.
+  const pixels = (name) => {
+    if (canvas.width <= 1 || canvas.height <= 1) return 0;
+    const color = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+    const want = [1, 3, 5].map((i) => parseInt(color.slice(i, i + 2), 16));
     const px = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    let count = 0;
     for (let i = 0; i < px.length; i += 4) {
-      if (px[i + 3] > 200 && want.every((v, k) => Math.abs(px[i + k] - v) < 24)) passPixels++;
+      if (px[i + 3] > 200 && want.every((v, k) => Math.abs(px[i + k] - v) < 24)) count++;
     }
-  }
+    return count;
+  };
+  const passPixels = pixels('--pass');
   return {
     passText: row ? row.children[1].firstChild.textContent : null,
     drawn: canvas.dataset.drawn,
     maxPass: canvas.dataset.maxPass || null,
     passPixels,
+    limit: canvas.dataset.limit || null,
+    limitPoints: Number(canvas.dataset.limitPoints || 0),
+    limitPixels: pixels('--limit'),
+    limitLegend: !document.getElementById('legend-limit').hidden,
     title: document.getElementById('chart-title').textContent,
     breakers: document.querySelectorAll('#breakers li').length,
     rules: document.getElementById('rules').textContent,
@@ -87,6 +96,9 @@ fn rules() -> RuleBook {
     hot.param_flow_item_list
         .push(ParamFlowItem::new("tenant-vip", 200.0));
     book.param_flow.push(hot);
+    // AIMD's defaults: a limit of 20 that one call at a time never grows.
+    book.adaptive
+        .push(AdaptiveRule::new("GET:/orders", AdaptiveAlgorithm::aimd()));
     book.system.push(SystemRule {
         qps: Some(100_000.0),
         ..SystemRule::default()
@@ -261,9 +273,22 @@ async fn the_page_shows_live_traffic_and_draws_its_chart_without_errors() {
         );
         let rules = refreshed["rules"].as_str().unwrap();
         assert!(
-            rules.contains("≤ 200 QPS") && rules.contains("error ratio > 0.5"),
+            rules.contains("≤ 200 QPS")
+                && rules.contains("error ratio > 0.5")
+                && rules.contains("aimd limit in 20..=200"),
             "{rules}"
         );
+        // The adaptive rule's limit is drawn on the chart, with its legend.
+        assert_eq!(refreshed["limit"], "20", "{refreshed}");
+        assert!(
+            refreshed["limitPoints"].as_u64().unwrap() >= 2,
+            "{refreshed}"
+        );
+        assert!(
+            refreshed["limitPixels"].as_u64().unwrap() > 40,
+            "{refreshed}"
+        );
+        assert_eq!(refreshed["limitLegend"], true);
         let png = browser.screenshot(&page).await;
         assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
         let file = dir.path().join(format!("live_page_{scheme}.png"));
@@ -271,6 +296,33 @@ async fn the_page_shows_live_traffic_and_draws_its_chart_without_errors() {
         eprintln!("{scheme}: {probe}\nscreenshot: {}", file.display());
         shots.push(file);
     }
+    // A resource without an adaptive rule: no limit on its chart, no
+    // legend for one.
+    let page = browser.new_page(1360, 1100).await;
+    browser
+        .call(
+            Some(&page),
+            "Page.navigate",
+            serde_json::json!({ "url": format!("http://{address}/?resource=GET:/users&{TOKEN_QUERY}") }),
+        )
+        .await;
+    let deadline = Instant::now() + PAGE_DEADLINE;
+    let users = loop {
+        let probe = browser.eval(&page, PROBE).await;
+        if probe["drawn"] == "60" && probe["title"] == "GET:/users" {
+            break probe;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the chart of GET:/users was not drawn: {probe}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(users["limit"], Value::Null, "{users}");
+    assert_eq!(users["limitPoints"], 0);
+    assert_eq!(users["limitPixels"], 0);
+    assert_eq!(users["limitLegend"], false);
+
     stop.store(true, Ordering::Relaxed);
     load.join().unwrap();
     drop(server);

@@ -8,6 +8,7 @@ use std::time::Instant;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
+use sentinel_flow_core::adaptive::{AdaptiveAlgorithm, AdaptiveRule};
 use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::FlowRule;
@@ -157,6 +158,68 @@ async fn the_selected_resource_has_a_minute_of_seconds() {
 }
 
 #[tokio::test]
+async fn an_adaptive_rule_shows_its_limit_as_its_samples_move_it() {
+    let (sentinel, clock) = instance();
+    sentinel
+        .adaptive_rules()
+        .load(vec![AdaptiveRule {
+            initial_limit: 2,
+            min_limit: 1,
+            max_limit: 10,
+            window_ms: 100,
+            min_samples: 1,
+            ..AdaptiveRule::new("GET:/orders", AdaptiveAlgorithm::aimd())
+        }])
+        .unwrap();
+    let state = |d: &Value| d["resources"][0]["adaptive"].clone();
+
+    clock.set(T0 + 100);
+    let first = sentinel.entry("GET:/orders").unwrap();
+    let second = sentinel.entry("GET:/orders").unwrap();
+    assert!(sentinel.entry("GET:/orders").is_err(), "the limit of 2");
+    let d = data(&sentinel, "?resource=GET:/orders").await;
+    assert_eq!(
+        state(&d),
+        serde_json::json!([{
+            "limit_app": "default",
+            "algorithm": "aimd",
+            "limit": 2,
+            "in_flight": 2,
+            "reference_rtt_ms": 0.0,
+            "last_rtt_ms": 0.0,
+        }])
+    );
+    assert_eq!(d["history"]["adaptive"], state(&d), "the chart's copy");
+    assert_eq!(d["resources"][0]["rules"]["adaptive"], 1);
+
+    // The first exit opens a window; an exit 100 ms on folds it: two
+    // calls in flight at a limit of 2, no failure, AIMD adds one.
+    clock.set(T0 + 110);
+    drop(first);
+    clock.set(T0 + 250);
+    let _third = sentinel.entry("GET:/orders").unwrap();
+    drop(second);
+    let d = data(&sentinel, "?resource=GET:/orders").await;
+    let moved = &state(&d)[0];
+    assert_eq!(moved["limit"], 3);
+    assert_eq!(moved["in_flight"], 1);
+    assert_eq!(moved["last_rtt_ms"], 80.0, "(10 + 150) / 2");
+    assert_eq!(d["history"]["adaptive"][0]["limit"], 3);
+    let rule = &d["rules"]["adaptive"];
+    assert_eq!(rule["total"], 1);
+    assert_eq!(rule["items"][0]["headline"], "aimd limit in 1..=10");
+
+    // A resource without an adaptive rule has none; a removed rule goes.
+    drop(sentinel.entry("GET:/users").unwrap());
+    let d = data(&sentinel, "?resource=GET:/users&q=users").await;
+    assert_eq!(d["resources"][0]["adaptive"], serde_json::json!([]));
+    assert_eq!(d["history"]["adaptive"], serde_json::json!([]));
+    sentinel.adaptive_rules().load(vec![]).unwrap();
+    let d = data(&sentinel, "?resource=GET:/orders").await;
+    assert_eq!(d["history"]["adaptive"], serde_json::json!([]));
+}
+
+#[tokio::test]
 async fn busiest_first_capped_and_filtered() {
     let (sentinel, clock) = instance();
     clock.set(T0 + 10);
@@ -263,6 +326,7 @@ async fn breakers_and_rules_of_every_kind() {
     for kind in ["flow", "degrade", "system", "authority", "param_flow"] {
         assert_eq!(r[kind]["total"], 1, "{kind}");
     }
+    assert_eq!(r["adaptive"]["total"], 0);
     let capped = data(&sentinel, "?rules=0").await;
     assert_eq!(capped["rules"]["flow"]["total"], 1);
     assert_eq!(capped["rules"]["flow"]["items"], serde_json::json!([]));

@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 
 use sentinel_flow_core::Sentinel;
+use sentinel_flow_core::adaptive::{AdaptiveRule, AdaptiveSnapshot};
 use sentinel_flow_core::degrade::{BreakerSnapshot, BreakerState, DegradeRule};
 use sentinel_flow_core::node::{MetricSnapshot, ResourceNode};
 use sentinel_flow_rules::source::SourceState;
@@ -23,6 +24,9 @@ use super::rules::{BreakerView, RuleCountsView, RulesView, rule_counts};
 pub(crate) const SECOND_MS: u64 = 1_000;
 /// Points of the chart: the minute window's seconds.
 pub(crate) const HISTORY_SECONDS: usize = 60;
+/// Adaptive rules shown per resource (in check order); the rest are
+/// counted in its rule counts.
+pub(crate) const ADAPTIVE_SHOWN: usize = 8;
 
 /// The whole answer.
 #[derive(Debug, Serialize)]
@@ -126,6 +130,40 @@ struct ResourceRow {
     /// The worst state of its breakers (`open` > `half_open` > `closed`),
     /// `null` without one.
     breaker: Option<&'static str>,
+    /// Its adaptive rules now, in check order (the first
+    /// [`ADAPTIVE_SHOWN`]); empty without one.
+    adaptive: Vec<AdaptiveView>,
+}
+
+/// One adaptive rule's state now: what the chart draws as its limit line.
+#[derive(Clone, Debug, Serialize)]
+struct AdaptiveView {
+    /// Whose calls it counts (`default`, `other` or an origin).
+    limit_app: String,
+    /// `gradient2`, `vegas` or `aimd`.
+    algorithm: &'static str,
+    /// The limit in force.
+    limit: u32,
+    /// Calls admitted under it and not exited yet.
+    in_flight: u32,
+    /// The RTT the algorithm compares windows against, ms (0 for AIMD and
+    /// before the first window).
+    reference_rtt_ms: f64,
+    /// The last window's average RTT, ms (0 before the first).
+    last_rtt_ms: f64,
+}
+
+impl AdaptiveView {
+    fn of(rule: &AdaptiveRule, state: &AdaptiveSnapshot) -> AdaptiveView {
+        AdaptiveView {
+            limit_app: rule.limit_app.clone(),
+            algorithm: rule.algorithm.name(),
+            limit: state.limit,
+            in_flight: state.in_flight,
+            reference_rtt_ms: state.reference_rtt_ms,
+            last_rtt_ms: state.last_rtt_ms,
+        }
+    }
 }
 
 /// The last minute of one resource, one point per second, oldest first;
@@ -140,6 +178,9 @@ struct History {
     success: Vec<u64>,
     exception: Vec<u64>,
     avg_rt: Vec<Option<f64>>,
+    /// Its adaptive rules at `now_ms`, as in its row: the page draws their
+    /// limits and calls in flight from one answer to the next.
+    adaptive: Vec<AdaptiveView>,
 }
 
 /// What one pass over the registry keeps of a resource: enough to sort,
@@ -238,6 +279,9 @@ impl LiveData {
         let breakers = sentinel.degrade_rules().breakers();
         let counts = rule_counts(&book);
         let worst = worst_breaker_states(&breakers);
+        let adaptive_states = sentinel.adaptive_rules().limits();
+        let adaptive = adaptive_by_resource(&adaptive_states);
+        let adaptive_of = |name: &str| adaptive.get(name).cloned().unwrap_or_default();
         let resources = candidates
             .iter()
             .map(|c| {
@@ -262,6 +306,7 @@ impl LiveData {
                     minute_block,
                     rules: counts.get(name).copied().unwrap_or_default(),
                     breaker: worst.get(name).copied(),
+                    adaptive: adaptive_of(name),
                 }
             })
             .collect();
@@ -270,7 +315,7 @@ impl LiveData {
             .resource
             .as_deref()
             .and_then(|name| sentinel.resource_node(name))
-            .map(|node| History::of(node, minute_start, second_end));
+            .map(|node| History::of(node, minute_start, second_end, adaptive_of(node.name())));
 
         LiveData {
             now_ms: now,
@@ -292,7 +337,7 @@ impl LiveData {
 }
 
 impl History {
-    fn of(node: &ResourceNode, start_ms: u64, end_ms: u64) -> History {
+    fn of(node: &ResourceNode, start_ms: u64, end_ms: u64, adaptive: Vec<AdaptiveView>) -> History {
         let mut seconds = [Second::default(); HISTORY_SECONDS];
         node.stats().for_each_metric_since(start_ms, end_ms, |m| {
             let index = (m.timestamp_ms.saturating_sub(start_ms) / SECOND_MS) as usize;
@@ -309,8 +354,24 @@ impl History {
             success: seconds.iter().map(|s| s.success).collect(),
             exception: seconds.iter().map(|s| s.exception).collect(),
             avg_rt: seconds.iter().map(Second::avg_rt).collect(),
+            adaptive,
         }
     }
+}
+
+/// Each resource's adaptive rules, the first [`ADAPTIVE_SHOWN`] in check
+/// order.
+fn adaptive_by_resource(
+    states: &[(AdaptiveRule, AdaptiveSnapshot)],
+) -> HashMap<&str, Vec<AdaptiveView>> {
+    let mut by_resource: HashMap<&str, Vec<AdaptiveView>> = HashMap::new();
+    for (rule, state) in states {
+        let views = by_resource.entry(rule.resource.as_str()).or_default();
+        if views.len() < ADAPTIVE_SHOWN {
+            views.push(AdaptiveView::of(rule, state));
+        }
+    }
+    by_resource
 }
 
 /// Each resource's worst breaker state: what its row shows.

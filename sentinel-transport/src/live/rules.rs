@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use sentinel_flow_core::RuleBook;
+use sentinel_flow_core::adaptive::AdaptiveRule;
 use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow_core::degrade::{BreakerSnapshot, DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
@@ -40,6 +41,7 @@ pub(crate) struct RulesView {
     system: KindView,
     authority: KindView,
     param_flow: KindView,
+    adaptive: KindView,
 }
 
 /// One circuit breaker and where it stands.
@@ -88,6 +90,7 @@ impl RulesView {
             system: kind(&book.system, limit, system),
             authority: kind(&book.authority, limit, authority),
             param_flow: kind(&book.param_flow, limit, param_flow),
+            adaptive: kind(&book.adaptive, limit, adaptive),
         }
     }
 }
@@ -99,6 +102,7 @@ pub(crate) struct RuleCountsView {
     pub(crate) degrade: usize,
     pub(crate) param_flow: usize,
     pub(crate) authority: usize,
+    pub(crate) adaptive: usize,
 }
 
 /// How many rules of each kind guard each resource.
@@ -115,6 +119,9 @@ pub(crate) fn rule_counts(book: &RuleBook) -> HashMap<&str, RuleCountsView> {
     }
     for rule in &book.authority {
         counts.entry(&rule.resource).or_default().authority += 1;
+    }
+    for rule in &book.adaptive {
+        counts.entry(&rule.resource).or_default().adaptive += 1;
     }
     counts
 }
@@ -175,6 +182,29 @@ fn flow(rule: &FlowRule) -> RuleView {
     RuleView {
         resource: rule.resource.clone(),
         headline,
+        details: with_id(details, rule.id),
+    }
+}
+
+/// The rule as loaded; its limit now is in the resource's row.
+fn adaptive(rule: &AdaptiveRule) -> RuleView {
+    let details = vec![
+        format!("starts at {}", rule.initial_limit),
+        format!("window {} ms, ≥ {} calls", rule.window_ms, rule.min_samples),
+        match rule.limit_app.as_str() {
+            "default" => "callers: all".to_owned(),
+            "other" => "callers: others".to_owned(),
+            app => format!("caller: {app}"),
+        },
+    ];
+    RuleView {
+        resource: rule.resource.clone(),
+        headline: format!(
+            "{} limit in {}..={}",
+            rule.algorithm.name(),
+            rule.min_limit,
+            rule.max_limit
+        ),
         details: with_id(details, rule.id),
     }
 }
