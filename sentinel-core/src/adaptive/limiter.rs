@@ -102,10 +102,19 @@ impl AdaptiveLimiter {
         }
     }
 
-    /// Admits one call if fewer than the limit are in flight.
+    /// Admits one call if fewer than the limit are in flight, keeping the
+    /// most calls in flight of the window.
     #[inline]
     pub(crate) fn try_acquire(&self) -> bool {
-        self.gate.try_acquire().is_some()
+        let Some((_, in_flight)) = self.gate.try_acquire() else {
+            return false;
+        };
+        // A read first: the most is seldom raised, and a read-modify-write
+        // on every admission would cost as much as the admission.
+        if in_flight > self.max_in_flight.load(Ordering::Relaxed) {
+            self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
+        }
+        true
     }
 
     /// Takes back the place of an admitted call that will not run: no
@@ -118,12 +127,6 @@ impl AdaptiveLimiter {
     /// Completes an admitted call at `now` (ms): hears its RTT and whether
     /// it failed, and frees its place; folds the window if it is over.
     pub(crate) fn complete(&self, now: u64, rt: u64, failed: bool) {
-        let (_, in_flight) = self.gate.read();
-        // A read first: the most is seldom raised, and a read-modify-write
-        // on every exit would cost as much as the admission.
-        if in_flight > self.max_in_flight.load(Ordering::Relaxed) {
-            self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
-        }
         if failed {
             self.dropped.store(true, Ordering::Relaxed);
         }
