@@ -2,8 +2,9 @@
 //! adaptive concurrency limits. A passing entry takes a place in flight
 //! under each of its resource's adaptive rules that counts its caller,
 //! held in the entry's holds: given back by the chain if a later slot
-//! refuses, released at the exit by the same atomic addition that gives
-//! the rule the call's response time.
+//! refuses, and ended at the exit by one atomic addition that gives the
+//! rule the call's response time and frees the place. The hold is all the
+//! kind hears of the exit: it has no exit hook.
 //!
 //! A hold keeps its limiter alive by a shared reference (an `Arc`), so
 //! that a call admitted under a rule replaced since still frees its place
@@ -18,7 +19,6 @@
 use std::cell::Cell;
 use std::ops::Deref;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{AdaptiveLimiter, AdaptiveRule};
 use crate::BlockKind;
@@ -30,11 +30,9 @@ use crate::rule::footprint::Footprint;
 use crate::rule::kind::RuleKind;
 use crate::rule::kind_set::KindSet;
 use crate::rule::names::Names;
-use crate::rule::present::KindBit;
-use crate::slot::Outcome;
-use crate::slot::holds::{Held, Holding};
+use crate::slot::holds::{Exited, Held, Holding};
 use crate::slot::order;
-use crate::slot::rule_slot::{Checking, Exiting, InForce, Refused, RuleSlot};
+use crate::slot::rule_slot::{Checking, Refused, RuleSlot};
 
 /// Adaptive concurrency rules.
 pub(crate) struct AdaptiveKind;
@@ -114,7 +112,6 @@ impl RuleSlot for AdaptiveKind {
     #[inline(always)]
     fn check(rules: &AdaptiveRules, c: &mut Checking<'_, '_>) -> Result<(), Refused> {
         let origin = c.ctx.origin_name;
-        let mut took = false;
         for limiter in rules.iter() {
             if !limiter.counts(origin, |o| rules.names_origin(o)) {
                 continue;
@@ -124,51 +121,34 @@ impl RuleSlot for AdaptiveKind {
             }
             c.verdict.holds.hold::<Self>(InFlight {
                 limiter: reference(limiter),
-                completed: AtomicBool::new(false),
             });
-            took = true;
-        }
-        if took {
-            c.hear_exit(Self::KIND);
         }
         Ok(())
     }
-
-    #[inline(always)]
-    fn hears_exit(outcome: Outcome) -> bool {
-        outcome.hears_exit(Self::KIND)
-    }
-
-    /// Completes the call under each rule the entry holds a place under:
-    /// its sample, and its place freed. The rules are the held ones, not
-    /// looked up again in the set in force: a rule reloaded unchanged is
-    /// the same limiter, and a changed or removed rule's old limiter, which
-    /// nothing reads any more, hears the sample harmlessly.
-    #[inline(always)]
-    fn exit(x: &Exiting<'_, '_>, _: impl InForce<AdaptiveRules>) {
-        // `find` visits every hold while the pick answers `None`.
-        x.placement.holds.find::<AdaptiveKind, ()>(|hold| {
-            hold.completed.store(true, Ordering::Relaxed);
-            hold.limiter.complete(x.now, x.rt, x.error);
-            None
-        });
-    }
 }
 
-/// A place in flight under an adaptive rule, held by an entry.
+/// A place in flight under an adaptive rule, held by an entry. The rule
+/// it holds is the one that admitted the call, not looked up again in the
+/// set in force: a rule reloaded unchanged is the same limiter, and a
+/// changed or removed rule's old limiter, which nothing reads any more,
+/// hears the sample harmlessly.
 pub(crate) struct InFlight {
     limiter: Arc<AdaptiveLimiter>,
-    /// The exit hook completed the call (gave its sample, freed its place).
-    completed: AtomicBool,
 }
 
 impl Held for InFlight {
-    /// The call exited: its place was freed with its sample by the exit
-    /// hook; one the hook did not reach is given back without a sample.
+    /// The call ended with no time told: its place is freed without a
+    /// sample.
     fn finish(self) {
-        if !self.completed.load(Ordering::Relaxed) {
-            self.limiter.give_back();
-        }
+        self.limiter.give_back();
+        park(self.limiter);
+    }
+
+    /// The call exited: its sample is given and its place freed, in one
+    /// atomic addition.
+    #[inline(always)]
+    fn finish_exited(self, exit: Exited) {
+        self.limiter.complete(exit.now, exit.rt, exit.error);
         park(self.limiter);
     }
 
@@ -209,9 +189,9 @@ fn reference(limiter: &Arc<AdaptiveLimiter>) -> Arc<AdaptiveLimiter> {
 /// exiting thread) is released.
 #[inline]
 fn park(limiter: Arc<AdaptiveLimiter>) {
-    let mut limiter = Some(limiter);
-    let evicted = PARKED.try_with(|parked| parked.replace(limiter.take()));
-    drop((evicted, limiter));
+    // On an exiting thread the closure is dropped uncalled, and with it
+    // the reference.
+    let _ = PARKED.try_with(move |parked| drop(parked.replace(Some(limiter))));
 }
 
 #[cfg(all(test, not(loom)))]
