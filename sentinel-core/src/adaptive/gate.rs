@@ -327,6 +327,34 @@ mod loom_tests {
         });
     }
 
+    /// A caller that sees the only call admitted complete finds its place
+    /// free: the admission reads the completions before the admission word
+    /// (acquiring them), so it never counts a completion without the
+    /// admission it ends, which would refuse a free place.
+    #[test]
+    fn loom_adaptive_a_completion_seen_frees_its_place() {
+        loom::model(|| {
+            let gate = Arc::new(Gate::new(1));
+            let first = {
+                let gate = Arc::clone(&gate);
+                thread::spawn(move || {
+                    if gate.try_acquire().is_some() {
+                        gate.complete(2);
+                    }
+                })
+            };
+            // Read without ordering: whatever the caller then reads, it
+            // reads on its own.
+            let seen = gate.done.load(Ordering::Relaxed);
+            if completed_between(0, seen).0 == 1 {
+                assert_eq!(gate.try_acquire(), Some((1, 1)), "a freed place refused");
+                gate.give_back();
+            }
+            first.join().unwrap();
+            assert_eq!(gate.read(), (1, 0));
+        });
+    }
+
     /// Calls admitted, completed (sample and release in one addition) and
     /// admitted again on other threads, under a limit of one: never two in
     /// flight at once; a call refused while none was in flight would be a
