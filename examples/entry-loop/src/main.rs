@@ -11,7 +11,9 @@
 //! circuit breaker), `param` (a hot-parameter QPS rule on a short string),
 //! `authority` (a white list with the caller's origin), `system` (a system
 //! QPS limit on an inbound entry), `user` (a user slot that never
-//! refuses, among the rule checks). No case but `block` refuses. Run it
+//! refuses, among the rule checks), `concurrency` (a flow rule of the
+//! concurrency grade that never blocks), `adaptive` (an adaptive rule,
+//! Gradient2's defaults, whose limit one call in flight never reaches). No case but `block` refuses. Run it
 //! with 0 and with N entries and divide the difference by N, so that setup
 //! cancels out:
 //!
@@ -25,9 +27,10 @@
 //! prints the library's log on stderr; it adds no instructions per entry
 //! (the counts are the same without it).
 
+use sentinel_flow::adaptive::{AdaptiveAlgorithm, AdaptiveRule};
 use sentinel_flow::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow::degrade::{DegradeGrade, DegradeRule};
-use sentinel_flow::flow::{ControlBehavior, FlowRule};
+use sentinel_flow::flow::{ControlBehavior, FlowGrade, FlowRule};
 use sentinel_flow::param_flow::ParamFlowRule;
 use sentinel_flow::slot::{EntryContext, Slot, order};
 use sentinel_flow::system::SystemRule;
@@ -107,6 +110,14 @@ fn main() {
             "res",
             AuthorityStrategy::White,
             ["checkout", "ops"],
+        )])),
+        "concurrency" => load(sentinel.flow_rules().load(vec![FlowRule {
+            grade: FlowGrade::Concurrency,
+            ..FlowRule::new("res", NEVER)
+        }])),
+        "adaptive" => load(sentinel.adaptive_rules().load(vec![AdaptiveRule::new(
+            "res",
+            AdaptiveAlgorithm::gradient2(),
         )])),
         "system" => load(sentinel.system_rules().load(vec![SystemRule {
             qps: Some(NEVER),

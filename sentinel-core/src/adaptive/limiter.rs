@@ -1,29 +1,30 @@
 //! `AdaptiveLimiter`: one adaptive rule compiled: its gate (the limit and
-//! the calls in flight, `gate.rs`), the samples of the current window, and
-//! the algorithm's state.
+//! the calls admitted and completed, with the completed calls' RTT sum,
+//! `gate.rs`), the start of the current window, and the algorithm's state.
 //!
-//! Every exit adds its sample to the window with one atomic addition (the
-//! count and the RTT sum in one word), reads of the most calls in flight
-//! and of the lowest RTT (each raised or lowered by one atomic operation
-//! only when the call beats it), and one flag store on a failure. The exit that finds the window over (at least
-//! `window_ms` old, with at least `min_samples` calls) claims it by a
+//! Every exit gives its sample and frees its place with one atomic
+//! addition to the gate's completion word (the count and the RTT sum in
+//! one word), a read of the window's lowest RTT (lowered by one atomic
+//! operation only when the call beats it), and a flag store on a failure. The window is the completions
+//! since the completion word at its start. The exit that finds the window
+//! over (at least `window_ms` old, with at least `min_samples` calls, or
+//! [`MAX_WINDOW_SAMPLES`] calls whatever its age) claims it by a
 //! compare-and-swap of its start, and alone folds it into the algorithm
 //! under a lock no admission takes, then stores the new limit in the gate.
 
 use std::sync::Arc;
 
 use super::algorithm::{Estimator, Sample};
-use super::gate::Gate;
+use super::gate::{COUNT_BITS, Gate, completed_between};
 use super::rule::{ADAPTIVE_APP_DEFAULT, ADAPTIVE_APP_OTHER, AdaptiveRule};
 use crate::sync::Mutex;
 use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
-/// Bits of the RTT sum in the window's accumulator; the count is above.
-const SUM_BITS: u32 = 40;
 /// A sample's RTT is taken as at most this many ms (about 65 s), so that
-/// `2^(64 - SUM_BITS)` samples cannot overflow the sum.
-pub(crate) const MAX_SAMPLE_RTT_MS: u64 = (1 << (SUM_BITS - 24)) - 1;
-/// A window stops counting samples past this many (it folds what it has).
+/// the RTT sum of `2^COUNT_BITS` samples fits the sum's bits.
+pub(crate) const MAX_SAMPLE_RTT_MS: u64 = (1 << (64 - 2 * COUNT_BITS)) - 1;
+/// A window with this many samples folds whatever its age (far below the
+/// `2^COUNT_BITS` a window's count may reach).
 const MAX_WINDOW_SAMPLES: u64 = 1 << 22;
 
 /// Whom a rule counts.
@@ -58,9 +59,8 @@ pub(crate) struct AdaptiveLimiter {
     gate: Gate,
     /// When the current window began, in ms (0: no sample yet).
     window_start: AtomicU64,
-    /// The window's sample count (high bits) and RTT sum in ms (low
-    /// `SUM_BITS` bits).
-    sums: AtomicU64,
+    /// The gate's completion word when the current window began.
+    window_base: AtomicU64,
     max_in_flight: AtomicU32,
     /// The window's lowest RTT, in ms (`u64::MAX`: none yet).
     min_rtt: AtomicU64,
@@ -81,7 +81,7 @@ impl AdaptiveLimiter {
             callers,
             gate: Gate::new(rule.initial_limit),
             window_start: AtomicU64::new(0),
-            sums: AtomicU64::new(0),
+            window_base: AtomicU64::new(0),
             max_in_flight: AtomicU32::new(0),
             min_rtt: AtomicU64::new(u64::MAX),
             dropped: AtomicBool::new(false),
@@ -106,43 +106,41 @@ impl AdaptiveLimiter {
         }
     }
 
-    /// Admits one call if fewer than the limit are in flight.
+    /// Admits one call if fewer than the limit are in flight, keeping the
+    /// most calls in flight of the window.
     #[inline]
     pub(crate) fn try_acquire(&self) -> bool {
-        self.gate.try_acquire().is_some()
-    }
-
-    /// Ends one admitted call (its sample, if any, was given first).
-    #[inline]
-    pub(crate) fn release(&self) {
-        self.gate.release();
-    }
-
-    /// Hears an admitted call's completion at `now` (ms), before its
-    /// release: its RTT and whether it failed; folds the window if it is
-    /// over.
-    pub(crate) fn complete(&self, now: u64, rt: u64, failed: bool) {
-        let (_, in_flight) = self.gate.read();
+        let Some((_, in_flight)) = self.gate.try_acquire() else {
+            return false;
+        };
         // A read first: the most is seldom raised, and a read-modify-write
-        // on every exit would cost as much as the admission.
+        // on every admission would cost as much as the admission.
         if in_flight > self.max_in_flight.load(Ordering::Relaxed) {
             self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
         }
+        true
+    }
+
+    /// Takes back the place of an admitted call that will not run: no
+    /// sample.
+    #[inline]
+    pub(crate) fn give_back(&self) {
+        self.gate.give_back();
+    }
+
+    /// Completes an admitted call at `now` (ms): hears its RTT and whether
+    /// it failed, and frees its place; folds the window if it is over.
+    pub(crate) fn complete(&self, now: u64, rt: u64, failed: bool) {
+        if failed {
+            self.dropped.store(true, Ordering::Relaxed);
+        }
         let rt = rt.min(MAX_SAMPLE_RTT_MS);
-        // The same for the lowest RTT: seldom lowered once the window is
+        // A read first: the lowest is seldom lowered once the window is
         // under way.
         if rt < self.min_rtt.load(Ordering::Relaxed) {
             self.min_rtt.fetch_min(rt, Ordering::Relaxed);
         }
-        if failed {
-            self.dropped.store(true, Ordering::Relaxed);
-        }
-        let sums = if self.sums.load(Ordering::Relaxed) >> SUM_BITS < MAX_WINDOW_SAMPLES {
-            let add = (1 << SUM_BITS) | rt;
-            self.sums.fetch_add(add, Ordering::Relaxed) + add
-        } else {
-            self.sums.load(Ordering::Relaxed)
-        };
+        let completions = self.gate.complete(rt);
         let start = self.window_start.load(Ordering::Relaxed);
         if start == 0 {
             let _ = self.window_start.compare_exchange(
@@ -153,8 +151,11 @@ impl AdaptiveLimiter {
             );
             return;
         }
-        if now.saturating_sub(start) >= self.rule.window_ms
-            && sums >> SUM_BITS >= u64::from(self.rule.min_samples)
+        let (count, _) = completed_between(self.window_base.load(Ordering::Relaxed), completions);
+        let due = (now.saturating_sub(start) >= self.rule.window_ms
+            && count >= u64::from(self.rule.min_samples))
+            || count >= MAX_WINDOW_SAMPLES;
+        if due
             && self
                 .window_start
                 .compare_exchange(start, now.max(1), Ordering::AcqRel, Ordering::Relaxed)
@@ -168,12 +169,12 @@ impl AdaptiveLimiter {
     #[cold]
     fn fold(&self) {
         let mut estimator = self.estimator.lock();
-        let sums = self.sums.swap(0, Ordering::AcqRel);
-        let count = sums >> SUM_BITS;
+        let completions = self.gate.completions();
+        let base = self.window_base.swap(completions, Ordering::Relaxed);
+        let (count, sum) = completed_between(base, completions);
         if count == 0 {
             return;
         }
-        let sum = sums & ((1 << SUM_BITS) - 1);
         let (_, now_in_flight) = self.gate.read();
         let rtt = (sum as f64 / count as f64).max(1.0);
         let min_rtt = self.min_rtt.swap(u64::MAX, Ordering::Relaxed);
@@ -245,10 +246,19 @@ mod tests {
         // Three samples, 20 in flight: AIMD adds one.
         assert_eq!(l.snapshot().limit, 21);
         assert_eq!(l.snapshot().last_rtt_ms, 10.0);
-        for _ in 0..3 {
-            l.release();
-        }
+        // Each completion freed its place.
         assert_eq!(l.snapshot().in_flight, 17);
+        for _ in 0..3 {
+            l.give_back();
+        }
+        assert_eq!(l.snapshot().in_flight, 14);
+        // The next window counts its own samples alone.
+        l.complete(2_500, 40, false);
+        l.complete(2_500, 40, false);
+        assert_eq!(l.snapshot().last_rtt_ms, 10.0, "not old enough yet");
+        l.complete(3_000, 40, false);
+        assert_eq!(l.snapshot().last_rtt_ms, 40.0);
+        assert_eq!(l.snapshot().in_flight, 11);
     }
 
     #[test]
@@ -279,8 +289,10 @@ mod tests {
             min_samples: 1,
             ..AdaptiveRule::new("r", AdaptiveAlgorithm::aimd())
         });
+        assert!(l.try_acquire() && l.try_acquire());
         l.complete(1, u64::MAX, false);
         l.complete(2_000, u64::MAX, false);
+        assert_eq!(l.snapshot().in_flight, 0);
         let rtt = l.snapshot().last_rtt_ms;
         assert_eq!(rtt, MAX_SAMPLE_RTT_MS as f64);
     }

@@ -17,9 +17,10 @@
 //! exit (the Entry dropped)
 //!   statistic        response time, success, error (or the thread unwinding)
 //!   RuleChain        each kind whose check asked: flow releases its
-//!                    reservations, degrade feeds its breakers, adaptive
-//!                    its limits (a call of its own per kind)
-//!   holds            hot-parameter counts and probes ended
+//!                    reservations, degrade feeds its breakers (a call of
+//!                    its own per kind)
+//!   holds            hot-parameter counts and probes ended, adaptive
+//!                    places freed with their samples
 //!   user slots       in order
 //! ```
 //!
@@ -39,6 +40,7 @@
 //! the entry and nothing at the exit.
 
 use super::cluster_builder::ClusterBuilderSlot;
+use super::holds::Exited;
 use super::node_selector::NodeSelectorSlot;
 use super::placement::{Place, Placement};
 use super::rule_chain::{RuleChain, RuleChecks};
@@ -255,7 +257,7 @@ pub(crate) fn exit(engine: &Engine, placement: &mut Placement<'_>, error: bool) 
     if placement.outcome.exit_has_work() {
         RuleChain::exit(engine, placement, now, rt, error, panicked);
     }
-    placement.holds.finish();
+    placement.holds.finish_exited(|| Exited { now, rt, error });
     if !engine.slots.is_empty() {
         let ctx = ExitContext {
             placement,

@@ -9,11 +9,32 @@ use std::mem::ManuallyDrop;
 
 use crate::engine::parts::Parts;
 
+/// How an entry that holds something exited.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Exited {
+    /// When (instance clock, ms).
+    pub(crate) now: u64,
+    /// Its response time, ms.
+    pub(crate) rt: u64,
+    /// An error was recorded, or it exits as its thread unwinds.
+    pub(crate) error: bool,
+}
+
 /// What an entry holds of one kind's rule, until it ends.
 pub(crate) trait Held: Sized {
     /// Ends the hold of an entry that exited (a probe was reported with the
     /// entry's completion already): gives its counts back.
     fn finish(self);
+
+    /// Ends the hold of an entry that exited as `exit` says: by default as
+    /// [`finish`](Self::finish). A kind whose hold is all it hears of the
+    /// exit (an adaptive rule's place, which takes the call's sample) reads
+    /// `exit` here, with no exit hook of its own.
+    #[inline(always)]
+    fn finish_exited(self, exit: Exited) {
+        let _ = exit;
+        self.finish();
+    }
 
     /// Gives back the hold of an entry that will not run (a later check
     /// refused it, or it was dropped before it was admitted).
@@ -59,9 +80,16 @@ macro_rules! holds {
         }
 
         impl Hold {
+            #[cfg(test)]
             fn finish(self) {
                 match self {
                     $(Hold::$variant(held) => held.finish(),)*
+                }
+            }
+
+            fn finish_exited(self, exit: Exited) {
+                match self {
+                    $(Hold::$variant(held) => held.finish_exited(exit),)*
                 }
             }
 
@@ -138,12 +166,23 @@ impl Holds {
             .find_map(|hold| pick(K::unwrap(hold)?))
     }
 
-    /// Ends the holds of an entry that exited (its probes were reported to
-    /// their breakers with its completion): gives the counts back.
-    #[inline]
+    /// Ends the holds of an entry that ended with no time told: gives the
+    /// counts back.
+    #[cfg(test)]
     pub(crate) fn finish(&mut self) {
         if self.0.is_some() {
             self.end(Hold::finish);
+        }
+    }
+
+    /// Ends the holds of an entry that exited as `exit` says (made only
+    /// when the entry holds something; its probes were reported to their
+    /// breakers with its completion): gives the counts back.
+    #[inline]
+    pub(crate) fn finish_exited(&mut self, exit: impl FnOnce() -> Exited) {
+        if self.0.is_some() {
+            let exit = exit();
+            self.end(|hold| hold.finish_exited(exit));
         }
     }
 
@@ -156,12 +195,15 @@ impl Holds {
         }
     }
 
+    /// Ends every hold, the latest first (as the chain undoes its checks).
     #[cold]
     fn end(&mut self, mut end: impl FnMut(Hold)) {
         let Some(mut list) = Option::take(&mut self.0) else {
             return;
         };
-        for hold in list.drain(..) {
+        // Popped rather than drained: a drain's guard costs as much again
+        // as ending one hold.
+        while let Some(hold) = list.pop() {
             end(hold);
         }
         // Kept for the thread's next holder (one is enough; any other goes).
