@@ -19,3 +19,8 @@ pub const DEGRADE: i32 = -1_000;
 /// Adaptive concurrency limits (last: a call another check refuses takes
 /// no place in flight).
 pub const ADAPTIVE: i32 = -500;
+/// Gateway rules (before the hot-parameter rules, as Sentinel's gateway
+/// flow slot).
+pub const GATEWAY: i32 = -4_000;
+/// API definitions (nothing to check: last).
+pub const API_DEFINITIONS: i32 = -250;

@@ -204,10 +204,12 @@ mod tests {
             [
                 order::AUTHORITY,
                 order::SYSTEM,
+                order::GATEWAY,
                 order::PARAM_FLOW,
                 order::FLOW,
                 order::DEGRADE,
-                order::ADAPTIVE
+                order::ADAPTIVE,
+                order::API_DEFINITIONS
             ]
         );
         assert!(orders.is_sorted(), "a slot of smaller order runs first");
