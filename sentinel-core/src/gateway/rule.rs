@@ -77,7 +77,7 @@ impl ApiDefinition {
         }
         for (at, predicate) in self.predicates.iter().enumerate() {
             if let Err(message) = PathMatcher::new(&predicate.pattern, predicate.match_strategy) {
-                problems.add("predicates", format!("predicate {at}: pattern {message}"));
+                problems.add("predicates", format!("pattern {at}: {message}"));
             }
         }
         problems.into_vec()
