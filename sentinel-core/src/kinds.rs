@@ -34,8 +34,6 @@ macro_rules! for_each_rule_kind {
                 "An origin white or black list." "Origin white and black lists.";
             system System [system::SystemKind] [system::SystemRule] system_rules "system" "SystemBlockException"
                 "System adaptive protection." "System rules.";
-            gateway Gateway [gateway::GatewayKind] [gateway::GatewayRule] gateway_rules "gateway" "ParamFlowException"
-                "A gateway rule (a limit on a route or an API group, per request attribute)." "Gateway rules.";
             param_flow ParamFlow [param_flow::ParamFlowKind] [param_flow::ParamFlowRule] param_flow_rules "param_flow" "ParamFlowException"
                 "A hot-parameter rule (a limit per argument value)." "Hot-parameter rules.";
             flow Flow [flow::FlowKind] [flow::FlowRule] flow_rules "flow" "FlowException"
@@ -44,6 +42,8 @@ macro_rules! for_each_rule_kind {
                 "An open circuit breaker." "Circuit-breaking rules.";
             adaptive Adaptive [adaptive::AdaptiveKind] [adaptive::AdaptiveRule] adaptive_rules "adaptive" "AdaptiveException"
                 "An adaptive concurrency limit at its current value." "Adaptive concurrency rules.";
+            gateway Gateway [gateway::GatewayKind] [gateway::GatewayRule] gateway_rules "gateway" "ParamFlowException"
+                "A gateway rule (a limit on a route or an API group, per request attribute)." "Gateway rules.";
             api_definitions ApiDefinitions [gateway::ApiDefinitionsKind] [gateway::ApiDefinition] api_definitions "api_definitions" "ApiDefinitionException"
                 "Never: an API definition refuses nothing." "API definitions (named groups of request paths).";
         }

@@ -26,11 +26,11 @@ fn the_example_file_loads_every_kind() {
         [
             ("authority", 1),
             ("system", 1),
-            ("gateway", 0),
             ("param_flow", 1),
             ("flow", 2),
             ("degrade", 2),
             ("adaptive", 0),
+            ("gateway", 0),
             ("api_definitions", 0)
         ]
     );

@@ -1,7 +1,8 @@
 //! The two kinds. API definitions ([`order::API_DEFINITIONS`]) have
 //! nothing to check: they mark no resource, so their slot never runs.
-//! Gateway rules ([`order::GATEWAY`], before the hot-parameter rules, as
-//! in Sentinel) run the hot-parameter check of the rules they become over
+//! Gateway rules ([`order::GATEWAY`], after the other kinds' checks, so
+//! that an entry of a resource without gateway rules never comes to them)
+//! run the hot-parameter check of the rules they become over
 //! the entry's arguments: a rate limiter's wait goes into the outcome, a
 //! concurrency count into the holds until the entry exits.
 

@@ -204,11 +204,11 @@ mod tests {
             [
                 order::AUTHORITY,
                 order::SYSTEM,
-                order::GATEWAY,
                 order::PARAM_FLOW,
                 order::FLOW,
                 order::DEGRADE,
                 order::ADAPTIVE,
+                order::GATEWAY,
                 order::API_DEFINITIONS
             ]
         );

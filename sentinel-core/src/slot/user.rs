@@ -150,11 +150,11 @@ mod tests {
             &[
                 order::AUTHORITY,
                 order::SYSTEM,
-                order::GATEWAY,
                 order::PARAM_FLOW,
                 order::FLOW,
                 order::DEGRADE,
                 order::ADAPTIVE,
+                order::GATEWAY,
                 order::API_DEFINITIONS,
             ],
         );
@@ -166,10 +166,10 @@ mod tests {
         assert_eq!(of(&chain.checks[0]), [order::STATISTIC]);
         assert_eq!(of(&chain.checks[1]), [order::AUTHORITY]);
         assert_eq!(of(&chain.checks[2]), Vec::<i32>::new());
-        assert_eq!(of(&chain.checks[3]), Vec::<i32>::new());
-        assert_eq!(of(&chain.checks[4]), [order::FLOW - 1]);
-        assert_eq!(of(&chain.checks[5]), Vec::<i32>::new());
-        assert_eq!(of(&chain.checks[6]), [order::DEGRADE + 1]);
+        assert_eq!(of(&chain.checks[3]), [order::FLOW - 1]);
+        assert_eq!(of(&chain.checks[4]), Vec::<i32>::new());
+        assert_eq!(of(&chain.checks[5]), [order::DEGRADE + 1]);
+        assert_eq!(of(&chain.checks[6]), Vec::<i32>::new());
         assert_eq!(of(&chain.checks[7]), Vec::<i32>::new());
         assert_eq!(of(&chain.checks[8]), [i32::MAX]);
         assert_eq!(chain.all.len(), orders.len());
