@@ -419,5 +419,7 @@ fn the_annotated_file_of_the_guide_loads() {
     let items = &file.book.param_flow[0].param_flow_item_list;
     assert_eq!(items[2].value, ParamValue::from(2.5));
     assert_eq!(items[3].class_type, Some("long"));
+    assert_eq!(file.book.api_definitions[0].predicates.len(), 2);
+    assert!(file.book.gateway[0].param_item.is_some());
     assert!(file.book.validate().is_ok());
 }
