@@ -12,8 +12,11 @@ use crate::Sentinel;
 
 /// The API definitions and gateway rules in force on an instance, as one
 /// load left them: an adapter compiles what it reads per request from
-/// them once, and asks [`is_in_force`](Self::is_in_force) per request
-/// (two pointer comparisons) whether to compile again.
+/// them once, and per request compares the instance's
+/// [`rules_version`](Sentinel::rules_version) with the one it last found
+/// them in force at (one atomic read); when another load came since, it
+/// asks [`is_in_force`](Self::is_in_force) (two pointer comparisons)
+/// whether to compile again.
 ///
 /// ```
 /// use sentinel_flow_core::gateway::{GatewayArgument, GatewayParamItem, GatewayRule};
@@ -26,6 +29,7 @@ use crate::Sentinel;
 ///     GatewayRule::route("/a", 1.0).param_item(GatewayParamItem::header("x-api-key")),
 /// ])?;
 /// assert!(!before.is_in_force(&sentinel));
+/// assert_ne!(sentinel.rules_version(), before.version());
 /// let now = sentinel.gateway_in_force();
 /// let (resource, args) = now.arguments().remove(0);
 /// assert_eq!(resource, "/a");
@@ -39,6 +43,7 @@ use crate::Sentinel;
 pub struct GatewayInForce {
     apis: Arc<ApiSet>,
     rules: Arc<GatewaySet>,
+    version: u32,
 }
 
 /// What one argument of a resource's entries is, for the gateway rule
@@ -61,6 +66,12 @@ pub enum GatewayArgument<'a> {
 }
 
 impl GatewayInForce {
+    /// The version of the instance's rules they were read from (see
+    /// [`Sentinel::rules_version`]).
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
     /// The API definitions, compiled, in load order.
     pub fn apis(&self) -> &[Arc<CompiledApi>] {
         &self.apis.apis
@@ -115,7 +126,17 @@ impl Sentinel {
         GatewayInForce {
             apis: Arc::clone(&set.parts.api_definitions),
             rules: Arc::clone(&set.parts.gateway),
+            version: set.version,
         }
+    }
+
+    /// The version of the rules in force: it changes with every load of
+    /// any kind (0 before the first), and reading it is one atomic load.
+    /// What is compiled from the rules in force (an adapter's plan, see
+    /// [`GatewayInForce`]) is known current while the version is the one
+    /// it was last found current at.
+    pub fn rules_version(&self) -> u32 {
+        self.engine.rules.rules_version()
     }
 }
 
