@@ -223,3 +223,46 @@ impl CompiledKind for GatewaySet {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gateway::{ApiPredicate, GatewayParamItem};
+    use crate::rules::list::ResourceRules;
+    use crate::{ManualClock, Sentinel};
+
+    #[test]
+    fn api_definitions_mark_no_resource_and_gateway_rules_mark_theirs() {
+        let sentinel = Sentinel::builder().clock(ManualClock::new(0)).build();
+        let orders = ApiDefinition::new("orders", vec![ApiPredicate::prefix("/orders/**")]);
+        sentinel.api_definitions().load(vec![orders]).unwrap();
+        let set = sentinel.rule_set();
+        let rules = ResourceRules::of(&set.parts, "orders");
+        assert!(rules.present(true).is_empty() && rules.present(false).is_empty());
+        sentinel
+            .gateway_rules()
+            .load(vec![
+                GatewayRule::api_group("orders", 1.0).param_item(GatewayParamItem::client_ip()),
+            ])
+            .unwrap();
+        let set = sentinel.rule_set();
+        assert!(
+            !ResourceRules::of(&set.parts, "orders")
+                .present(false)
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn an_unchanged_definition_keeps_its_compiled_patterns() {
+        let a = ApiDefinition::new("a", vec![ApiPredicate::regex("/a/[0-9]+")]);
+        let b = ApiDefinition::new("b", vec![ApiPredicate::exact("/b")]);
+        let first = ApiSet::compile(vec![a.clone(), b.clone()], &ApiSet::default());
+        let changed = ApiDefinition::new("b", vec![ApiPredicate::exact("/c")]);
+        let second = ApiSet::compile(vec![changed, a], &first);
+        assert!(Arc::ptr_eq(&second.apis[1], &first.apis[0]));
+        assert!(!Arc::ptr_eq(&second.apis[0], &first.apis[1]));
+        assert!(second.apis[0].matches("/c") && !second.apis[0].matches("/b"));
+        assert!(second.apis[1].matches("/a/7") && !second.apis[1].matches("/a/x"));
+    }
+}
