@@ -38,11 +38,11 @@ use crate::name::clean_path;
 /// A request enters, in order, its route's resource and the resource of
 /// each API group whose predicates match its path (as Sentinel's gateway
 /// filters do), each with the arguments its gateway rules read; the first
-/// refusal answers it (`429`, `blocked by gateway` (or another kind of
-/// the resource's rules),
-/// `Retry-After` and, for a QPS rule, `RateLimit-Policy` / `RateLimit`
-/// stating the caller's own limit: the count of the value that was
-/// refused, per its window), and the entries made before are left. A rate
+/// refusal answers it (`429`, `blocked by gateway` or by the kind of
+/// another rule of the resource, `Retry-After` and, for a QPS rule,
+/// `RateLimit-Policy` / `RateLimit` stating the caller's own limit: the
+/// count of the value that was refused, per its window), and the entries
+/// made before are left. A rate
 /// limiter's queue waits on a tokio timer, the longest of the resources'
 /// waits. The entries exit when the response body ends (or is dropped);
 /// a 5xx response or an inner error is recorded as their error.
