@@ -42,6 +42,10 @@ macro_rules! for_each_rule_kind {
                 "An open circuit breaker." "Circuit-breaking rules.";
             adaptive Adaptive [adaptive::AdaptiveKind] [adaptive::AdaptiveRule] adaptive_rules "adaptive" "AdaptiveException"
                 "An adaptive concurrency limit at its current value." "Adaptive concurrency rules.";
+            gateway Gateway [gateway::GatewayKind] [gateway::GatewayRule] gateway_rules "gateway" "ParamFlowException"
+                "A gateway rule (a limit on a route or an API group, per request attribute)." "Gateway rules.";
+            api_definitions ApiDefinitions [gateway::ApiDefinitionsKind] [gateway::ApiDefinition] api_definitions "api_definitions" "ApiDefinitionException"
+                "Never: an API definition refuses nothing." "API definitions (named groups of request paths).";
         }
     };
 }

@@ -55,6 +55,7 @@ pub mod degrade;
 mod engine;
 mod entry;
 pub mod flow;
+pub mod gateway;
 pub mod log;
 pub mod node;
 mod param;

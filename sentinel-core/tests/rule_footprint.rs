@@ -34,8 +34,12 @@ fn a_full_hot_param_table_takes_at_most_what_the_budget_counts() {
         let args = [ParamValue::from(value)];
         drop(sentinel.entry_builder("r").args(&args).enter());
     };
-    // The resource's node and its windows, before the reading.
+    // The resource's node and its windows, and the code of a load and of
+    // a hot-parameter check (pages of the binary, resident once run),
+    // before the reading.
+    load(&sentinel, [ParamFlowRule::new("r", 0, 1_000_000.0)]);
     enter(-1);
+    load(&sentinel, Vec::<ParamFlowRule>::new());
     let counted_before = sentinel.rule_memory();
     let resident_before = resident_bytes();
 

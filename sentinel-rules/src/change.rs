@@ -252,14 +252,23 @@ mod tests {
                 "system",
                 "authority",
                 "param_flow",
-                "adaptive"
+                "adaptive",
+                "api_definitions",
+                "gateway"
             ]
         );
         let own: Vec<_> = RuleChange::kinds()
             .iter()
             .filter_map(|k| Some((k.name, k.commands?.get)))
             .collect();
-        assert_eq!(own, [("param_flow", "getParamFlowRules")]);
+        assert_eq!(
+            own,
+            [
+                ("param_flow", "getParamFlowRules"),
+                ("api_definitions", "gateway/getApiDefinitions"),
+                ("gateway", "gateway/getRules")
+            ]
+        );
         let book = RuleBook::default();
         let order: Vec<_> = RuleChange::all_of(&book)
             .iter()

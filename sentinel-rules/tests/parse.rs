@@ -29,7 +29,9 @@ fn the_example_file_loads_every_kind() {
             ("param_flow", 1),
             ("flow", 2),
             ("degrade", 2),
-            ("adaptive", 0)
+            ("adaptive", 0),
+            ("gateway", 0),
+            ("api_definitions", 0)
         ]
     );
     assert_eq!(file.track_percentiles, ["GET:/orders"]);
@@ -211,7 +213,7 @@ fn every_kind_of_error_at_its_position() {
         (
             "flows:\n  - {resource: r, count: 1}\n",
             "rules.yaml:1:1: unknown key \"flows\" (known: version, flow, degrade, system, authority, \
-             param_flow, adaptive, track_percentiles)",
+             param_flow, adaptive, api_definitions, gateway, track_percentiles)",
         ),
         (
             "flow: {resource: r, count: 1}\n",
@@ -224,7 +226,7 @@ fn every_kind_of_error_at_its_position() {
         (
             "- flow\n",
             "rules.yaml:1:1: a rule file is a mapping with keys version, flow, degrade, system, \
-             authority, param_flow, adaptive, track_percentiles; got a list",
+             authority, param_flow, adaptive, api_definitions, gateway, track_percentiles; got a list",
         ),
         (
             "flow:\n  - {resource: r, count: 1, count: 2}\n",
@@ -276,7 +278,7 @@ unknown: 1
             "rules.yaml:7:60: degrade[0] (b): probe_num must be in 1..=32767, got 0",
             "rules.yaml:9:11: system[0]: qps must be a finite number >= 0, got -3",
             "rules.yaml:10:1: unknown key \"unknown\" (known: version, flow, degrade, system, \
-             authority, param_flow, adaptive, track_percentiles)",
+             authority, param_flow, adaptive, api_definitions, gateway, track_percentiles)",
         ]
     );
 }
@@ -339,7 +341,7 @@ fn anchors_and_aliases_are_refused() {
     let lines = errors(bomb);
     assert_eq!(
         lines[0],
-        "rules.yaml:1:1: unknown key \"a\" (known: version, flow, degrade, system, authority, param_flow, adaptive, track_percentiles)"
+        "rules.yaml:1:1: unknown key \"a\" (known: version, flow, degrade, system, authority, param_flow, adaptive, api_definitions, gateway, track_percentiles)"
     );
     assert_eq!(
         lines[1],
@@ -400,7 +402,7 @@ fn a_utf8_bom_at_the_start_is_accepted() {
     assert_eq!(
         errors("flow: []\n\u{feff}degrade: []\n"),
         [
-            "rules.yaml:2:1: unknown key \"\\u{feff}degrade\" (known: version, flow, degrade, system, authority, param_flow, adaptive, track_percentiles)"
+            "rules.yaml:2:1: unknown key \"\\u{feff}degrade\" (known: version, flow, degrade, system, authority, param_flow, adaptive, api_definitions, gateway, track_percentiles)"
         ]
     );
 }
@@ -417,5 +419,7 @@ fn the_annotated_file_of_the_guide_loads() {
     let items = &file.book.param_flow[0].param_flow_item_list;
     assert_eq!(items[2].value, ParamValue::from(2.5));
     assert_eq!(items[3].class_type, Some("long"));
+    assert_eq!(file.book.api_definitions[0].predicates.len(), 2);
+    assert!(file.book.gateway[0].param_item.is_some());
     assert!(file.book.validate().is_ok());
 }

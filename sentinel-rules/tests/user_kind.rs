@@ -126,7 +126,7 @@ fn an_unregistered_section_is_an_unknown_key_naming_the_registered_kinds() {
     assert_eq!(
         error.lines(),
         [
-            "rules.yaml:3:1: unknown key \"deny_after\" (known: version, flow, degrade, system, authority, param_flow, adaptive, track_percentiles)"
+            "rules.yaml:3:1: unknown key \"deny_after\" (known: version, flow, degrade, system, authority, param_flow, adaptive, api_definitions, gateway, track_percentiles)"
         ]
     );
     let (_, _, options) = instance();
@@ -139,7 +139,7 @@ fn an_unregistered_section_is_an_unknown_key_naming_the_registered_kinds() {
     assert_eq!(
         error.lines(),
         [
-            "rules.yaml:2:1: unknown key \"allow_after\" (known: version, flow, degrade, system, authority, param_flow, adaptive, deny_after, track_percentiles)"
+            "rules.yaml:2:1: unknown key \"allow_after\" (known: version, flow, degrade, system, authority, param_flow, adaptive, api_definitions, gateway, deny_after, track_percentiles)"
         ]
     );
 }
@@ -284,7 +284,7 @@ fn a_user_kind_reads_and_writes_sentinel_json() {
     assert_eq!(
         unknown,
         [
-            "\"allow_after\" is not a rule kind (one of flow, degrade, system, authority, param_flow, adaptive, deny_after)"
+            "\"allow_after\" is not a rule kind (one of flow, degrade, system, authority, param_flow, adaptive, api_definitions, gateway, deny_after)"
         ]
     );
     change.load_into(&Sentinel::builder().build()).unwrap();

@@ -10,6 +10,7 @@ use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use sentinel_flow_core::degrade::DegradeRule;
 use sentinel_flow_core::flow::FlowQuota;
 use sentinel_flow_core::flow::{FlowGrade, FlowRule};
+use sentinel_flow_core::gateway::{GatewayGrade, GatewayRule};
 use sentinel_flow_core::param_flow::{ParamFlowGrade, ParamFlowRule};
 use sentinel_flow_core::{BlockError, BlockKind};
 
@@ -42,6 +43,7 @@ const DUPLICATE_ORIGIN: &str = "duplicated origin header";
 ///   breaker lets a probe through;
 /// - system: 1 (its limits are per-second measures);
 /// - hot parameter, QPS grade: the rule's `duration_in_sec`;
+/// - gateway, QPS grade: the rule's `interval_sec` (concurrency: `None`);
 /// - authority and custom slots: `None` (retrying does not help).
 ///
 /// ```
@@ -69,6 +71,11 @@ pub fn retry_after(block: &BlockError) -> Option<u64> {
         BlockKind::System => Some(1),
         BlockKind::ParamFlow => match block.rule_as::<ParamFlowRule>() {
             Some(rule) if rule.grade == ParamFlowGrade::Qps => Some(rule.duration_in_sec.max(1)),
+            Some(_) => None,
+            None => Some(1),
+        },
+        BlockKind::Gateway => match block.rule_as::<GatewayRule>() {
+            Some(rule) if rule.grade == GatewayGrade::Qps => Some(rule.interval_sec.max(1)),
             Some(_) => None,
             None => Some(1),
         },

@@ -399,33 +399,38 @@ fn a_load_replaces_the_gateways_rules_and_keeps_the_others() {
         .load(vec![sentinel_flow_core::flow::FlowRule::new("other", 1.0)])
         .unwrap();
     let gateway = gateway_on(sentinel, vec![abc()], vec![GatewayRule::route("/x", 1.0)]);
-    let names = |sentinel: &Sentinel| {
-        let mut names: Vec<_> = sentinel
-            .flow_rules()
-            .rules()
-            .into_iter()
-            .map(|r| r.resource)
-            .collect();
-        names.sort();
-        names
-    };
-    assert_eq!(names(sentinel), ["/x", "other"]);
+    assert_eq!(
+        sentinel.gateway_rules().rules(),
+        [GatewayRule::route("/x", 1.0)]
+    );
     gateway
         .load(
             vec![abc()],
             vec![GatewayRule::api_group("abc", 1.0).param_item(GatewayParamItem::client_ip())],
         )
         .unwrap();
-    assert_eq!(names(sentinel), ["other"]);
-    assert_eq!(sentinel.param_flow_rules().rules().len(), 1);
+    let flow: Vec<_> = sentinel
+        .flow_rules()
+        .rules()
+        .into_iter()
+        .map(|r| r.resource)
+        .collect();
+    assert_eq!(flow, ["other"]);
+    assert!(sentinel.param_flow_rules().rules().is_empty());
     assert_eq!(gateway.rules().len(), 1);
     // An invalid load changes nothing.
     let error = gateway
-        .load(vec![], vec![GatewayRule::api_group("abc", 1.0)])
+        .load(vec![], vec![GatewayRule::route("/x", -1.0)])
         .unwrap_err();
-    assert_eq!(error.errors()[0].field, "resource");
+    assert_eq!(error.errors()[0].field, "count");
     assert_eq!(gateway.api_definitions(), vec![abc()]);
-    assert_eq!(sentinel.param_flow_rules().rules().len(), 1);
+    assert_eq!(gateway.rules().len(), 1);
+    // A rule naming an undefined API group is no error: it matches no
+    // request, as in Sentinel.
+    gateway
+        .load(vec![], vec![GatewayRule::api_group("abc", 1.0)])
+        .unwrap();
+    assert!(gateway.api_definitions().is_empty());
 }
 
 #[test]
@@ -545,47 +550,31 @@ fn a_concurrency_rule_holds_each_clients_entries_until_its_response_ends() {
 #[test]
 fn the_gateways_rules_stay_in_force_when_the_instances_rules_are_replaced() {
     let (sentinel, _clock) = sentinel();
-    let gateway = gateway_on(
-        sentinel,
-        vec![abc()],
-        vec![
-            GatewayRule::api_group("abc", 10.0).param_item(GatewayParamItem::client_ip()),
-            GatewayRule::route("/x", 5.0),
-        ],
-    );
-    // A rule file reloaded: the whole book replaced.
+    let rules = vec![
+        GatewayRule::api_group("abc", 10.0).param_item(GatewayParamItem::client_ip()),
+        GatewayRule::route("/x", 5.0),
+    ];
+    let gateway = gateway_on(sentinel, vec![abc()], rules.clone());
+    // Another kind replaced (code, the dashboard): the gateway's kinds are
+    // not touched.
     sentinel
-        .load_rule_book(sentinel_flow_core::RuleBook {
-            flow: vec![sentinel_flow_core::flow::FlowRule::new("from-file", 1.0)],
-            ..Default::default()
-        })
-        .unwrap();
-    let flow: Vec<_> = sentinel
         .flow_rules()
-        .rules()
-        .into_iter()
-        .map(|r| r.resource)
-        .collect();
-    assert_eq!(flow, ["from-file", "/x"]);
-    assert_eq!(sentinel.param_flow_rules().rules().len(), 1);
-    // One kind cleared in code.
+        .load(vec![sentinel_flow_core::flow::FlowRule::new(
+            "from-file",
+            1.0,
+        )])
+        .unwrap();
     sentinel.param_flow_rules().load(vec![]).unwrap();
-    assert_eq!(sentinel.param_flow_rules().rules()[0].resource, "abc");
-    assert_eq!(sentinel.flow_rules().rules().len(), 2);
-    // A rule of another source on a resource the gateway owns: replaced.
+    assert_eq!(gateway.rules(), rules);
+    assert_eq!(gateway.api_definitions(), vec![abc()]);
+    // A whole book carrying them (a rule file with their sections).
     let mut book = sentinel.rule_book();
-    book.param_flow
-        .push(sentinel_flow_core::param_flow::ParamFlowRule::new(
-            "abc", 3, 1.0,
-        ));
+    book.flow.clear();
     sentinel.load_rule_book(book).unwrap();
-    let param = sentinel.param_flow_rules().rules();
-    assert_eq!(param.len(), 1);
-    assert_eq!(param[0].param_idx, 0);
-    // Dropped gateways put nothing back.
+    assert_eq!(gateway.rules(), rules);
+    // Dropped gateways leave the rules in force: they are the instance's.
     drop(gateway);
-    sentinel.param_flow_rules().load(vec![]).unwrap();
-    assert!(sentinel.param_flow_rules().rules().is_empty());
+    assert_eq!(sentinel.gateway_rules().rules(), rules);
 }
 
 #[test]

@@ -77,7 +77,7 @@ fn a_million_distinct_clients_stay_within_the_table_bound_and_hot_clients_are_li
                 other => panic!("unexpected status {other}"),
             }
         };
-        let capacity = sentinel.param_flow_rules().rules()[0].effective_capacity();
+        let capacity = sentinel.gateway_rules().rules()[0].effective_capacity();
         let before = resident_bytes();
         let mut hot_admitted = [0usize; HOT_KEYS as usize];
         let mut cold_admitted = 0u64;
@@ -93,7 +93,7 @@ fn a_million_distinct_clients_stay_within_the_table_bound_and_hot_clients_are_li
         }
         let grown = resident_bytes().saturating_sub(before);
         assert_eq!(hot_admitted, [LIMIT; HOT_KEYS as usize], "hot keys within the churn");
-        let (_, table) = sentinel.param_flow_rules().tables().remove(0);
+        let (_, table) = sentinel.gateway_rules().tables().remove(0);
         println!(
             "{COLD_KEYS} cold keys: {cold_admitted} admitted; table: {} values, {} bytes, {} evictions; resident memory grew {} KiB",
             table.values,

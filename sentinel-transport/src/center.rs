@@ -50,7 +50,7 @@ pub struct CommandCenter {
     port: u16,
     bind: IpAddr,
     app: Option<String>,
-    app_type: i32,
+    app_type: Option<i32>,
     dashboards: Vec<String>,
     heartbeat_interval: Duration,
     heartbeat_ip: Option<IpAddr>,
@@ -105,7 +105,7 @@ impl CommandCenter {
             port: DEFAULT_PORT,
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             app: None,
-            app_type: 0,
+            app_type: None,
             dashboards: Vec::new(),
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             heartbeat_ip: None,
@@ -146,10 +146,12 @@ impl CommandCenter {
         self
     }
 
-    /// Sentinel's application type (default 0, a common application; 1 is
-    /// an API gateway).
+    /// Sentinel's application type (0 a common application, 1 an API
+    /// gateway, whose gateway rules and API definitions the dashboard
+    /// manages). By default each heartbeat tells 1 while the instance has
+    /// gateway rules or API definitions in force, else 0.
     pub fn app_type(mut self, app_type: i32) -> Self {
-        self.app_type = app_type;
+        self.app_type = Some(app_type);
         self
     }
 
@@ -455,6 +457,7 @@ impl CommandCenter {
         }
         let limits = self.limits();
         let interval = self.heartbeat_interval;
+        let app_type = self.app_type;
         let sentinel = Arc::clone(&self.sentinel);
         let router = self.router(machine.clone(), Arc::clone(&writers));
         let listener = {
@@ -472,7 +475,11 @@ impl CommandCenter {
                 dashboards,
                 interval,
                 writers,
-                move || wall_clock_ms(&sentinel),
+                {
+                    let sentinel = Arc::clone(&sentinel);
+                    move || wall_clock_ms(&sentinel)
+                },
+                move || crate::info::app_type(app_type, &sentinel),
             ))
         });
         tracing::info!(%addr, "sentinel command center listening");

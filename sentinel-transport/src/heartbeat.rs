@@ -27,11 +27,12 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// connection is closed.
 const MAX_ANSWER_BYTES: usize = 4 * 1024;
 
-/// The heartbeat's form for the machine, at Unix time `now_ms`.
-pub(crate) fn form(machine: &Machine, now_ms: u64) -> String {
+/// The heartbeat's form for the machine, of application type `app_type`,
+/// at Unix time `now_ms`.
+pub(crate) fn form(machine: &Machine, app_type: i32, now_ms: u64) -> String {
     form_urlencoded::Serializer::new(String::new())
         .append_pair("app", &machine.app)
-        .append_pair("app_type", &machine.app_type.to_string())
+        .append_pair("app_type", &app_type.to_string())
         .append_pair("hostname", &machine.hostname)
         .append_pair("ip", &machine.ip.to_string())
         .append_pair("port", &machine.port.to_string())
@@ -48,20 +49,24 @@ pub(crate) fn form(machine: &Machine, now_ms: u64) -> String {
 /// `dashboards` (`host:port` or `http://host:port[/prefix]`), each on a
 /// task of its own so that a slow one delays no other, and before each
 /// beat resolves the dashboard's name again into `writers` (dashboard `i`
-/// in slot `i`). Aborting this task drops the set, which aborts them.
+/// in slot `i`). Each beat tells the application type `app_type` gives
+/// then. Aborting this task drops the set, which aborts them.
 pub(crate) async fn run(
     machine: Machine,
     dashboards: Vec<String>,
     interval: Duration,
     writers: Arc<Writers>,
     now_ms: impl Fn() -> u64 + Send + Sync + 'static,
+    app_type: impl Fn() -> i32 + Send + Sync + 'static,
 ) {
     let client: Client<HttpConnector, Full<Bytes>> =
         Client::builder(TokioExecutor::new()).build_http();
     let now_ms = Arc::new(now_ms);
+    let app_type = Arc::new(app_type);
     let mut beats = JoinSet::new();
     for (index, dashboard) in dashboards.into_iter().enumerate() {
         let (client, machine, now_ms) = (client.clone(), machine.clone(), Arc::clone(&now_ms));
+        let app_type = Arc::clone(&app_type);
         let writers = Arc::clone(&writers);
         let uri = registry_uri(&dashboard);
         beats.spawn(async move {
@@ -70,7 +75,7 @@ pub(crate) async fn run(
                 if let Some(ips) = resolve(&dashboard).await {
                     writers.set_dashboard(index, ips);
                 }
-                let body = form(&machine, now_ms());
+                let body = form(&machine, app_type(), now_ms());
                 match beat(&client, &uri, body).await {
                     Ok(()) => {
                         if failures > 0 {
@@ -289,13 +294,13 @@ mod tests {
     fn the_form_has_every_field_the_dashboard_reads() {
         let machine = Machine {
             app: "a b".into(),
-            app_type: 1,
+            app_type: None,
             hostname: "h".into(),
             ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 7)),
             port: 8720,
             pid: 42,
         };
-        let form = form(&machine, 5);
+        let form = form(&machine, 1, 5);
         let pairs: Vec<(String, String)> = form_urlencoded::parse(form.as_bytes())
             .into_owned()
             .collect();

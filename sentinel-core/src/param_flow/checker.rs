@@ -274,11 +274,19 @@ impl CompiledParamFlow {
     }
 
     /// The threshold of the value with `key`: its item's, or the rule's.
-    #[inline]
+    /// A rule without items (the usual case) answers inline, whichever
+    /// kind's check calls it.
+    #[inline(always)]
     fn threshold(&self, key: u64, value: &ParamValue) -> u64 {
         if self.items.is_empty() {
             return self.count;
         }
+        self.item_threshold(key, value)
+    }
+
+    /// [`threshold`](Self::threshold) of a rule with items.
+    #[inline]
+    fn item_threshold(&self, key: u64, value: &ParamValue) -> u64 {
         let start = self.items.partition_point(|item| item.key < key);
         self.items[start..]
             .iter()

@@ -276,6 +276,16 @@ pub trait Fields {
     );
     /// A described value held in the field (a mapping, a JSON object).
     fn nested<T: Describe>(&mut self, name: Name, v: &mut T);
+    /// A described value the field may leave out (Sentinel's JSON: an
+    /// object or no key). A reader leaves `v` `None` when the field is
+    /// absent and reads it like [`nested`](Self::nested) when present; a
+    /// writer writes nothing for `None`. The default visits the value (or
+    /// a default one) as `nested`, which is what a visitor that only
+    /// names the fields needs.
+    fn optional_nested<T: Describe>(&mut self, name: Name, v: &mut Option<T>) {
+        let mut inner = v.clone().unwrap_or_default();
+        self.nested(name, &mut inner);
+    }
     /// A list of described values.
     fn list<T: Describe>(&mut self, name: Name, v: &mut Vec<T>);
     /// A field of Sentinel's class the rule does not have: written as

@@ -40,16 +40,16 @@ impl Tally {
     }
 
     /// Adds every rule of the kinds in force in `set` but `except` (the
-    /// kind being loaded), which stay in force.
-    pub(crate) fn in_force_except(&mut self, set: &RuleSet, except: &str) {
+    /// kinds being loaded), which stay in force.
+    pub(crate) fn in_force_except(&mut self, set: &RuleSet, except: &[&str]) {
         struct InForce<'t, 's> {
             tally: &'t mut Tally,
             set: &'s RuleSet,
-            except: &'s str,
+            except: &'s [&'s str],
         }
         impl EachKind for InForce<'_, '_> {
             fn kind<K: Listed>(&mut self) {
-                if K::NAME != self.except {
+                if !self.except.contains(&K::NAME) {
                     let rules = self.set.rules_of::<K>();
                     let bytes = rules.iter().map(|rule| K::footprint(rule).bytes);
                     self.tally.total = bytes.fold(self.tally.total, u64::saturating_add);

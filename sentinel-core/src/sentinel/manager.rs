@@ -4,6 +4,7 @@
 
 mod adaptive;
 mod degrade;
+mod gateway;
 mod param_flow;
 
 use std::fmt;
@@ -80,7 +81,7 @@ impl<'s, R: Clone + Send + Sync + 'static> RuleManager<'s, R> {
         let set = self
             .sentinel
             .update_rules(|current, tally, parts| {
-                tally.in_force_except(current, kind.name);
+                tally.in_force_except(current, &[kind.name]);
                 tally.loaded_of(kind, &rules);
                 let footprint = tally.finish()?;
                 (kind.replace)(parts, rules);

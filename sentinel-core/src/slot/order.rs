@@ -16,6 +16,14 @@ pub const PARAM_FLOW: i32 = -3_000;
 pub const FLOW: i32 = -2_000;
 /// Circuit breakers.
 pub const DEGRADE: i32 = -1_000;
-/// Adaptive concurrency limits (last: a call another check refuses takes
-/// no place in flight).
+/// Adaptive concurrency limits (after the other kinds' checks but the
+/// gateway's: a call they refuse takes no place in flight, and one the
+/// gateway refuses gives its place back).
 pub const ADAPTIVE: i32 = -500;
+/// Gateway rules: after the other kinds' checks (Sentinel's gateway flow
+/// slot runs before its hot-parameter slot; here the kind comes after the
+/// kinds an instance without gateway rules uses, so that their entries
+/// pass over it with no test at all).
+pub const GATEWAY: i32 = -400;
+/// API definitions (nothing to check: last).
+pub const API_DEFINITIONS: i32 = -250;

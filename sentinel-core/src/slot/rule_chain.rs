@@ -207,7 +207,9 @@ mod tests {
                 order::PARAM_FLOW,
                 order::FLOW,
                 order::DEGRADE,
-                order::ADAPTIVE
+                order::ADAPTIVE,
+                order::GATEWAY,
+                order::API_DEFINITIONS
             ]
         );
         assert!(orders.is_sorted(), "a slot of smaller order runs first");

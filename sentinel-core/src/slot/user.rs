@@ -154,6 +154,8 @@ mod tests {
                 order::FLOW,
                 order::DEGRADE,
                 order::ADAPTIVE,
+                order::GATEWAY,
+                order::API_DEFINITIONS,
             ],
         );
         let of = |slots: &[Arc<dyn Slot>]| slots.iter().map(|s| s.order()).collect::<Vec<_>>();
@@ -167,7 +169,9 @@ mod tests {
         assert_eq!(of(&chain.checks[3]), [order::FLOW - 1]);
         assert_eq!(of(&chain.checks[4]), Vec::<i32>::new());
         assert_eq!(of(&chain.checks[5]), [order::DEGRADE + 1]);
-        assert_eq!(of(&chain.checks[6]), [i32::MAX]);
+        assert_eq!(of(&chain.checks[6]), Vec::<i32>::new());
+        assert_eq!(of(&chain.checks[7]), Vec::<i32>::new());
+        assert_eq!(of(&chain.checks[8]), [i32::MAX]);
         assert_eq!(chain.all.len(), orders.len());
     }
 }

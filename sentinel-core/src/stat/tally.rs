@@ -102,16 +102,25 @@ impl BlockKey {
     }
 }
 
-/// A kind in the 3 low bits of an origin node's (8-aligned) address.
+/// A kind in the 3 low bits of an origin node's (8-aligned) address: its
+/// place in the list from 0. API definitions, the last kind, never refuse
+/// an entry: the custom kinds take their code.
 #[inline]
 fn kind_code(kind: BlockKind) -> usize {
     const {
         assert!(
-            BlockKind::Custom("").code() < 8,
+            BlockKind::ApiDefinitions.code() + 1 == BlockKind::Custom("").code(),
+            "API definitions are the last kind"
+        );
+        assert!(
+            BlockKind::ApiDefinitions.code() - 1 < 8,
             "a kind code fits in 3 bits"
         )
     };
-    kind.code()
+    match kind {
+        BlockKind::Custom(_) => BlockKind::ApiDefinitions.code() - 1,
+        other => other.code() - 1,
+    }
 }
 
 /// What a key names, made when a thread first counts the key.

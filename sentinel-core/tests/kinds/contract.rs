@@ -1,6 +1,6 @@
 //! The contract every built-in rule kind keeps, run for each kind from one
 //! table: a row per kind ([`flow`], [`degrade`], [`param_flow`],
-//! [`authority`], [`system`], [`adaptive`]) gives a valid rule, a way to make it block,
+//! [`authority`], [`system`], [`adaptive`], [`gateway`]) gives a valid rule, a way to make it block,
 //! the entry it checks, invalid rules with the field each error names, and
 //! one error's exact text; each case below runs on every row.
 //!
@@ -16,6 +16,7 @@ use sentinel_flow_core::adaptive::{AdaptiveAlgorithm, AdaptiveRule};
 use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::{ControlBehavior, FlowRule, FlowStrategy};
+use sentinel_flow_core::gateway::{GatewayParamItem, GatewayRule, ValueMatch};
 use sentinel_flow_core::param_flow::{
     ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule,
 };
@@ -104,6 +105,10 @@ mod degrade {
 
 mod param_flow {
     cases!(super::param_flow());
+}
+
+mod gateway {
+    cases!(super::gateway());
 }
 
 mod authority {
@@ -346,6 +351,51 @@ fn param_flow() -> Row<ParamFlowRule> {
                 ..ParamFlowRule::new("r", 0, 1.0)
             },
             "param_flow[0] (r): duration_in_sec must be > 0",
+        ),
+    }
+}
+
+fn gateway() -> Row<GatewayRule> {
+    Row {
+        name: "gateway",
+        block_kind: BlockKind::Gateway,
+        by_resource: true,
+        // One request a second for each value of a header (the first
+        // argument of the resource's entries).
+        rule: |resource| {
+            GatewayRule::route(resource, 1.0).param_item(GatewayParamItem::header("k"))
+        },
+        arm: |_, sentinel, resource| with_arg(sentinel, resource).expect("the value's token"),
+        enter: with_arg,
+        invalid: || {
+            let base = || GatewayRule::route("r", 1.0);
+            vec![
+                ("count", GatewayRule::route("r", -1.0)),
+                ("resource", GatewayRule::route(" ", 1.0)),
+                (
+                    "interval_sec",
+                    GatewayRule {
+                        interval_sec: 0,
+                        ..base()
+                    },
+                ),
+                (
+                    "param_item.pattern",
+                    base()
+                        .param_item(GatewayParamItem::header("k").pattern("(", ValueMatch::Regex)),
+                ),
+                (
+                    "param_item.field_name",
+                    base().param_item(GatewayParamItem::header("not a header")),
+                ),
+            ]
+        },
+        message: (
+            || GatewayRule {
+                interval_sec: 0,
+                ..GatewayRule::route("r", 1.0)
+            },
+            "gateway[0] (r): interval_sec must be > 0",
         ),
     }
 }

@@ -8,6 +8,7 @@ use sentinel_flow_core::adaptive::{AdaptiveAlgorithm, AdaptiveRule};
 use sentinel_flow_core::authority::{AuthorityRule, AuthorityStrategy};
 use sentinel_flow_core::degrade::{DegradeGrade, DegradeRule};
 use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::gateway::{ApiDefinition, ApiPredicate, GatewayRule};
 use sentinel_flow_core::param_flow::ParamFlowRule;
 use sentinel_flow_core::system::SystemRule;
 use sentinel_flow_core::{BlockKind, RuleBook};
@@ -27,6 +28,11 @@ fn a_book_replaces_every_kind_and_reads_back() {
         authority: vec![AuthorityRule::new("a", AuthorityStrategy::Black, ["x"])],
         param_flow: vec![ParamFlowRule::new("a", 0, 5.0)],
         adaptive: vec![AdaptiveRule::new("a", AdaptiveAlgorithm::gradient2())],
+        gateway: vec![GatewayRule::api_group("api", 5.0)],
+        api_definitions: vec![ApiDefinition::new(
+            "api",
+            vec![ApiPredicate::prefix("/a/**")],
+        )],
     };
     sentinel.load_rule_book(book.clone()).unwrap();
     assert_eq!(sentinel.rule_book(), book);

@@ -20,6 +20,7 @@ use sentinel_flow_core::adaptive::AdaptiveRule;
 use sentinel_flow_core::authority::AuthorityRule;
 use sentinel_flow_core::degrade::DegradeRule;
 use sentinel_flow_core::flow::FlowRule;
+use sentinel_flow_core::gateway::GatewayRule;
 use sentinel_flow_core::node::StatisticNode;
 use sentinel_flow_core::param_flow::ParamFlowRule;
 use sentinel_flow_core::system::SystemRule;
@@ -69,6 +70,7 @@ kinds! {
     AuthorityRule => authority_rules,
     SystemRule => system_rules,
     AdaptiveRule => adaptive_rules,
+    GatewayRule => gateway_rules,
 }
 
 /// Loads `rules` as the whole list of their kind (the other kinds keep

@@ -369,6 +369,18 @@ impl Fields for Object<'_, '_> {
         v.describe(&mut inner);
     }
 
+    fn optional_nested<T: Describe>(&mut self, name: Name, v: &mut Option<T>) {
+        let present =
+            !name.json.is_empty() && self.map.get(name.json).is_some_and(|v| !v.is_null());
+        if !present {
+            *v = None;
+            return;
+        }
+        let mut inner = v.take().unwrap_or_default();
+        self.nested(name, &mut inner);
+        *v = Some(inner);
+    }
+
     fn list<T: Describe>(&mut self, name: Name, v: &mut Vec<T>) {
         v.clear();
         let list = match self.get(name) {

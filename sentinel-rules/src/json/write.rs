@@ -124,6 +124,12 @@ impl Fields for Writer {
         }
     }
 
+    fn optional_nested<T: Describe>(&mut self, name: Name, v: &mut Option<T>) {
+        if let Some(inner) = v {
+            self.nested(name, inner);
+        }
+    }
+
     fn list<T: Describe>(&mut self, name: Name, v: &mut Vec<T>) {
         let items: Vec<Value> = v.iter().filter_map(object).collect();
         self.put(name, Value::Array(items));

@@ -561,6 +561,18 @@ impl Fields for RuleFields<'_> {
         }
     }
 
+    fn optional_nested<T: Describe>(&mut self, name: Name, v: &mut Option<T>) {
+        let field = name.yaml;
+        // Absent or null: none (and a null key is read).
+        if field.is_empty() || self.take(field).is_none() {
+            *v = None;
+            return;
+        }
+        let mut inner = v.take().unwrap_or_default();
+        self.nested(name, &mut inner);
+        *v = Some(inner);
+    }
+
     fn list<T: Describe>(&mut self, name: Name, v: &mut Vec<T>) {
         let field = name.yaml;
         if field.is_empty() {

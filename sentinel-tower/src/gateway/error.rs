@@ -6,13 +6,14 @@ use std::fmt;
 /// One problem of an API definition or a gateway rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GatewayError {
-    /// `api_definition` or `gateway_rule`.
+    /// The kind: `api_definitions` or `gateway` (or `core` for a refusal
+    /// of the instance's).
     pub kind: &'static str,
     /// The item's position in the list loaded.
     pub index: usize,
     /// The API's name or the rule's resource, as given.
     pub name: String,
-    /// The offending field (`predicates[2].pattern`, `param_item.field_name`).
+    /// The offending field (`predicates`, `param_item.field_name`).
     pub field: String,
     /// What is wrong.
     pub message: String,

@@ -6,9 +6,9 @@ use std::borrow::Cow;
 use http::header::{COOKIE, HOST};
 use http::{HeaderMap, Uri};
 use sentinel_flow_core::ParamValue;
+use sentinel_flow_core::gateway::{ParseStrategy, constant, missing, not_matched};
 
-use super::convert::{ArgSource, Item, constant, missing, not_matched};
-use super::model::ParseStrategy;
+use super::convert::{ArgSource, Item};
 
 /// What the arguments are read from: the request head and the client's
 /// key, computed at most once per request.
@@ -52,6 +52,8 @@ fn argument(item: &Item, view: &RequestView<'_>) -> ParamValue {
             .map(Cow::Borrowed),
         ParseStrategy::UrlParam => query_param(view.uri.query(), &item.field),
         ParseStrategy::Cookie => cookie(view.headers, &item.field).map(Cow::Borrowed),
+        // A strategy this layer does not read: the value is missing.
+        _ => None,
     };
     match value {
         Some(value) if item.matcher.matches(&value) => ParamValue::from(value.as_ref()),
@@ -100,8 +102,7 @@ fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gateway::matcher::ValueMatcher;
-    use crate::gateway::model::ValueMatch;
+    use sentinel_flow_core::gateway::{ValueMatch, ValueMatcher};
 
     fn item(
         parse: ParseStrategy,

@@ -11,6 +11,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{Extensions, HeaderMap, Request, Response, Uri};
 use sentinel_flow_core::flow::{FlowGrade, FlowQuota, FlowRule};
+use sentinel_flow_core::gateway::{GatewayGrade, GatewayRule};
 use sentinel_flow_core::param_flow::{ParamFlowGrade, ParamFlowRule};
 use sentinel_flow_core::{BlockError, BlockKind, Entering, EntryType, ParamValue, Queued};
 use tower_layer::Layer;
@@ -25,15 +26,23 @@ use crate::block::{BlockReply, accepts_json, blocked_response, is_grpc};
 use crate::headers::HeaderSettings;
 use crate::name::clean_path;
 
-/// A tower [`Layer`] that runs each request through a [`Gateway`]'s rules.
+/// A tower [`Layer`] that runs each request through the API definitions
+/// and gateway rules in force on a [`Gateway`]'s instance.
+///
+/// The layer reads them from the instance (its `api_definitions` and
+/// `gateway` kinds, however they were loaded: [`Gateway::load`], a rule
+/// file, a rule source, the dashboard): what it reads per request is
+/// compiled once per load of either kind, by the first request that finds
+/// them changed, and shared by every clone of the gateway.
 ///
 /// A request enters, in order, its route's resource and the resource of
 /// each API group whose predicates match its path (as Sentinel's gateway
 /// filters do), each with the arguments its gateway rules read; the first
-/// refusal answers it (`429`, `blocked by param_flow` or `flow`,
-/// `Retry-After` and, for a QPS rule, `RateLimit-Policy` / `RateLimit`
-/// stating the caller's own limit: the count of the value that was
-/// refused, per its window), and the entries made before are left. A rate
+/// refusal answers it (`429`, `blocked by gateway` or by the kind of
+/// another rule of the resource, `Retry-After` and, for a QPS rule,
+/// `RateLimit-Policy` / `RateLimit` stating the caller's own limit: the
+/// count of the value that was refused, per its window), and the entries
+/// made before are left. A rate
 /// limiter's queue waits on a tokio timer, the longest of the resources'
 /// waits. The entries exit when the response body ends (or is dropped);
 /// a 5xx response or an inner error is recorded as their error.
@@ -148,7 +157,7 @@ static NO_PEER_WARNED: AtomicBool = AtomicBool::new(false);
 impl GatewayLayer {
     fn admit(&self, uri: &Uri, headers: &HeaderMap, extensions: &Extensions) -> Admission {
         let sentinel = self.gateway.inner.sentinel;
-        let plan = self.gateway.inner.plan.load();
+        let plan = self.gateway.inner.plan();
         let path = uri.path();
         // The client's key, found at most once per request (several
         // rules and resources may read it).
@@ -203,7 +212,7 @@ impl GatewayLayer {
         }
         if refused.is_none() {
             for api in plan.apis.iter().filter(|api| api.matches(path)) {
-                refused = enter(&api.name, Some(&api.target));
+                refused = enter(api.name(), Some(&api.target));
                 if refused.is_some() {
                     break;
                 }
@@ -253,6 +262,7 @@ impl GatewayLayer {
                 BlockKind::ParamFlow => block
                     .rule_as::<ParamFlowRule>()
                     .and_then(|rule| param_quota(rule, args)),
+                BlockKind::Gateway => block.rule_as::<GatewayRule>().and_then(gateway_quota),
                 _ => None,
             }
         } else {
@@ -289,6 +299,25 @@ fn param_quota(rule: &ParamFlowRule, args: &[ParamValue]) -> Option<FlowQuota> {
     Some(FlowQuota {
         // Whole numbers, as the check reads them.
         limit: count as u64,
+        window_ms,
+        remaining: 0,
+        reset_ms: window_ms,
+    })
+}
+
+/// The quota of the value a QPS gateway rule refused: its count per its
+/// interval (a value outside the rule's pattern is never refused, so the
+/// refused value's count is the rule's); nothing remains, and the value's
+/// bucket refills whole within the interval (the reset stated is that
+/// bound).
+fn gateway_quota(rule: &GatewayRule) -> Option<FlowQuota> {
+    if rule.grade != GatewayGrade::Qps {
+        return None;
+    }
+    let window_ms = rule.interval_sec.saturating_mul(1_000);
+    Some(FlowQuota {
+        // Whole numbers, as the check reads them.
+        limit: rule.count as u64,
         window_ms,
         remaining: 0,
         reset_ms: window_ms,

@@ -25,7 +25,13 @@ pub(super) async fn basic_info(State(ctx): Ctx) -> Response {
     let m = &ctx.machine;
     text(format!(
         "app: {}\napp_type: {}\nhostname: {}\nip: {}\nport: {}\npid: {}\nversion: {}\n",
-        m.app, m.app_type, m.hostname, m.ip, m.port, m.pid, SENTINEL_VERSION
+        m.app,
+        crate::info::app_type(m.app_type, &ctx.sentinel),
+        m.hostname,
+        m.ip,
+        m.port,
+        m.pid,
+        SENTINEL_VERSION
     ))
 }
 

@@ -7,7 +7,7 @@ use super::model::{MAX_PATTERN_LEN, MAX_REGEX_BYTES, PathMatch, ValueMatch};
 
 /// A regular expression matched against the whole text, within
 /// [`MAX_REGEX_BYTES`].
-pub(crate) fn whole_regex(pattern: &str) -> Result<Regex, String> {
+fn whole_regex(pattern: &str) -> Result<Regex, String> {
     RegexBuilder::new(&format!(r"\A(?:{pattern})\z"))
         .size_limit(MAX_REGEX_BYTES)
         .dfa_size_limit(MAX_REGEX_BYTES)
@@ -41,19 +41,26 @@ fn check_len(pattern: &str) -> Result<(), String> {
 
 /// An API predicate, compiled.
 #[derive(Clone, Debug)]
-pub(crate) enum PathMatcher {
+#[non_exhaustive]
+pub enum PathMatcher {
+    /// The path equals it.
     Exact(String),
     /// `base` and what starts with it; `under`: the Ant `/**` form, which
     /// matches `base` itself and paths under `base/`.
     Prefix {
+        /// What the path starts with.
         base: String,
+        /// Whether only `base` and paths under `base/` match.
         under: bool,
     },
+    /// The whole path matches it.
     Regex(Regex),
 }
 
 impl PathMatcher {
-    pub(crate) fn new(pattern: &str, strategy: PathMatch) -> Result<Self, String> {
+    /// `pattern` compiled; what is wrong with it, if it is too long,
+    /// empty, or not a regular expression within [`MAX_REGEX_BYTES`].
+    pub fn new(pattern: &str, strategy: PathMatch) -> Result<Self, String> {
         check_len(pattern)?;
         if pattern.is_empty() {
             return Err("must not be empty".into());
@@ -74,7 +81,8 @@ impl PathMatcher {
         })
     }
 
-    pub(crate) fn matches(&self, path: &str) -> bool {
+    /// Whether `path` matches.
+    pub fn matches(&self, path: &str) -> bool {
         match self {
             PathMatcher::Exact(exact) => path == exact,
             PathMatcher::Prefix { base, under: false } => path.starts_with(base.as_str()),
@@ -89,16 +97,25 @@ impl PathMatcher {
 
 /// A parameter item's pattern, compiled; `Any` when it has none.
 #[derive(Clone, Debug)]
-pub(crate) enum ValueMatcher {
+#[non_exhaustive]
+pub enum ValueMatcher {
+    /// No pattern: every value.
     Any,
+    /// The value equals it.
     Exact(String),
+    /// The value starts with it.
     Prefix(String),
+    /// The whole value matches it.
     Regex(Regex),
+    /// The value contains it.
     Contains(String),
 }
 
 impl ValueMatcher {
-    pub(crate) fn new(pattern: Option<&str>, strategy: ValueMatch) -> Result<Self, String> {
+    /// `pattern` compiled (`None` or empty: every value); what is wrong
+    /// with it, if it is too long or not a regular expression within
+    /// [`MAX_REGEX_BYTES`].
+    pub fn new(pattern: Option<&str>, strategy: ValueMatch) -> Result<Self, String> {
         let pattern = match pattern {
             // As Sentinel: an empty pattern is none.
             None | Some("") => return Ok(ValueMatcher::Any),
@@ -114,11 +131,12 @@ impl ValueMatcher {
     }
 
     /// Whether every value matches (no pattern).
-    pub(crate) fn is_any(&self) -> bool {
+    pub fn is_any(&self) -> bool {
         matches!(self, ValueMatcher::Any)
     }
 
-    pub(crate) fn matches(&self, value: &str) -> bool {
+    /// Whether `value` matches.
+    pub fn matches(&self, value: &str) -> bool {
         match self {
             ValueMatcher::Any => true,
             ValueMatcher::Exact(pattern) => value == pattern,

@@ -1,11 +1,11 @@
 //! What API definitions and gateway rules say, with Sentinel's fields and
 //! defaults (`ApiDefinition`, `GatewayFlowRule`, `GatewayParamFlowItem`).
 
-/// The most API definitions one [`Gateway`](super::Gateway) holds.
+/// The most API definitions an instance holds.
 pub const MAX_API_DEFINITIONS: usize = 1_000;
 /// The most path predicates one API definition holds.
 pub const MAX_API_PREDICATES: usize = 100;
-/// The most gateway rules one [`Gateway`](super::Gateway) holds.
+/// The most gateway rules an instance holds.
 pub const MAX_GATEWAY_RULES: usize = 10_000;
 /// The longest pattern (a path, a value, a regular expression), in bytes.
 pub const MAX_PATTERN_LEN: usize = 1_024;
@@ -15,8 +15,8 @@ pub const MAX_PATTERN_LEN: usize = 1_024;
 pub const MAX_REGEX_BYTES: usize = 256 * 1024;
 /// The longest field name (header, query parameter, cookie), in bytes.
 pub const MAX_FIELD_NAME_LEN: usize = 256;
-/// The most rules with a parameter item on one resource (each reads one
-/// argument of the resource's entries).
+/// The most gateway rules on one resource (each reads one argument of the
+/// resource's entries: its parameter item's value, or a constant).
 pub const MAX_PARAM_ITEMS_PER_RESOURCE: usize = 16;
 /// The longest API or route name a rule names, in bytes.
 pub const MAX_GATEWAY_NAME_LEN: usize = 1_024;
@@ -24,7 +24,7 @@ pub const MAX_GATEWAY_NAME_LEN: usize = 1_024;
 /// A named group of paths (Sentinel's `ApiDefinition`): a request whose
 /// path matches any predicate enters a resource of the API's name, beside
 /// its route's.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ApiDefinition {
     /// The API's name, which is the resource gateway rules in
     /// [`ResourceMode::ApiGroup`] name (at most [`MAX_GATEWAY_NAME_LEN`]
@@ -46,7 +46,7 @@ impl ApiDefinition {
 }
 
 /// One path pattern of an API (Sentinel's `ApiPathPredicateItem`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ApiPredicate {
     /// The pattern (at most [`MAX_PATTERN_LEN`] bytes).
     pub pattern: String,
@@ -106,7 +106,7 @@ pub enum PathMatch {
 pub enum ResourceMode {
     /// A route: the axum route template of the requests
     /// (`/orders/{id}`), or the cleaned path outside a `Router` (see
-    /// [`GatewayLayer`](super::GatewayLayer)).
+    /// `sentinel-flow-tower`'s `GatewayLayer`).
     #[default]
     Route,
     /// An API group: the name of an [`ApiDefinition`].
@@ -140,7 +140,7 @@ pub enum GatewayBehavior {
 /// or an API group, as a whole or per value of a request attribute.
 ///
 /// ```
-/// use sentinel_flow_tower::gateway::{GatewayParamItem, GatewayRule};
+/// use sentinel_flow_core::gateway::{GatewayParamItem, GatewayRule};
 ///
 /// // Each client IP at most 10 requests per second on the API "orders".
 /// let rule = GatewayRule::api_group("orders", 10.0).param_item(GatewayParamItem::client_ip());
@@ -171,6 +171,14 @@ pub struct GatewayRule {
     /// Limit per value of a request attribute; `None` limits the resource
     /// as a whole.
     pub param_item: Option<GatewayParamItem>,
+}
+
+impl Default for GatewayRule {
+    /// A route rule with an empty name and a count of 0, every other field
+    /// at Sentinel's default: what a codec reads a rule into.
+    fn default() -> Self {
+        GatewayRule::route("", 0.0)
+    }
 }
 
 impl GatewayRule {
@@ -211,7 +219,7 @@ impl GatewayRule {
 pub enum ParseStrategy {
     /// The client's IP address: the connection's peer, or a forwarded
     /// address when the peer is a trusted proxy (see
-    /// [`GatewayLayer::trusted_proxies`](super::GatewayLayer::trusted_proxies));
+    /// `sentinel-flow-tower`'s `GatewayLayer::trusted_proxies`);
     /// IPv6 addresses grouped by prefix.
     #[default]
     ClientIp,
@@ -251,7 +259,7 @@ pub enum ValueMatch {
 /// attribute passes, as in Sentinel, unless `count_missing_as_one`: then
 /// all such requests share one count, which keeps a client from escaping a
 /// per-API-key limit by sending no key.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GatewayParamItem {
     /// Where the value comes from.
     pub parse: ParseStrategy,

@@ -1,0 +1,150 @@
+//! What an adapter reads of the gateway kinds in force: the API
+//! definitions compiled, and for each resource the gateway rules name,
+//! what each argument of its entries is.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::compiled::{ApiSet, CompiledApi, GatewaySet};
+use super::matcher::ValueMatcher;
+use super::model::{ApiDefinition, GatewayParamItem, GatewayRule};
+use crate::Sentinel;
+
+/// The API definitions and gateway rules in force on an instance, as one
+/// load left them: an adapter compiles what it reads per request from
+/// them once, and per request compares the instance's
+/// [`rules_version`](Sentinel::rules_version) with the one it last found
+/// them in force at (one atomic read); when another load came since, it
+/// asks [`is_in_force`](Self::is_in_force) (two pointer comparisons)
+/// whether to compile again.
+///
+/// ```
+/// use sentinel_flow_core::gateway::{GatewayArgument, GatewayParamItem, GatewayRule};
+/// use sentinel_flow_core::{ManualClock, Sentinel};
+///
+/// let sentinel = Sentinel::builder().clock(ManualClock::new(0)).build();
+/// let before = sentinel.gateway_in_force();
+/// sentinel.gateway_rules().load(vec![
+///     GatewayRule::route("/a", 5.0),
+///     GatewayRule::route("/a", 1.0).param_item(GatewayParamItem::header("x-api-key")),
+/// ])?;
+/// assert!(!before.is_in_force(&sentinel));
+/// assert_ne!(sentinel.rules_version(), before.version());
+/// let now = sentinel.gateway_in_force();
+/// let (resource, args) = now.arguments().remove(0);
+/// assert_eq!(resource, "/a");
+/// assert!(matches!(args[..], [GatewayArgument::Constant, GatewayArgument::Item { .. }]));
+/// // Another kind's load leaves them in force.
+/// sentinel.flow_rules().load(vec![])?;
+/// assert!(now.is_in_force(&sentinel));
+/// # Ok::<(), sentinel_flow_core::RuleErrors>(())
+/// ```
+#[derive(Clone)]
+pub struct GatewayInForce {
+    apis: Arc<ApiSet>,
+    rules: Arc<GatewaySet>,
+    version: u32,
+}
+
+/// What one argument of a resource's entries is, for the gateway rule
+/// that reads it.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub enum GatewayArgument<'a> {
+    /// The rule has no parameter item: [`constant`](super::constant).
+    Constant,
+    /// The value of the rule's parameter item, when `matcher` matches it;
+    /// else [`not_matched`](super::not_matched) (or, missing,
+    /// [`missing`](super::missing) when the item counts missing values as
+    /// one).
+    Item {
+        /// The item as loaded.
+        item: &'a GatewayParamItem,
+        /// Its pattern, compiled.
+        matcher: &'a ValueMatcher,
+    },
+}
+
+impl GatewayInForce {
+    /// The version of the instance's rules they were read from (see
+    /// [`Sentinel::rules_version`]).
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// The API definitions, compiled, in load order.
+    pub fn apis(&self) -> &[Arc<CompiledApi>] {
+        &self.apis.apis
+    }
+
+    /// The API definitions as loaded.
+    pub fn api_definitions(&self) -> &[ApiDefinition] {
+        crate::rule::kind::CompiledKind::rules(&*self.apis)
+    }
+
+    /// The gateway rules as loaded.
+    pub fn rules(&self) -> &[GatewayRule] {
+        crate::rule::kind::CompiledKind::rules(&*self.rules)
+    }
+
+    /// Each resource the gateway rules name (a route or an API), with
+    /// the arguments its entries pass, in order (see
+    /// [`argument_indices`](super::argument_indices)).
+    pub fn arguments(&self) -> Vec<(&str, Vec<GatewayArgument<'_>>)> {
+        self.rules
+            .set
+            .by_resource
+            .iter()
+            .map(|(resource, list)| {
+                let mut args = vec![GatewayArgument::Constant; list.len()];
+                for rule in list.iter() {
+                    if let (Some(slot), Some((item, matcher))) =
+                        (args.get_mut(rule.placed.index), &rule.item)
+                    {
+                        *slot = GatewayArgument::Item { item, matcher };
+                    }
+                }
+                (&**resource, args)
+            })
+            .collect()
+    }
+
+    /// Whether these are still the definitions and rules in force on
+    /// `sentinel` (no load of either kind since).
+    pub fn is_in_force(&self, sentinel: &Sentinel) -> bool {
+        let set = sentinel.rule_set();
+        Arc::ptr_eq(&set.parts.gateway, &self.rules)
+            && Arc::ptr_eq(&set.parts.api_definitions, &self.apis)
+    }
+}
+
+impl Sentinel {
+    /// The API definitions and gateway rules in force (see
+    /// [`gateway`](crate::gateway)).
+    pub fn gateway_in_force(&self) -> GatewayInForce {
+        let set = self.rule_set();
+        GatewayInForce {
+            apis: Arc::clone(&set.parts.api_definitions),
+            rules: Arc::clone(&set.parts.gateway),
+            version: set.version,
+        }
+    }
+
+    /// The version of the rules in force: it changes with every load of
+    /// any kind (0 before the first), and reading it is one atomic load.
+    /// What is compiled from the rules in force (an adapter's plan, see
+    /// [`GatewayInForce`]) is known current while the version is the one
+    /// it was last found current at.
+    pub fn rules_version(&self) -> u32 {
+        self.engine.rules.rules_version()
+    }
+}
+
+impl fmt::Debug for GatewayInForce {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GatewayInForce")
+            .field("api_definitions", &self.apis.apis.len())
+            .field("rules", &self.rules().len())
+            .finish()
+    }
+}
