@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use super::algorithm::{Estimator, Sample};
-use super::gate::{COUNT_BITS, Gate, completed_between};
+use super::gate::{COUNT_BITS, COUNT_MASK, Gate, completed_between};
 use super::rule::{ADAPTIVE_APP_DEFAULT, ADAPTIVE_APP_OTHER, AdaptiveRule};
 use crate::sync::Mutex;
 use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -24,7 +24,8 @@ use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 /// the RTT sum of `2^COUNT_BITS` samples fits the sum's bits.
 pub(crate) const MAX_SAMPLE_RTT_MS: u64 = (1 << (64 - 2 * COUNT_BITS)) - 1;
 /// A window with this many samples folds whatever its age (far below the
-/// `2^COUNT_BITS` a window's count may reach).
+/// `2^(COUNT_BITS - 1)` past which a count between the window's base and an
+/// exit's completion word reads as an exit that completed before the base).
 const MAX_WINDOW_SAMPLES: u64 = 1 << 22;
 
 /// Whom a rule counts.
@@ -141,6 +142,13 @@ impl AdaptiveLimiter {
             self.min_rtt.fetch_min(rt, Ordering::Relaxed);
         }
         let completions = self.gate.complete(rt);
+        self.end_window_if_over(now, completions);
+    }
+
+    /// Folds the window if an exit at `now` whose completion left the
+    /// completion word at `completions` finds it over.
+    #[inline]
+    fn end_window_if_over(&self, now: u64, completions: u64) {
         let start = self.window_start.load(Ordering::Relaxed);
         if start == 0 {
             let _ = self.window_start.compare_exchange(
@@ -152,6 +160,13 @@ impl AdaptiveLimiter {
             return;
         }
         let (count, _) = completed_between(self.window_base.load(Ordering::Relaxed), completions);
+        if count > COUNT_MASK / 2 {
+            // The base is past this call's completion: a fold since took
+            // the window with this call in it, and the next one has just
+            // begun (read as a count, the gap wraps to nearly
+            // `2^COUNT_BITS`).
+            return;
+        }
         let due = (now.saturating_sub(start) >= self.rule.window_ms
             && count >= u64::from(self.rule.min_samples))
             || count >= MAX_WINDOW_SAMPLES;
@@ -281,6 +296,37 @@ mod tests {
         assert_eq!(l.min_rtt.load(Ordering::Relaxed), u64::MAX);
         l.complete(2_500, 40, false);
         assert_eq!(l.min_rtt.load(Ordering::Relaxed), 40);
+    }
+
+    /// An exit whose completion lands before a fold reads the window
+    /// after it: the base it reads is newer than its completion word, and
+    /// the count between them wraps to `2^COUNT_BITS` less a few. It must
+    /// not fold the next window, which has just begun.
+    #[test]
+    fn an_exit_that_reads_the_window_after_a_fold_does_not_fold_the_next_window() {
+        let l = limiter(AdaptiveRule {
+            window_ms: 100,
+            min_samples: 1,
+            ..AdaptiveRule::new("r", AdaptiveAlgorithm::aimd())
+        });
+        // Opens the window at 1 ms.
+        l.complete(1, 10, false);
+        // A call completes (10 ms) and its thread stalls before it looks at
+        // the window.
+        let late = l.gate.complete(10);
+        // Another exit finds the window over and folds it: three calls of
+        // 10 ms.
+        l.complete(200, 10, false);
+        assert_eq!(l.snapshot().last_rtt_ms, 10.0);
+        // The next window's first call.
+        l.complete(200, 70, false);
+        // The stalled exit looks at the window now.
+        l.end_window_if_over(200, late);
+        assert_eq!(
+            l.snapshot().last_rtt_ms,
+            10.0,
+            "a window 0 ms old of one call was folded"
+        );
     }
 
     #[test]
