@@ -9,8 +9,12 @@
 //! since the completion word at its start. The exit that finds the window
 //! over (at least `window_ms` old, with at least `min_samples` calls, or
 //! [`MAX_WINDOW_SAMPLES`] calls whatever its age) claims it by a
-//! compare-and-swap of its start, and alone folds it into the algorithm
-//! under a lock no admission takes, then stores the new limit in the gate.
+//! compare-and-swap of its start, and folds it into the algorithm under a
+//! lock no admission takes, then stores the new limit in the gate. The
+//! window's base moves only under that lock: a claim whose base moved
+//! before it took the lock (another exit claimed and folded the same
+//! window) folds nothing, and an exit whose completion is older than the
+//! base (its call was folded already) claims nothing.
 
 use std::sync::Arc;
 
@@ -159,7 +163,8 @@ impl AdaptiveLimiter {
             );
             return;
         }
-        let (count, _) = completed_between(self.window_base.load(Ordering::Relaxed), completions);
+        let base = self.window_base.load(Ordering::Relaxed);
+        let (count, _) = completed_between(base, completions);
         if count > COUNT_MASK / 2 {
             // The base is past this call's completion: a fold since took
             // the window with this call in it, and the next one has just
@@ -176,16 +181,22 @@ impl AdaptiveLimiter {
                 .compare_exchange(start, now.max(1), Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         {
-            self.fold();
+            self.fold(base);
         }
     }
 
-    /// Folds the window this thread claimed.
+    /// Folds the window this thread claimed, found over from `base`.
     #[cold]
-    fn fold(&self) {
+    fn fold(&self, base: u64) {
         let mut estimator = self.estimator.lock();
+        if self.window_base.load(Ordering::Relaxed) != base {
+            // Another exit claimed the window too (it read the start this
+            // one set and the base before its fold) and folded it first:
+            // the window since has just begun.
+            return;
+        }
         let completions = self.gate.completions();
-        let base = self.window_base.swap(completions, Ordering::Relaxed);
+        self.window_base.store(completions, Ordering::Relaxed);
         let (count, sum) = completed_between(base, completions);
         if count == 0 {
             return;
@@ -322,6 +333,41 @@ mod tests {
         l.complete(200, 70, false);
         // The stalled exit looks at the window now.
         l.end_window_if_over(200, late);
+        assert_eq!(
+            l.snapshot().last_rtt_ms,
+            10.0,
+            "a window 0 ms old of one call was folded"
+        );
+    }
+
+    /// Two exits claim one window: the first finds it over and stalls
+    /// before its fold; the second reads the start the first set and the
+    /// base not yet moved, finds `MAX_WINDOW_SAMPLES` calls, and folds.
+    /// The first must not fold the window begun since.
+    #[test]
+    fn an_exit_that_claimed_a_window_another_folded_does_not_fold_the_next() {
+        let l = limiter(AdaptiveRule {
+            window_ms: 100,
+            min_samples: 1,
+            ..AdaptiveRule::new("r", AdaptiveAlgorithm::aimd())
+        });
+        // Opens the window at 1 ms, then fills it.
+        l.complete(1, 10, false);
+        for _ in 0..MAX_WINDOW_SAMPLES {
+            l.gate.complete(10);
+        }
+        // The first exit claims the window (at 2 ms) and stalls.
+        let base = l.window_base.load(Ordering::Relaxed);
+        let start = l.window_start.load(Ordering::Relaxed);
+        l.window_start
+            .compare_exchange(start, 2, Ordering::AcqRel, Ordering::Relaxed)
+            .unwrap();
+        // The second finds it full and folds it.
+        l.complete(2, 10, false);
+        assert_eq!(l.snapshot().last_rtt_ms, 10.0);
+        // The next window's first call; then the first exit goes on.
+        l.complete(2, 70, false);
+        l.fold(base);
         assert_eq!(
             l.snapshot().last_rtt_ms,
             10.0,
