@@ -33,7 +33,7 @@ use crate::sync::atomic::{AtomicU64, Ordering};
 
 /// Bits of a count (admitted or completed calls), modulo `2^COUNT_BITS`.
 pub(crate) const COUNT_BITS: u32 = 24;
-const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+pub(crate) const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
 
 /// An adaptive rule's current limit and its calls admitted and completed.
 #[derive(Debug)]

@@ -9,13 +9,17 @@
 //! since the completion word at its start. The exit that finds the window
 //! over (at least `window_ms` old, with at least `min_samples` calls, or
 //! [`MAX_WINDOW_SAMPLES`] calls whatever its age) claims it by a
-//! compare-and-swap of its start, and alone folds it into the algorithm
-//! under a lock no admission takes, then stores the new limit in the gate.
+//! compare-and-swap of its start, and folds it into the algorithm under a
+//! lock no admission takes, then stores the new limit in the gate. The
+//! window's base moves only under that lock: a claim whose base moved
+//! before it took the lock (another exit claimed and folded the same
+//! window) folds nothing, and an exit whose completion is older than the
+//! base (its call was folded already) claims nothing.
 
 use std::sync::Arc;
 
 use super::algorithm::{Estimator, Sample};
-use super::gate::{COUNT_BITS, Gate, completed_between};
+use super::gate::{COUNT_BITS, COUNT_MASK, Gate, completed_between};
 use super::rule::{ADAPTIVE_APP_DEFAULT, ADAPTIVE_APP_OTHER, AdaptiveRule};
 use crate::sync::Mutex;
 use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -24,7 +28,8 @@ use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 /// the RTT sum of `2^COUNT_BITS` samples fits the sum's bits.
 pub(crate) const MAX_SAMPLE_RTT_MS: u64 = (1 << (64 - 2 * COUNT_BITS)) - 1;
 /// A window with this many samples folds whatever its age (far below the
-/// `2^COUNT_BITS` a window's count may reach).
+/// `2^(COUNT_BITS - 1)` past which a count between the window's base and an
+/// exit's completion word reads as an exit that completed before the base).
 const MAX_WINDOW_SAMPLES: u64 = 1 << 22;
 
 /// Whom a rule counts.
@@ -141,6 +146,13 @@ impl AdaptiveLimiter {
             self.min_rtt.fetch_min(rt, Ordering::Relaxed);
         }
         let completions = self.gate.complete(rt);
+        self.end_window_if_over(now, completions);
+    }
+
+    /// Folds the window if an exit at `now` whose completion left the
+    /// completion word at `completions` finds it over.
+    #[inline]
+    fn end_window_if_over(&self, now: u64, completions: u64) {
         let start = self.window_start.load(Ordering::Relaxed);
         if start == 0 {
             let _ = self.window_start.compare_exchange(
@@ -151,7 +163,15 @@ impl AdaptiveLimiter {
             );
             return;
         }
-        let (count, _) = completed_between(self.window_base.load(Ordering::Relaxed), completions);
+        let base = self.window_base.load(Ordering::Relaxed);
+        let (count, _) = completed_between(base, completions);
+        if count > COUNT_MASK / 2 {
+            // The base is past this call's completion: a fold since took
+            // the window with this call in it, and the next one has just
+            // begun (read as a count, the gap wraps to nearly
+            // `2^COUNT_BITS`).
+            return;
+        }
         let due = (now.saturating_sub(start) >= self.rule.window_ms
             && count >= u64::from(self.rule.min_samples))
             || count >= MAX_WINDOW_SAMPLES;
@@ -161,16 +181,22 @@ impl AdaptiveLimiter {
                 .compare_exchange(start, now.max(1), Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         {
-            self.fold();
+            self.fold(base);
         }
     }
 
-    /// Folds the window this thread claimed.
+    /// Folds the window this thread claimed, found over from `base`.
     #[cold]
-    fn fold(&self) {
+    fn fold(&self, base: u64) {
         let mut estimator = self.estimator.lock();
+        if self.window_base.load(Ordering::Relaxed) != base {
+            // Another exit claimed the window too (it read the start this
+            // one set and the base before its fold) and folded it first:
+            // the window since has just begun.
+            return;
+        }
         let completions = self.gate.completions();
-        let base = self.window_base.swap(completions, Ordering::Relaxed);
+        self.window_base.store(completions, Ordering::Relaxed);
         let (count, sum) = completed_between(base, completions);
         if count == 0 {
             return;
@@ -281,6 +307,72 @@ mod tests {
         assert_eq!(l.min_rtt.load(Ordering::Relaxed), u64::MAX);
         l.complete(2_500, 40, false);
         assert_eq!(l.min_rtt.load(Ordering::Relaxed), 40);
+    }
+
+    /// An exit whose completion lands before a fold reads the window
+    /// after it: the base it reads is newer than its completion word, and
+    /// the count between them wraps to `2^COUNT_BITS` less a few. It must
+    /// not fold the next window, which has just begun.
+    #[test]
+    fn an_exit_that_reads_the_window_after_a_fold_does_not_fold_the_next_window() {
+        let l = limiter(AdaptiveRule {
+            window_ms: 100,
+            min_samples: 1,
+            ..AdaptiveRule::new("r", AdaptiveAlgorithm::aimd())
+        });
+        // Opens the window at 1 ms.
+        l.complete(1, 10, false);
+        // A call completes (10 ms) and its thread stalls before it looks at
+        // the window.
+        let late = l.gate.complete(10);
+        // Another exit finds the window over and folds it: three calls of
+        // 10 ms.
+        l.complete(200, 10, false);
+        assert_eq!(l.snapshot().last_rtt_ms, 10.0);
+        // The next window's first call.
+        l.complete(200, 70, false);
+        // The stalled exit looks at the window now.
+        l.end_window_if_over(200, late);
+        assert_eq!(
+            l.snapshot().last_rtt_ms,
+            10.0,
+            "a window 0 ms old of one call was folded"
+        );
+    }
+
+    /// Two exits claim one window: the first finds it over and stalls
+    /// before its fold; the second reads the start the first set and the
+    /// base not yet moved, finds `MAX_WINDOW_SAMPLES` calls, and folds.
+    /// The first must not fold the window begun since.
+    #[test]
+    fn an_exit_that_claimed_a_window_another_folded_does_not_fold_the_next() {
+        let l = limiter(AdaptiveRule {
+            window_ms: 100,
+            min_samples: 1,
+            ..AdaptiveRule::new("r", AdaptiveAlgorithm::aimd())
+        });
+        // Opens the window at 1 ms, then fills it.
+        l.complete(1, 10, false);
+        for _ in 0..MAX_WINDOW_SAMPLES {
+            l.gate.complete(10);
+        }
+        // The first exit claims the window (at 2 ms) and stalls.
+        let base = l.window_base.load(Ordering::Relaxed);
+        let start = l.window_start.load(Ordering::Relaxed);
+        l.window_start
+            .compare_exchange(start, 2, Ordering::AcqRel, Ordering::Relaxed)
+            .unwrap();
+        // The second finds it full and folds it.
+        l.complete(2, 10, false);
+        assert_eq!(l.snapshot().last_rtt_ms, 10.0);
+        // The next window's first call; then the first exit goes on.
+        l.complete(2, 70, false);
+        l.fold(base);
+        assert_eq!(
+            l.snapshot().last_rtt_ms,
+            10.0,
+            "a window 0 ms old of one call was folded"
+        );
     }
 
     #[test]

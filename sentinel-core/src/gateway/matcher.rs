@@ -8,7 +8,16 @@ use super::model::{MAX_PATTERN_LEN, MAX_REGEX_BYTES, PathMatch, ValueMatch};
 /// A regular expression matched against the whole text, within
 /// [`MAX_REGEX_BYTES`].
 fn whole_regex(pattern: &str) -> Result<Regex, String> {
-    RegexBuilder::new(&format!(r"\A(?:{pattern})\z"))
+    // The pattern alone first: one that closes the group it is anchored
+    // in (`a)|(b`) is no regular expression, though it makes one there,
+    // with the anchors on its first and last branch only.
+    bounded_regex(pattern)?;
+    bounded_regex(&format!(r"\A(?:{pattern})\z"))
+}
+
+/// `pattern` compiled within [`MAX_REGEX_BYTES`].
+fn bounded_regex(pattern: &str) -> Result<Regex, String> {
+    RegexBuilder::new(pattern)
         .size_limit(MAX_REGEX_BYTES)
         .dfa_size_limit(MAX_REGEX_BYTES)
         .nest_limit(64)
@@ -219,5 +228,18 @@ mod tests {
                 .contains("larger than")
         );
         assert!(PathMatcher::new("", PathMatch::Prefix).is_err());
+    }
+
+    /// A pattern that closes the group it is anchored in is no regular
+    /// expression on its own; wrapped, it made one whose anchors no longer
+    /// held (`/a)|(/b` matched every path starting with `/a`).
+    #[test]
+    fn a_pattern_that_closes_its_anchoring_group_is_refused_not_left_unanchored() {
+        for pattern in ["/a)|(/b", ".*)|(x"] {
+            let error = PathMatcher::new(pattern, PathMatch::Regex).unwrap_err();
+            assert!(error.starts_with("invalid regular"), "{pattern}: {error}");
+            let error = ValueMatcher::new(Some(pattern), ValueMatch::Regex).unwrap_err();
+            assert!(error.starts_with("invalid regular"), "{pattern}: {error}");
+        }
     }
 }
