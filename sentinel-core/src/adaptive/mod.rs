@@ -7,8 +7,11 @@
 //! Every admitted call's response time (and whether it recorded an error)
 //! is gathered into a sample window; once a window is over (`window_ms`
 //! and `min_samples`), the algorithm folds it and moves the limit, between
-//! `min_limit` and `max_limit`. The limit and the calls in flight are one
-//! atomic word: never more calls are let in than the limit in force.
+//! `min_limit` and `max_limit`. The limit and the calls admitted are one
+//! atomic word: never more calls are let in under a rule's state than the
+//! limit in force. A rule whose fields changed on a reload gets a new
+//! state, counting only the calls admitted under it: the calls still in
+//! flight under the old one are not counted against the new limit.
 //!
 //! ```
 //! use sentinel_flow_core::adaptive::{AdaptiveAlgorithm, AdaptiveRule};
