@@ -20,7 +20,7 @@ use tower_service::Service;
 use super::Gateway;
 use super::client_ip::{Cidr, ClientIpSettings, peer};
 use super::convert::{ArgSource, Target};
-use super::extract::{RequestView, arguments, source_argument};
+use super::extract::{ClientKey, RequestView, arguments, source_argument};
 use super::future::{Entries, GatewayFuture};
 use crate::block::{BlockReply, accepts_json, blocked_response, is_grpc};
 use crate::headers::HeaderSettings;
@@ -159,21 +159,11 @@ impl GatewayLayer {
         let sentinel = self.gateway.inner.sentinel;
         let plan = self.gateway.inner.plan();
         let path = uri.path();
-        // The client's key, found at most once per request (several
-        // rules and resources may read it).
-        let found: Cell<Option<Option<ParamValue>>> = Cell::new(None);
-        let client = || {
-            let key = match found.take() {
-                Some(key) => key,
-                None => self.client_key(headers, extensions),
-            };
-            found.set(Some(key.clone()));
-            key
-        };
+        let find = || self.client_key(headers, extensions);
         let view = RequestView {
             uri,
             headers,
-            client: &client,
+            client: ClientKey::new(&find),
         };
         let mut entries = Entries::default();
         let mut queued = Vec::new();
