@@ -146,16 +146,25 @@ impl<S: fmt::Debug> fmt::Debug for GatewayService<S> {
     }
 }
 
+/// What [`GatewayLayer::admit`] decided; the entries it made are in the
+/// caller's list (a small answer moves no entries).
 enum Admission {
-    Entered(Entries),
-    Queued(Entries, Vec<Queued<'static>>),
+    Entered,
+    Queued(Vec<Queued<'static>>),
     Blocked(Response<Bytes>),
 }
 
 static NO_PEER_WARNED: AtomicBool = AtomicBool::new(false);
 
 impl GatewayLayer {
-    fn admit(&self, uri: &Uri, headers: &HeaderMap, extensions: &Extensions) -> Admission {
+    /// Enters the request's resources, pushing each entry to `entries`.
+    fn admit(
+        &self,
+        uri: &Uri,
+        headers: &HeaderMap,
+        extensions: &Extensions,
+        entries: &mut Entries,
+    ) -> Admission {
         let sentinel = self.gateway.inner.sentinel;
         let plan = self.gateway.inner.plan();
         let path = uri.path();
@@ -165,7 +174,6 @@ impl GatewayLayer {
             headers,
             client: ClientKey::new(&find),
         };
-        let mut entries = Entries::default();
         let mut queued = Vec::new();
         let mut enter = |name: &str, target: Option<&Target>| -> Option<Response<Bytes>> {
             let builder = match target.and_then(|target| target.resource.as_ref()) {
@@ -210,8 +218,8 @@ impl GatewayLayer {
         }
         match refused {
             Some(response) => Admission::Blocked(response),
-            None if queued.is_empty() => Admission::Entered(entries),
-            None => Admission::Queued(entries, queued),
+            None if queued.is_empty() => Admission::Entered,
+            None => Admission::Queued(queued),
         }
     }
 
@@ -368,19 +376,27 @@ where
     }
 
     fn call(&mut self, request: Request<ReqB>) -> Self::Future {
-        let admission = self
-            .shared
-            .admit(request.uri(), request.headers(), request.extensions());
+        let mut entries = Entries::default();
+        let admission = self.shared.admit(
+            request.uri(),
+            request.headers(),
+            request.extensions(),
+            &mut entries,
+        );
         match admission {
-            Admission::Entered(entries) => GatewayFuture::called(entries, self.inner.call(request)),
-            Admission::Queued(entries, queued) => {
+            Admission::Entered => GatewayFuture::called(entries, self.inner.call(request)),
+            Admission::Queued(queued) => {
                 // The ready service waits in the future; its clone stays
                 // for the next poll_ready (tower's usual swap).
                 let clone = self.inner.clone();
                 let ready = std::mem::replace(&mut self.inner, clone);
                 GatewayFuture::queued(entries, queued, ready, request)
             }
-            Admission::Blocked(response) => GatewayFuture::blocked(response),
+            Admission::Blocked(response) => {
+                // The entries made before the refusal are left.
+                drop(entries);
+                GatewayFuture::blocked(response)
+            }
         }
     }
 }
