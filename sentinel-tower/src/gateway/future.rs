@@ -27,6 +27,7 @@ pub(crate) struct Entries {
 }
 
 impl Entries {
+    #[inline]
     pub(crate) fn push(&mut self, entry: Entry<'static>) {
         match self.first {
             None => self.first = Some(entry),

@@ -175,7 +175,10 @@ impl GatewayLayer {
             client: ClientKey::new(&find),
         };
         let mut queued = Vec::new();
-        let mut enter = |name: &str, target: Option<&Target>| -> Option<Response<Bytes>> {
+        // The refusal's answer, written in place (it is large to move).
+        let mut refusal = None;
+        // Enters one resource; `true` when it refused the request.
+        let mut enter = |name: &str, target: Option<&Target>| -> bool {
             let builder = match target.and_then(|target| target.resource.as_ref()) {
                 Some(resource) => resource.builder(),
                 None => sentinel.entry_builder(name),
@@ -189,12 +192,15 @@ impl GatewayLayer {
                 match entering {
                     Ok(Entering::Entered(entry)) => entries.push(entry),
                     Ok(Entering::Queued(wait)) => queued.push(wait),
-                    Err(block) => return Some(self.refused(&block, args, headers)),
+                    Err(block) => {
+                        refusal = Some(self.refused(&block, args, headers));
+                        return true;
+                    }
                 }
-                None
+                false
             })
         };
-        let mut refused = None;
+        let mut refused = false;
         match route_name(extensions) {
             Some(template) => refused = enter(template, plan.routes.get(template)),
             // Outside a `Router` a path is entered only when a rule names
@@ -208,15 +214,15 @@ impl GatewayLayer {
                 }
             }
         }
-        if refused.is_none() {
+        if !refused {
             for api in plan.apis.iter().filter(|api| api.matches(path)) {
                 refused = enter(api.name(), Some(&api.target));
-                if refused.is_some() {
+                if refused {
                     break;
                 }
             }
         }
-        match refused {
+        match refusal {
             Some(response) => Admission::Blocked(response),
             None if queued.is_empty() => Admission::Entered,
             None => Admission::Queued(queued),
