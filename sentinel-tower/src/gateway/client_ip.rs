@@ -205,11 +205,6 @@ impl ClientIpSettings {
             IpAddr::V4(_) => self.ipv4_prefix,
             IpAddr::V6(_) => self.ipv6_prefix,
         };
-        match addr {
-            // Each address its own key (the default): nothing to mask.
-            IpAddr::V4(v4) if prefix >= 32 => return ipv4_text(v4),
-            _ => {}
-        }
         match mask(addr, prefix) {
             IpAddr::V4(v4) => ipv4_text(v4),
             // 39 bytes at most (a full IPv6 address): always fits in 40.
