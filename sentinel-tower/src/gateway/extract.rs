@@ -45,6 +45,7 @@ pub(crate) fn arguments(sources: &[ArgSource], view: &RequestView<'_>, args: &mu
 }
 
 /// The argument of one source.
+#[inline]
 pub(crate) fn source_argument(source: &ArgSource, view: &RequestView<'_>) -> ParamValue {
     match source {
         ArgSource::Constant => constant(),
