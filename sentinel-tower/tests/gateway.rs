@@ -612,3 +612,35 @@ fn a_request_without_its_peer_passes_a_per_ip_rule_unless_missing_counts_as_one(
         assert_eq!(admitted("/counted").await, 2);
     });
 }
+
+#[test]
+fn a_request_in_its_route_and_two_api_groups_exits_all_three_when_its_response_ends() {
+    run(async {
+        let (sentinel, _clock) = sentinel();
+        let everything = ApiDefinition::new("everything", vec![ApiPredicate::prefix("/**")]);
+        let gateway = gateway_on(
+            sentinel,
+            vec![abc(), everything],
+            vec![
+                GatewayRule::route("/a/{id}", 100.0),
+                GatewayRule::api_group("abc", 100.0).param_item(GatewayParamItem::client_ip()),
+                GatewayRule::api_group("everything", 100.0),
+            ],
+        );
+        let server = serve(GatewayLayer::new(&gateway)).await;
+        let mut client = Client::connect(source(140), server).await;
+        for i in 0..3 {
+            assert_eq!(client.get(&format!("/a/{i}"), &[]).await.0, StatusCode::OK);
+        }
+        let now = sentinel.now_ms();
+        for resource in ["/a/{id}", "abc", "everything"] {
+            let node = sentinel.resource_node(resource).unwrap();
+            common::eventually(std::time::Duration::from_secs(5), || {
+                node.stats().cur_concurrency() == 0
+            })
+            .await;
+            assert_eq!(node.stats().total_pass(now), 3, "{resource}");
+            assert_eq!(node.stats().total_success(now), 3, "{resource}");
+        }
+    });
+}

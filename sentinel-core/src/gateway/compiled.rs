@@ -48,6 +48,7 @@ impl CompiledApi {
     }
 
     /// Whether `path` matches any of the API's predicates.
+    #[inline]
     pub fn matches(&self, path: &str) -> bool {
         self.predicates.iter().any(|p| p.matches(path))
     }

@@ -91,6 +91,7 @@ impl PathMatcher {
     }
 
     /// Whether `path` matches.
+    #[inline]
     pub fn matches(&self, path: &str) -> bool {
         match self {
             PathMatcher::Exact(exact) => path == exact,

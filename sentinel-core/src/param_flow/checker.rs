@@ -69,6 +69,10 @@ pub(crate) struct CompiledParamFlow {
     count: u64,
     /// Sorted by key.
     items: Box<[Item]>,
+    /// Whether any item's value is a string (a string value equals no
+    /// other item: a rule whose items are all markers, as a gateway
+    /// rule's, answers a string without looking).
+    string_items: bool,
     table: ValueTable,
     /// A QPS rule in cluster mode: its values are counted by the cluster.
     cluster: Option<Box<ClusterParamFlow>>,
@@ -107,7 +111,9 @@ impl CompiledParamFlow {
             })
             .collect();
         items.sort_by_key(|item| item.key);
+        let string_items = items.iter().any(|item| is_string(&item.value));
         CompiledParamFlow {
+            string_items,
             mode,
             count: whole(rule.count),
             items: items.into(),
@@ -287,6 +293,9 @@ impl CompiledParamFlow {
     /// [`threshold`](Self::threshold) of a rule with items.
     #[inline]
     fn item_threshold(&self, key: u64, value: &ParamValue) -> u64 {
+        if !self.string_items && is_string(value) {
+            return self.count;
+        }
         let start = self.items.partition_point(|item| item.key < key);
         self.items[start..]
             .iter()
@@ -370,6 +379,12 @@ impl CompiledParamFlow {
             }
         }
     }
+}
+
+/// Whether `value` is a string (which equals only a string).
+#[inline(always)]
+fn is_string(value: &ParamValue) -> bool {
+    matches!(value, ParamValue::Str(_) | ParamValue::InlineStr(_))
 }
 
 /// One value's outcome.

@@ -144,6 +144,28 @@ fn specific_items_have_their_own_threshold() {
 }
 
 #[test]
+fn items_of_other_kinds_leave_strings_at_the_rules_count() {
+    // No item is a string: a string value takes the rule's count, even
+    // one whose text spells an item's value; the items still apply.
+    let c = CompiledParamFlow::new(ParamFlowRule {
+        param_flow_item_list: vec![
+            ParamFlowItem::new(false, 5.0),
+            ParamFlowItem::new(7u64, 0.0),
+        ],
+        ..qps(1.0)
+    });
+    assert_eq!(at(&c, "7", 0), ParamDecision::Pass);
+    assert_eq!(at(&c, "7", 0), ParamDecision::Block);
+    assert_eq!(at(&c, "false", 0), ParamDecision::Pass);
+    assert_eq!(at(&c, "false", 0), ParamDecision::Block);
+    assert_eq!(c.check(&args(7), 1, 0, || 0), ParamDecision::Block);
+    for _ in 0..5 {
+        assert_eq!(c.check(&args(false), 1, 0, || 0), ParamDecision::Pass);
+    }
+    assert_eq!(c.check(&args(false), 1, 0, || 0), ParamDecision::Block);
+}
+
+#[test]
 fn count_zero_refuses_every_value() {
     for rule in [
         qps(0.0),

@@ -162,9 +162,19 @@ impl ClientIpSettings {
     /// (what each trusted proxy appended). An element that is no address
     /// (`unknown`, an obfuscated name) ends the walk at the proxy that
     /// wrote it; every address trusted: the left-most.
+    #[inline]
     pub(crate) fn client(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
         let peer = peer.to_canonical();
-        if self.trusted.is_empty() || !self.is_trusted(peer) {
+        if self.trusted.is_empty() {
+            return peer;
+        }
+        self.behind(peer, headers)
+    }
+
+    /// [`client`](Self::client) with trusted proxies: the peer's own
+    /// address unless it is one of them.
+    fn behind(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+        if !self.is_trusted(peer) {
             return peer;
         }
         let (name, parse): (&HeaderName, fn(&str) -> Option<IpAddr>) =

@@ -42,10 +42,12 @@ pub(crate) struct Api {
 }
 
 impl Api {
+    #[inline]
     pub(crate) fn name(&self) -> &str {
         self.compiled.name()
     }
 
+    #[inline]
     pub(crate) fn matches(&self, path: &str) -> bool {
         self.compiled.matches(path)
     }

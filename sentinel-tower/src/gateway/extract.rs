@@ -2,6 +2,7 @@
 //! the request and passed through its item's pattern.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 
 use http::header::{COOKIE, HOST};
 use http::{HeaderMap, Uri};
@@ -15,7 +16,27 @@ use super::convert::{ArgSource, Item};
 pub(crate) struct RequestView<'r> {
     pub(crate) uri: &'r Uri,
     pub(crate) headers: &'r HeaderMap,
-    pub(crate) client: &'r dyn Fn() -> Option<ParamValue>,
+    pub(crate) client: ClientKey<'r>,
+}
+
+/// The client's key, found when a rule first reads it and kept for the
+/// others (several rules and resources may read it).
+pub(crate) struct ClientKey<'r> {
+    found: OnceCell<Option<ParamValue>>,
+    find: &'r dyn Fn() -> Option<ParamValue>,
+}
+
+impl<'r> ClientKey<'r> {
+    pub(crate) fn new(find: &'r dyn Fn() -> Option<ParamValue>) -> Self {
+        ClientKey {
+            found: OnceCell::new(),
+            find,
+        }
+    }
+
+    fn get(&self) -> Option<&ParamValue> {
+        self.found.get_or_init(self.find).as_ref()
+    }
 }
 
 /// Appends the arguments of `sources` to `args`.
@@ -24,6 +45,7 @@ pub(crate) fn arguments(sources: &[ArgSource], view: &RequestView<'_>, args: &mu
 }
 
 /// The argument of one source.
+#[inline]
 pub(crate) fn source_argument(source: &ArgSource, view: &RequestView<'_>) -> ParamValue {
     match source {
         ArgSource::Constant => constant(),
@@ -33,11 +55,11 @@ pub(crate) fn source_argument(source: &ArgSource, view: &RequestView<'_>) -> Par
 
 fn argument(item: &Item, view: &RequestView<'_>) -> ParamValue {
     let value = match item.parse {
-        ParseStrategy::ClientIp => match (view.client)() {
-            Some(key) if item.matcher.is_any() => return key,
+        ParseStrategy::ClientIp => match view.client.get() {
+            Some(key) if item.matcher.is_any() => return key.clone(),
             Some(key) => {
                 return match key.as_str() {
-                    Some(text) if item.matcher.matches(text) => key,
+                    Some(text) if item.matcher.matches(text) => key.clone(),
                     _ => not_matched(),
                 };
             }
@@ -127,7 +149,7 @@ mod tests {
             &RequestView {
                 uri: &parts.uri,
                 headers: &parts.headers,
-                client: &client,
+                client: ClientKey::new(&client),
             },
         )
     }

@@ -16,27 +16,32 @@ use tower_service::Service;
 
 /// The entries of one request: its route's and its API groups'. The
 /// first in place: a request that enters one resource allocates nothing
-/// for it.
+/// for it; the others (a request in several API groups) behind one
+/// pointer, so that the future and the body that carry the entries stay
+/// small to move.
 #[derive(Default)]
 pub(crate) struct Entries {
     first: Option<Entry<'static>>,
-    rest: Vec<Entry<'static>>,
+    #[allow(clippy::box_collection)]
+    rest: Option<Box<Vec<Entry<'static>>>>,
 }
 
 impl Entries {
+    #[inline]
     pub(crate) fn push(&mut self, entry: Entry<'static>) {
         match self.first {
             None => self.first = Some(entry),
-            Some(_) => self.rest.push(entry),
+            Some(_) => self.rest.get_or_insert_default().push(entry),
         }
     }
 
     fn len(&self) -> usize {
-        usize::from(self.first.is_some()) + self.rest.len()
+        usize::from(self.first.is_some()) + self.rest.as_ref().map_or(0, |rest| rest.len())
     }
 
     fn set_error<E: ?Sized>(&self, error: &E) {
-        for entry in self.first.iter().chain(&self.rest) {
+        let rest = self.rest.iter().flat_map(|rest| rest.iter());
+        for entry in self.first.iter().chain(rest) {
             entry.set_error(error);
         }
     }
@@ -44,8 +49,10 @@ impl Entries {
 
 /// Exits `entries`, the last entered first.
 fn exit(entries: &mut Entries) {
-    while let Some(entry) = entries.rest.pop() {
-        drop(entry);
+    if let Some(rest) = &mut entries.rest {
+        while let Some(entry) = rest.pop() {
+            drop(entry);
+        }
     }
     entries.first = None;
 }

@@ -20,7 +20,7 @@ use tower_service::Service;
 use super::Gateway;
 use super::client_ip::{Cidr, ClientIpSettings, peer};
 use super::convert::{ArgSource, Target};
-use super::extract::{RequestView, arguments, source_argument};
+use super::extract::{ClientKey, RequestView, arguments, source_argument};
 use super::future::{Entries, GatewayFuture};
 use crate::block::{BlockReply, accepts_json, blocked_response, is_grpc};
 use crate::headers::HeaderSettings;
@@ -146,38 +146,39 @@ impl<S: fmt::Debug> fmt::Debug for GatewayService<S> {
     }
 }
 
+/// What [`GatewayLayer::admit`] decided; the entries it made are in the
+/// caller's list (a small answer moves no entries).
 enum Admission {
-    Entered(Entries),
-    Queued(Entries, Vec<Queued<'static>>),
+    Entered,
+    Queued(Vec<Queued<'static>>),
     Blocked(Response<Bytes>),
 }
 
 static NO_PEER_WARNED: AtomicBool = AtomicBool::new(false);
 
 impl GatewayLayer {
-    fn admit(&self, uri: &Uri, headers: &HeaderMap, extensions: &Extensions) -> Admission {
+    /// Enters the request's resources, pushing each entry to `entries`.
+    fn admit(
+        &self,
+        uri: &Uri,
+        headers: &HeaderMap,
+        extensions: &Extensions,
+        entries: &mut Entries,
+    ) -> Admission {
         let sentinel = self.gateway.inner.sentinel;
         let plan = self.gateway.inner.plan();
         let path = uri.path();
-        // The client's key, found at most once per request (several
-        // rules and resources may read it).
-        let found: Cell<Option<Option<ParamValue>>> = Cell::new(None);
-        let client = || {
-            let key = match found.take() {
-                Some(key) => key,
-                None => self.client_key(headers, extensions),
-            };
-            found.set(Some(key.clone()));
-            key
-        };
+        let find = || self.client_key(headers, extensions);
         let view = RequestView {
             uri,
             headers,
-            client: &client,
+            client: ClientKey::new(&find),
         };
-        let mut entries = Entries::default();
         let mut queued = Vec::new();
-        let mut enter = |name: &str, target: Option<&Target>| -> Option<Response<Bytes>> {
+        // The refusal's answer, written in place (it is large to move).
+        let mut refusal = None;
+        // Enters one resource; `true` when it refused the request.
+        let mut enter = |name: &str, target: Option<&Target>| -> bool {
             let builder = match target.and_then(|target| target.resource.as_ref()) {
                 Some(resource) => resource.builder(),
                 None => sentinel.entry_builder(name),
@@ -191,12 +192,15 @@ impl GatewayLayer {
                 match entering {
                     Ok(Entering::Entered(entry)) => entries.push(entry),
                     Ok(Entering::Queued(wait)) => queued.push(wait),
-                    Err(block) => return Some(self.refused(&block, args, headers)),
+                    Err(block) => {
+                        refusal = Some(self.refused(&block, args, headers));
+                        return true;
+                    }
                 }
-                None
+                false
             })
         };
-        let mut refused = None;
+        let mut refused = false;
         match route_name(extensions) {
             Some(template) => refused = enter(template, plan.routes.get(template)),
             // Outside a `Router` a path is entered only when a rule names
@@ -210,18 +214,18 @@ impl GatewayLayer {
                 }
             }
         }
-        if refused.is_none() {
+        if !refused {
             for api in plan.apis.iter().filter(|api| api.matches(path)) {
                 refused = enter(api.name(), Some(&api.target));
-                if refused.is_some() {
+                if refused {
                     break;
                 }
             }
         }
-        match refused {
+        match refusal {
             Some(response) => Admission::Blocked(response),
-            None if queued.is_empty() => Admission::Entered(entries),
-            None => Admission::Queued(entries, queued),
+            None if queued.is_empty() => Admission::Entered,
+            None => Admission::Queued(queued),
         }
     }
 
@@ -378,19 +382,27 @@ where
     }
 
     fn call(&mut self, request: Request<ReqB>) -> Self::Future {
-        let admission = self
-            .shared
-            .admit(request.uri(), request.headers(), request.extensions());
+        let mut entries = Entries::default();
+        let admission = self.shared.admit(
+            request.uri(),
+            request.headers(),
+            request.extensions(),
+            &mut entries,
+        );
         match admission {
-            Admission::Entered(entries) => GatewayFuture::called(entries, self.inner.call(request)),
-            Admission::Queued(entries, queued) => {
+            Admission::Entered => GatewayFuture::called(entries, self.inner.call(request)),
+            Admission::Queued(queued) => {
                 // The ready service waits in the future; its clone stays
                 // for the next poll_ready (tower's usual swap).
                 let clone = self.inner.clone();
                 let ready = std::mem::replace(&mut self.inner, clone);
                 GatewayFuture::queued(entries, queued, ready, request)
             }
-            Admission::Blocked(response) => GatewayFuture::blocked(response),
+            Admission::Blocked(response) => {
+                // The entries made before the refusal are left.
+                drop(entries);
+                GatewayFuture::blocked(response)
+            }
         }
     }
 }
