@@ -151,6 +151,8 @@ impl AdaptiveLimiter {
             self.min_rtt.fetch_min(rt, Ordering::Relaxed);
         }
         let completions = self.gate.complete(rt);
+        #[cfg(all(test, loom))]
+        self.trace.stall();
         self.end_window_if_over(now, completions);
     }
 
