@@ -2,8 +2,8 @@
 //! `crate::sync`).
 //!
 //! The property: however three exits completing around a window's end
-//! interleave (any of them stalled anywhere between its completion and
-//! its fold), every completion is folded into exactly one window (the
+//! interleave (any of them stalled after its completion, or between its
+//! claim and its fold, while the others run), every completion is folded into exactly one window (the
 //! counts and RTT sums the algorithm heard, plus those still in the
 //! current window, are the completions'), the windows folded follow one
 //! another from the base (none folded twice, no call skipped), and each
@@ -11,6 +11,9 @@
 //! own call (not only calls of the window begun since), and was over on
 //! its own calls: `window_ms` old with `min_samples` calls, or
 //! [`MAX_WINDOW_SAMPLES`] calls.
+//!
+//! The limiter records its claims and folds, and steps on a stall point,
+//! under `cfg(all(test, loom))` only ([`Trace`]).
 
 use std::fmt;
 
