@@ -79,6 +79,17 @@ impl Gate {
         }
     }
 
+    /// A gate whose calls admitted and completed are the completion word
+    /// `done`'s (none in flight): the state after that many calls, for
+    /// models that start near a count's bound.
+    #[cfg(all(test, loom))]
+    pub(crate) fn with_completions(limit: u32, done: u64) -> Self {
+        Gate {
+            word: AtomicU64::new(pack(limit, done)),
+            done: AtomicU64::new(done),
+        }
+    }
+
     /// Admits one call if fewer than the limit are in flight; on success,
     /// the limit it was admitted under and the calls in flight with it.
     #[inline]

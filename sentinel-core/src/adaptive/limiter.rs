@@ -73,6 +73,9 @@ pub(crate) struct AdaptiveLimiter {
     /// The last folded window's average RTT, as `f64` bits.
     last_rtt: AtomicU64,
     estimator: Mutex<Estimator>,
+    /// The claims and folds, in order, for the model's check.
+    #[cfg(all(test, loom))]
+    trace: loom_tests::Trace,
 }
 
 impl AdaptiveLimiter {
@@ -92,6 +95,8 @@ impl AdaptiveLimiter {
             dropped: AtomicBool::new(false),
             last_rtt: AtomicU64::new(0),
             estimator: Mutex::new(Estimator::new(&rule)),
+            #[cfg(all(test, loom))]
+            trace: loom_tests::Trace::default(),
             rule,
         }
     }
@@ -146,6 +151,8 @@ impl AdaptiveLimiter {
             self.min_rtt.fetch_min(rt, Ordering::Relaxed);
         }
         let completions = self.gate.complete(rt);
+        #[cfg(all(test, loom))]
+        self.trace.stall();
         self.end_window_if_over(now, completions);
     }
 
@@ -181,6 +188,8 @@ impl AdaptiveLimiter {
                 .compare_exchange(start, now.max(1), Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         {
+            #[cfg(all(test, loom))]
+            self.trace.claimed(now, start, base, completions);
             self.fold(base);
         }
     }
@@ -201,6 +210,8 @@ impl AdaptiveLimiter {
         if count == 0 {
             return;
         }
+        #[cfg(all(test, loom))]
+        self.trace.folded(base, completions);
         let (_, now_in_flight) = self.gate.read();
         let rtt = (sum as f64 / count as f64).max(1.0);
         let min_rtt = self.min_rtt.swap(u64::MAX, Ordering::Relaxed);
@@ -389,3 +400,9 @@ mod tests {
         assert_eq!(rtt, MAX_SAMPLE_RTT_MS as f64);
     }
 }
+
+/// Model checks of the window's claim and fold (`--cfg loom`; see
+/// `crate::sync`).
+#[cfg(all(test, loom))]
+#[path = "limiter_loom.rs"]
+mod loom_tests;

@@ -39,7 +39,8 @@
 //! The module is the kind alone: `rule.rs` the rule as loaded,
 //! `algorithm.rs` the three algorithms, `gate.rs` the admission protocol
 //! (with its loom model), `limiter.rs` one rule compiled (gate, window,
-//! algorithm), `slot.rs` the check and the exit.
+//! algorithm; the window's claim and fold model-checked in
+//! `limiter_loom.rs`), `slot.rs` the check and the exit.
 
 mod algorithm;
 mod fields;
