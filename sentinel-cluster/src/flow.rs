@@ -1,8 +1,8 @@
 //! One flow id on this instance: its lease, the rule's settings the worker
 //! sends, the latest answer of Redis, and where waiting entries park.
 
-use std::sync::atomic::Ordering::{Relaxed, Release};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
@@ -59,9 +59,6 @@ pub(crate) struct Flow {
     pub(crate) keys: FlowKeys,
     pub(crate) lease: Lease,
     pub(crate) params: Mutex<Params>,
-    /// The rule's settings changed: the next refill takes back what the
-    /// lease and its sub-leases hold, for a refund, before it asks.
-    pub(crate) retake: AtomicBool,
     /// The latest answer, and the bucket start of each lease expiry seen
     /// lately (for refunds).
     pub(crate) last: Mutex<Last>,
@@ -135,7 +132,6 @@ impl Flow {
             keys: FlowKeys::new(prefix, flow.flow_id()),
             lease: Lease::new(),
             params: Mutex::new(Params::of(flow)),
-            retake: AtomicBool::new(false),
             ledger: Mutex::new(Ledger::new(flow.window_interval_ms(), flow.sample_count())),
             last: Mutex::new(Last::default()),
             answered: Mutex::new(0),
@@ -182,9 +178,8 @@ impl Flow {
             // Tokens, not a lease: nothing to take back.
             return false;
         }
-        self.retake.store(true, Release);
         self.lease.asked_at_ms.store(now_ms, Relaxed);
-        self.lease.handshake.ask()
+        self.lease.handshake.ask_retake()
     }
 
     /// Live instances of the flow id, as Redis last counted them.

@@ -20,14 +20,22 @@
 //! a finish's two stores woke a worker that still saw the old refill in
 //! flight, and later asks, seeing the flow asked for, woke no one:
 //! refills stalled until the worker's timer.
+//!
+//! A reload asks for a retake ([`ask_retake`](Handshake::ask_retake)):
+//! the next refill takes back everything the lease holds before it asks
+//! Redis. A refill in flight when the reload came may have looked for a
+//! retake before it was asked; its [`finish`](Handshake::finish) then
+//! sees the retake still asked for and asks again, so a retake is never
+//! left with no refill in flight or wanted (the permits granted under the
+//! old settings would stay spendable until some entry ran short).
 
-use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 
 // Under `--cfg sentinel_loom` the atomics are loom's (see `loom_tests.rs`).
 #[cfg(sentinel_loom)]
-use loom::sync::atomic::AtomicU8;
+use loom::sync::atomic::{AtomicBool, AtomicU8};
 #[cfg(not(sentinel_loom))]
-use std::sync::atomic::AtomicU8;
+use std::sync::atomic::{AtomicBool, AtomicU8};
 
 /// The worker has been asked, and the refill that answers has not finished.
 const WANTED: u8 = 1;
@@ -38,18 +46,34 @@ const IN_FLIGHT: u8 = 2;
 #[derive(Debug)]
 pub(crate) struct Handshake {
     state: AtomicU8,
+    /// A reload asked the next refill to take back what the lease holds.
+    retake: AtomicBool,
 }
 
 impl Handshake {
     pub(crate) fn new() -> Self {
         Handshake {
             state: AtomicU8::new(0),
+            retake: AtomicBool::new(false),
         }
     }
 
     /// An entry asks for a refill. `true`: wake the worker.
     pub(crate) fn ask(&self) -> bool {
         self.state.fetch_or(WANTED, AcqRel) & WANTED == 0
+    }
+
+    /// A reload asks the next refill to take back what the lease holds
+    /// first. `true`: wake the worker.
+    pub(crate) fn ask_retake(&self) -> bool {
+        self.retake.store(true, Release);
+        self.ask()
+    }
+
+    /// The refill's: whether it is to take back what the lease holds (a
+    /// retake asked since the last refill that took it).
+    pub(crate) fn take_retake(&self) -> bool {
+        self.retake.swap(false, AcqRel)
     }
 
     /// Whether the flow is asked for (a refill ahead is then not asked
@@ -68,11 +92,15 @@ impl Handshake {
             .is_ok()
     }
 
-    /// A refill is answered: entries may ask again.
-    pub(crate) fn finish(&self) {
+    /// A refill is answered: entries may ask again. `true`: wake the
+    /// worker, for a retake asked while the refill was in flight (after
+    /// it looked for one).
+    pub(crate) fn finish(&self) -> bool {
         // A read-modify-write like every other step, so that all of them
-        // are ordered on the word.
+        // are ordered on the word: a retake's ask before it is read here
+        // with the retake's flag.
         self.state.swap(0, AcqRel);
+        self.retake.load(Acquire) && self.ask()
     }
 }
 

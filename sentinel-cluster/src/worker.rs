@@ -279,13 +279,16 @@ impl Refill {
         let (shared, flow) = (&*self.shared, &*self.flow);
         let asked_at = flow.lease.asked_at_ms.load(Relaxed);
         let need = flow.lease.need.swap(1, AcqRel);
-        let params = *flow.params.lock();
         let mut refunds = Vec::new();
-        if flow.retake.swap(false, AcqRel) {
+        // The retake first, then the settings: a reload stores its settings
+        // before it asks for the retake, so a retake taken here comes with
+        // the settings that asked for it.
+        if flow.lease.handshake.take_retake() {
             flow.lease.take_all(&mut refunds);
         } else {
             flow.lease.drain_expired(asked_at, &mut refunds);
         }
+        let params = *flow.params.lock();
         // The fallback's admissions of the window, charged before the grant.
         let (charged_at, charges) = {
             let mut ledger = flow.ledger.lock();
@@ -385,7 +388,9 @@ impl Refill {
 
     /// Lets entries ask again and wakes those waiting.
     fn finish(&self) {
-        self.flow.lease.handshake.finish();
+        if self.flow.lease.handshake.finish() {
+            self.shared.wake.notify_one();
+        }
         self.flow.answer();
     }
 }

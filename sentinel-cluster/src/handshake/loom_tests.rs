@@ -8,7 +8,7 @@ use loom::sync::atomic::Ordering::SeqCst;
 use loom::sync::atomic::{AtomicBool, AtomicUsize};
 use loom::thread;
 
-use super::{Handshake, WANTED};
+use super::{Handshake, IN_FLIGHT, WANTED};
 
 /// The three steps, as the entry, the worker and the refill take them.
 trait Steps: Send + Sync + 'static {
@@ -27,7 +27,8 @@ impl Steps for Handshake {
         Handshake::start(self)
     }
     fn finish(&self) {
-        Handshake::finish(self)
+        // The wake a retake asks for is the retake model's to count.
+        let _ = Handshake::finish(self);
     }
     fn waiting(&self) -> bool {
         self.state.load(SeqCst) == WANTED
@@ -114,5 +115,65 @@ fn loom_the_two_flag_handshake_left_an_ask_to_the_timer() {
     an_ask_racing_a_finish(|| TwoFlags {
         wanted: AtomicBool::new(false),
         in_flight: AtomicBool::new(false),
+    });
+}
+
+/// A reload asks for a retake while a refill is in flight, between the
+/// refill's look for one and its finish or around them; the worker, woken,
+/// serves. Afterwards a retake still asked for has a refill in flight or
+/// is wanted with a wake pending: it is never left until some entry runs
+/// short (the lease's old permits spendable meanwhile). `finish` is the
+/// refill's end, as `Handshake::finish` or a variant.
+fn a_retake_racing_a_refill(finish: fn(&Handshake) -> bool) {
+    loom::model(move || {
+        let h = Arc::new(Handshake::new());
+        // An earlier ask, and its refill in flight.
+        assert!(h.ask());
+        assert!(h.start());
+        let wakes = Arc::new(AtomicUsize::new(0));
+        let refill = {
+            let (h, w) = (h.clone(), wakes.clone());
+            thread::spawn(move || {
+                let _took = h.take_retake();
+                if finish(&h) {
+                    w.fetch_add(1, SeqCst);
+                }
+            })
+        };
+        let reload = {
+            let (h, w) = (h.clone(), wakes.clone());
+            thread::spawn(move || {
+                if h.ask_retake() {
+                    w.fetch_add(1, SeqCst);
+                }
+            })
+        };
+        for t in [refill, reload] {
+            t.join().unwrap();
+        }
+        // The worker, woken, starts a refill, which takes the retake.
+        if wakes.load(SeqCst) > 0 && h.start() {
+            let _took = h.take_retake();
+        }
+        let state = h.state.load(SeqCst);
+        let pending = h.retake.load(SeqCst);
+        assert!(
+            !pending || state & IN_FLIGHT != 0,
+            "a retake is left with no refill to take it (state {state})"
+        );
+    });
+}
+
+#[test]
+fn loom_a_retake_asked_during_a_refill_is_taken_by_a_refill() {
+    a_retake_racing_a_refill(Handshake::finish);
+}
+
+#[test]
+#[should_panic(expected = "a retake is left with no refill to take it")]
+fn loom_a_finish_that_did_not_ask_again_left_a_retake() {
+    a_retake_racing_a_refill(|h| {
+        h.state.swap(0, SeqCst);
+        false
     });
 }
