@@ -263,8 +263,9 @@ pub enum ValueMatch {
 pub struct GatewayParamItem {
     /// Where the value comes from.
     pub parse: ParseStrategy,
-    /// The header, query parameter or cookie name (required for those,
-    /// at most [`MAX_FIELD_NAME_LEN`] bytes; ignored otherwise).
+    /// The header, query parameter or cookie name (required for those;
+    /// ignored otherwise). At most [`MAX_FIELD_NAME_LEN`] bytes whatever
+    /// the strategy.
     pub field_name: Option<String>,
     /// Only values this matches are limited (at most
     /// [`MAX_PATTERN_LEN`] bytes); `None` or empty: every value.

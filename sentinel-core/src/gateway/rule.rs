@@ -289,7 +289,20 @@ fn item_problems(item: &GatewayParamItem, problems: &mut Problems<'_>) {
         item.parse,
         ParseStrategy::Header | ParseStrategy::UrlParam | ParseStrategy::Cookie
     );
-    if needs_field {
+    if !needs_field {
+        // Unread, but kept and written back: bounded like any other.
+        if let Some(field) = item.field_name.as_deref()
+            && field.len() > MAX_FIELD_NAME_LEN
+        {
+            problems.add(
+                "param_item.field_name",
+                format!(
+                    "longer than {MAX_FIELD_NAME_LEN} bytes ({} bytes)",
+                    field.len()
+                ),
+            );
+        }
+    } else {
         match item.field_name.as_deref() {
             None => problems.add(
                 "param_item.field_name",
@@ -434,6 +447,20 @@ mod tests {
         let bad_regex = GatewayRule::route("/a", 1.0)
             .param_item(GatewayParamItem::client_ip().pattern("[", ValueMatch::Regex));
         assert_eq!(fields(bad_regex), ["param_item.pattern"]);
+        // A field name the strategy does not read is still bounded; an
+        // empty one (the dashboard's, for a client IP) is no problem.
+        for item in [GatewayParamItem::client_ip(), GatewayParamItem::host()] {
+            let long = GatewayRule::route("/a", 1.0).param_item(GatewayParamItem {
+                field_name: Some("f".repeat(MAX_FIELD_NAME_LEN + 1)),
+                ..item.clone()
+            });
+            assert_eq!(fields(long), ["param_item.field_name"]);
+            let empty = GatewayRule::route("/a", 1.0).param_item(GatewayParamItem {
+                field_name: Some(String::new()),
+                ..item
+            });
+            assert!(fields(empty).is_empty());
+        }
 
         let api = |definition: ApiDefinition| -> Vec<&'static str> {
             definition
