@@ -342,9 +342,9 @@ fn route_name(extensions: &Extensions) -> Option<&str> {
 /// (the common gateway rule set: one parameter item per resource), more
 /// in a buffer kept per thread (no allocation per request once it has
 /// grown).
-fn with_arguments<R>(
+fn with_arguments<R, F: Fn() -> Option<ParamValue>>(
     sources: &[ArgSource],
-    view: &RequestView<'_>,
+    view: &RequestView<'_, F>,
     f: impl FnOnce(&[ParamValue]) -> R,
 ) -> R {
     match sources {
