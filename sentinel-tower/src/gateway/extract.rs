@@ -13,21 +13,22 @@ use super::convert::{ArgSource, Item};
 
 /// What the arguments are read from: the request head and the client's
 /// key, computed at most once per request.
-pub(crate) struct RequestView<'r> {
+pub(crate) struct RequestView<'r, F> {
     pub(crate) uri: &'r Uri,
     pub(crate) headers: &'r HeaderMap,
-    pub(crate) client: ClientKey<'r>,
+    pub(crate) client: ClientKey<'r, F>,
 }
 
 /// The client's key, found when a rule first reads it and kept for the
-/// others (several rules and resources may read it).
-pub(crate) struct ClientKey<'r> {
+/// others (several rules and resources may read it). `find` is a type
+/// parameter, not a trait object, so that it is inlined where it is read.
+pub(crate) struct ClientKey<'r, F> {
     found: OnceCell<Option<ParamValue>>,
-    find: &'r dyn Fn() -> Option<ParamValue>,
+    find: &'r F,
 }
 
-impl<'r> ClientKey<'r> {
-    pub(crate) fn new(find: &'r dyn Fn() -> Option<ParamValue>) -> Self {
+impl<'r, F: Fn() -> Option<ParamValue>> ClientKey<'r, F> {
+    pub(crate) fn new(find: &'r F) -> Self {
         ClientKey {
             found: OnceCell::new(),
             find,
@@ -40,20 +41,27 @@ impl<'r> ClientKey<'r> {
 }
 
 /// Appends the arguments of `sources` to `args`.
-pub(crate) fn arguments(sources: &[ArgSource], view: &RequestView<'_>, args: &mut Vec<ParamValue>) {
+pub(crate) fn arguments<F: Fn() -> Option<ParamValue>>(
+    sources: &[ArgSource],
+    view: &RequestView<'_, F>,
+    args: &mut Vec<ParamValue>,
+) {
     args.extend(sources.iter().map(|source| source_argument(source, view)));
 }
 
 /// The argument of one source.
 #[inline]
-pub(crate) fn source_argument(source: &ArgSource, view: &RequestView<'_>) -> ParamValue {
+pub(crate) fn source_argument<F: Fn() -> Option<ParamValue>>(
+    source: &ArgSource,
+    view: &RequestView<'_, F>,
+) -> ParamValue {
     match source {
         ArgSource::Constant => constant(),
         ArgSource::Item(item) => argument(item, view),
     }
 }
 
-fn argument(item: &Item, view: &RequestView<'_>) -> ParamValue {
+fn argument<F: Fn() -> Option<ParamValue>>(item: &Item, view: &RequestView<'_, F>) -> ParamValue {
     let value = match item.parse {
         ParseStrategy::ClientIp => match view.client.get() {
             Some(key) if item.matcher.is_any() => return key.clone(),

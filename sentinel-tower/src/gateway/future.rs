@@ -176,6 +176,7 @@ pin_project! {
 
 pin_project! {
     #[project = StateProj]
+    #[project_replace = StateTaken]
     enum State<S, ReqB>
     where
         S: Service<Request<ReqB>>,
@@ -246,10 +247,14 @@ where
         let mut state = self.project().state;
         loop {
             match state.as_mut().project() {
-                StateProj::Called { future, entries } => {
+                StateProj::Called { future, .. } => {
                     let result = ready!(future.poll(cx));
-                    let mut entries = std::mem::take(entries);
-                    state.set(State::Done);
+                    // The entries move out as the finished future is
+                    // dropped in place: nothing is left behind to drop.
+                    let StateTaken::Called { mut entries, .. } = state.project_replace(State::Done)
+                    else {
+                        unreachable!("the state was `Called`")
+                    };
                     return Poll::Ready(match result {
                         Ok(response) => {
                             if response.status().is_server_error() {

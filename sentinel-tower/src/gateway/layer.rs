@@ -341,26 +341,48 @@ fn route_name(extensions: &Extensions) -> Option<&str> {
 /// Calls `f` with the arguments of `sources`: none or one on the stack
 /// (the common gateway rule set: one parameter item per resource), more
 /// in a buffer kept per thread (no allocation per request once it has
-/// grown).
-fn with_arguments<R>(
+/// grown). `f` is called in one place only, so that it is inlined here.
+#[inline(always)]
+fn with_arguments<R, F: Fn() -> Option<ParamValue>>(
     sources: &[ArgSource],
-    view: &RequestView<'_>,
+    view: &RequestView<'_, F>,
     f: impl FnOnce(&[ParamValue]) -> R,
 ) -> R {
-    match sources {
-        [] => f(&[]),
-        [source] => f(&[source_argument(source, view)]),
-        _ => {
-            // (A thread past its locals' end, shutting down, gets a new one.)
-            let mut scratch = ARGS.try_with(Cell::take).unwrap_or_default();
-            scratch.clear();
-            arguments(sources, view, &mut scratch);
-            let result = f(&scratch);
-            scratch.clear();
-            let _ = ARGS.try_with(|args| args.set(scratch));
-            result
+    let one;
+    let mut scratch = None;
+    let args: &[ParamValue] = match sources {
+        [] => &[],
+        [source] => {
+            one = [source_argument(source, view)];
+            &one
         }
+        _ => scratch.insert(many_arguments(sources, view)),
+    };
+    let result = f(args);
+    if let Some(scratch) = scratch {
+        give_back(scratch);
     }
+    result
+}
+
+/// The arguments of two or more `sources`, in the thread's buffer.
+#[cold]
+fn many_arguments<F: Fn() -> Option<ParamValue>>(
+    sources: &[ArgSource],
+    view: &RequestView<'_, F>,
+) -> Vec<ParamValue> {
+    // (A thread past its locals' end, shutting down, gets a new one.)
+    let mut scratch = ARGS.try_with(Cell::take).unwrap_or_default();
+    scratch.clear();
+    arguments(sources, view, &mut scratch);
+    scratch
+}
+
+/// Returns the thread's buffer of arguments, emptied.
+#[cold]
+fn give_back(mut scratch: Vec<ParamValue>) {
+    scratch.clear();
+    let _ = ARGS.try_with(|args| args.set(scratch));
 }
 
 thread_local! {
