@@ -4,6 +4,7 @@
 
 use std::cell::Cell;
 use std::fmt;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
@@ -172,7 +173,7 @@ impl GatewayLayer {
         let view = RequestView {
             uri,
             headers,
-            client: ClientKey::new(&find),
+            client: ClientKey::new(&find, &self.ip),
         };
         let mut queued = Vec::new();
         // The refusal's answer, written in place (it is large to move).
@@ -229,11 +230,11 @@ impl GatewayLayer {
         }
     }
 
-    /// The client's key: its address as [`ClientIpSettings`] finds and
+    /// The client's group: its address as [`ClientIpSettings`] finds and
     /// groups it; `None` without a known peer.
-    fn client_key(&self, headers: &HeaderMap, extensions: &Extensions) -> Option<ParamValue> {
+    fn client_key(&self, headers: &HeaderMap, extensions: &Extensions) -> Option<IpAddr> {
         match peer(extensions) {
-            Some(peer) => Some(self.ip.key(self.ip.client(peer, headers))),
+            Some(peer) => Some(self.ip.group(self.ip.client(peer, headers))),
             None => {
                 if !NO_PEER_WARNED.swap(true, Ordering::Relaxed) {
                     tracing::warn!(
@@ -343,7 +344,7 @@ fn route_name(extensions: &Extensions) -> Option<&str> {
 /// in a buffer kept per thread (no allocation per request once it has
 /// grown). `f` is called in one place only, so that it is inlined here.
 #[inline(always)]
-fn with_arguments<R, F: Fn() -> Option<ParamValue>>(
+fn with_arguments<R, F: Fn() -> Option<IpAddr>>(
     sources: &[ArgSource],
     view: &RequestView<'_, F>,
     f: impl FnOnce(&[ParamValue]) -> R,
@@ -367,7 +368,7 @@ fn with_arguments<R, F: Fn() -> Option<ParamValue>>(
 
 /// The arguments of two or more `sources`, in the thread's buffer.
 #[cold]
-fn many_arguments<F: Fn() -> Option<ParamValue>>(
+fn many_arguments<F: Fn() -> Option<IpAddr>>(
     sources: &[ArgSource],
     view: &RequestView<'_, F>,
 ) -> Vec<ParamValue> {
