@@ -282,20 +282,20 @@ impl CompiledParamFlow {
     /// The threshold of the value with `key`: its item's, or the rule's.
     /// A rule without items (the usual case) answers inline, whichever
     /// kind's check calls it.
+    /// A string value of a rule without string items (a gateway rule's,
+    /// whose items are markers) answers inline too.
     #[inline(always)]
     fn threshold(&self, key: u64, value: &ParamValue) -> u64 {
-        if self.items.is_empty() {
+        if self.items.is_empty() || (!self.string_items && is_string(value)) {
             return self.count;
         }
         self.item_threshold(key, value)
     }
 
-    /// [`threshold`](Self::threshold) of a rule with items.
+    /// [`threshold`](Self::threshold) of a rule with items, for a value
+    /// that may equal one.
     #[inline]
     fn item_threshold(&self, key: u64, value: &ParamValue) -> u64 {
-        if !self.string_items && is_string(value) {
-            return self.count;
-        }
         let start = self.items.partition_point(|item| item.key < key);
         self.items[start..]
             .iter()
