@@ -336,9 +336,28 @@ impl ValueTable {
     /// The slot of `key` and its state word, installing it if absent;
     /// marks it seen at `now_ms`. `Err` is [`Lookup::Busy`] or
     /// [`Lookup::Full`].
-    #[inline]
+    #[inline(always)]
     pub(crate) fn slot(&self, key: u64, now_ms: u64) -> Result<(u32, &AtomicU64), Lookup> {
         let set_index = self.set_of(key);
+        // A value present in its set (the usual lookup) is found in line.
+        if let Some(set) = self.allocated(set_index)
+            && let Some(way) = self.find_in(set, key)
+        {
+            seen(set, way, now_ms as u32);
+            return Ok((index(set_index, way), &set.states[way]));
+        }
+        self.slot_installing(set_index, key, now_ms)
+    }
+
+    /// [`slot`](Self::slot) of a value its set did not hold at the first
+    /// look: looks again, and installs it if still absent.
+    #[inline(never)]
+    fn slot_installing(
+        &self,
+        set_index: usize,
+        key: u64,
+        now_ms: u64,
+    ) -> Result<(u32, &AtomicU64), Lookup> {
         let set = match self.allocated(set_index) {
             Some(set) => set,
             None => self.allocate(set_index),
