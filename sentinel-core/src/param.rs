@@ -212,11 +212,7 @@ impl Hash for ParamValue {
                 state.write_u8(1);
                 state.write_i128(v);
             }
-            Canonical::Bytes(bytes) => {
-                state.write_u8(2);
-                state.write(bytes);
-                state.write_u8(0xff);
-            }
+            Canonical::Bytes(bytes) => hash_string(bytes, state),
             Canonical::List(list) => {
                 state.write_u8(3);
                 list.hash(state);
@@ -227,6 +223,16 @@ impl Hash for ParamValue {
             }
         }
     }
+}
+
+/// How a string value (`Str` or `InlineStr`) hashes: what [`ParamValue`]'s
+/// `Hash` writes for one, which a caller that knows it holds a string
+/// (the hot-parameter table's key) writes without the enum's dispatch.
+#[inline(always)]
+pub(crate) fn hash_string<H: Hasher>(bytes: &[u8], state: &mut H) {
+    state.write_u8(2);
+    state.write(bytes);
+    state.write_u8(0xff);
 }
 
 impl fmt::Debug for ParamValue {

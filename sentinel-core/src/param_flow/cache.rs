@@ -94,7 +94,7 @@
 //! flight a new value of that set cannot be tracked ([`Lookup::Full`],
 //! counted in [`ValueTable::overflows`] and logged once).
 
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hasher};
 
 use crate::ParamValue;
 use crate::sync::OnceBox;
@@ -255,7 +255,21 @@ impl ValueTable {
     /// The key of `value` in this table (never 0).
     #[inline]
     pub(crate) fn key_of(&self, value: &ParamValue) -> u64 {
-        self.hasher.hash_one(value).max(1)
+        let hash = match value {
+            // A string (the usual argument) hashes in line, with the
+            // writes its `Hash` makes: the same key as `hash_one` gives.
+            ParamValue::InlineStr(s) => self.string_hash(s.as_bytes()),
+            ParamValue::Str(s) => self.string_hash(s.as_bytes()),
+            other => self.hasher.hash_one(other),
+        };
+        hash.max(1)
+    }
+
+    #[inline(always)]
+    fn string_hash(&self, bytes: &[u8]) -> u64 {
+        let mut state = self.hasher.build_hasher();
+        crate::param::hash_string(bytes, &mut state);
+        state.finish()
     }
 
     /// Values forgotten to make room for others.
@@ -322,9 +336,28 @@ impl ValueTable {
     /// The slot of `key` and its state word, installing it if absent;
     /// marks it seen at `now_ms`. `Err` is [`Lookup::Busy`] or
     /// [`Lookup::Full`].
-    #[inline]
+    #[inline(always)]
     pub(crate) fn slot(&self, key: u64, now_ms: u64) -> Result<(u32, &AtomicU64), Lookup> {
         let set_index = self.set_of(key);
+        // A value present in its set (the usual lookup) is found in line.
+        if let Some(set) = self.allocated(set_index)
+            && let Some(way) = self.find_in(set, key)
+        {
+            seen(set, way, now_ms as u32);
+            return Ok((index(set_index, way), &set.states[way]));
+        }
+        self.slot_installing(set_index, key, now_ms)
+    }
+
+    /// [`slot`](Self::slot) of a value its set did not hold at the first
+    /// look: looks again, and installs it if still absent.
+    #[inline(never)]
+    fn slot_installing(
+        &self,
+        set_index: usize,
+        key: u64,
+        now_ms: u64,
+    ) -> Result<(u32, &AtomicU64), Lookup> {
         let set = match self.allocated(set_index) {
             Some(set) => set,
             None => self.allocate(set_index),
@@ -594,6 +627,28 @@ mod tests {
 
     fn value(i: u64) -> ParamValue {
         ParamValue::from(format!("value-{i}"))
+    }
+
+    /// A string's key, hashed in line, is the key its `Hash` gives, for
+    /// both representations of a string and at every length the hasher
+    /// treats apart (short, up to 16 bytes, and longer).
+    #[test]
+    fn a_string_key_is_the_hash_of_the_value() {
+        let table = ValueTable::new(64, Flavor::Buckets);
+        for len in [0, 1, 3, 4, 7, 8, 15, 16, 17, 22, 23, 40, 300] {
+            let text: String = (0..len)
+                .map(|i| char::from(b'a' + (i % 26) as u8))
+                .collect();
+            let shared = ParamValue::Str(text.as_str().into());
+            let expected = table.hasher.hash_one(&shared).max(1);
+            assert_eq!(table.key_of(&shared), expected, "shared, {len} bytes");
+            if let Some(inline) = crate::param::InlineStr::new(&text) {
+                let inline = ParamValue::InlineStr(inline);
+                assert_eq!(table.key_of(&inline), expected, "inline, {len} bytes");
+            }
+        }
+        let int = ParamValue::from(7_u64);
+        assert_eq!(table.key_of(&int), table.hasher.hash_one(&int).max(1));
     }
 
     #[test]

@@ -190,7 +190,7 @@ impl CompiledParamFlow {
         };
         let mut wait = 0;
         for (i, element) in list.iter().enumerate() {
-            match self.check_one(element, acquire, now_ms, &mut now_ns) {
+            match self.check_element(element, acquire, now_ms, &mut now_ns) {
                 One::Pass | One::Held(_) => {}
                 One::Wait(ns) => wait = wait.max(ns),
                 // An untracked element of a list is refused under the
@@ -282,20 +282,20 @@ impl CompiledParamFlow {
     /// The threshold of the value with `key`: its item's, or the rule's.
     /// A rule without items (the usual case) answers inline, whichever
     /// kind's check calls it.
+    /// A string value of a rule without string items (a gateway rule's,
+    /// whose items are markers) answers inline too.
     #[inline(always)]
     fn threshold(&self, key: u64, value: &ParamValue) -> u64 {
-        if self.items.is_empty() {
+        if self.items.is_empty() || (!self.string_items && is_string(value)) {
             return self.count;
         }
         self.item_threshold(key, value)
     }
 
-    /// [`threshold`](Self::threshold) of a rule with items.
+    /// [`threshold`](Self::threshold) of a rule with items, for a value
+    /// that may equal one.
     #[inline]
     fn item_threshold(&self, key: u64, value: &ParamValue) -> u64 {
-        if !self.string_items && is_string(value) {
-            return self.count;
-        }
         let start = self.items.partition_point(|item| item.key < key);
         self.items[start..]
             .iter()
@@ -304,7 +304,20 @@ impl CompiledParamFlow {
             .map_or(self.count, |item| item.count)
     }
 
-    #[inline]
+    /// [`check_one`](Self::check_one) of a collection's element, out of
+    /// line: a single value (the usual argument) has it in line.
+    #[inline(never)]
+    fn check_element(
+        &self,
+        value: &ParamValue,
+        acquire: u64,
+        now_ms: u64,
+        now_ns: &mut Lazy<impl FnOnce() -> u64>,
+    ) -> One {
+        self.check_one(value, acquire, now_ms, now_ns)
+    }
+
+    #[inline(always)]
     fn check_one(
         &self,
         value: &ParamValue,
