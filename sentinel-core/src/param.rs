@@ -208,10 +208,7 @@ impl Hash for ParamValue {
                 state.write_u8(0);
                 state.write_u8(u8::from(v));
             }
-            Canonical::Int(v) => {
-                state.write_u8(1);
-                state.write_i128(v);
-            }
+            Canonical::Int(v) => hash_int(v, state),
             Canonical::Bytes(bytes) => hash_string(bytes, state),
             Canonical::List(list) => {
                 state.write_u8(3);
@@ -233,6 +230,14 @@ pub(crate) fn hash_string<H: Hasher>(bytes: &[u8], state: &mut H) {
     state.write_u8(2);
     state.write(bytes);
     state.write_u8(0xff);
+}
+
+/// How an integer value (`Int` or `UInt`) hashes, as [`hash_string`] for
+/// a string.
+#[inline(always)]
+pub(crate) fn hash_int<H: Hasher>(value: i128, state: &mut H) {
+    state.write_u8(1);
+    state.write_i128(value);
 }
 
 impl fmt::Debug for ParamValue {

@@ -260,9 +260,18 @@ impl ValueTable {
             // writes its `Hash` makes: the same key as `hash_one` gives.
             ParamValue::InlineStr(s) => self.string_hash(s.as_bytes()),
             ParamValue::Str(s) => self.string_hash(s.as_bytes()),
+            // As a number (a gateway's client address) does.
+            ParamValue::Int(v) => self.int_hash(i128::from(*v)),
             other => self.hasher.hash_one(other),
         };
         hash.max(1)
+    }
+
+    #[inline(always)]
+    fn int_hash(&self, value: i128) -> u64 {
+        let mut state = self.hasher.build_hasher();
+        crate::param::hash_int(value, &mut state);
+        state.finish()
     }
 
     #[inline(always)]
@@ -633,7 +642,7 @@ mod tests {
     /// both representations of a string and at every length the hasher
     /// treats apart (short, up to 16 bytes, and longer).
     #[test]
-    fn a_string_key_is_the_hash_of_the_value() {
+    fn a_string_or_integer_key_is_the_hash_of_the_value() {
         let table = ValueTable::new(64, Flavor::Buckets);
         for len in [0, 1, 3, 4, 7, 8, 15, 16, 17, 22, 23, 40, 300] {
             let text: String = (0..len)
@@ -647,8 +656,20 @@ mod tests {
                 assert_eq!(table.key_of(&inline), expected, "inline, {len} bytes");
             }
         }
-        let int = ParamValue::from(7_u64);
-        assert_eq!(table.key_of(&int), table.hasher.hash_one(&int).max(1));
+        for int in [
+            ParamValue::from(7_u64),
+            ParamValue::Int(-1 - 0xc000_0201),
+            ParamValue::Int(i64::MIN),
+            ParamValue::Int(i64::MAX),
+            ParamValue::UInt(u64::MAX),
+        ] {
+            assert_eq!(table.key_of(&int), table.hasher.hash_one(&int).max(1));
+        }
+        // An `Int` and the `UInt` of the same number are one value.
+        assert_eq!(
+            table.key_of(&ParamValue::Int(7)),
+            table.key_of(&ParamValue::UInt(7))
+        );
     }
 
     #[test]

@@ -69,10 +69,10 @@ pub(crate) struct CompiledParamFlow {
     count: u64,
     /// Sorted by key.
     items: Box<[Item]>,
-    /// Whether any item's value is a string (a string value equals no
-    /// other item: a rule whose items are all markers, as a gateway
-    /// rule's, answers a string without looking).
-    string_items: bool,
+    /// The kinds of the items' values ([`kind_bit`]): a value of a kind
+    /// no item has equals none, so a rule whose items are all markers, as
+    /// a gateway rule's, answers a string or a number without looking.
+    item_kinds: u8,
     table: ValueTable,
     /// A QPS rule in cluster mode: its values are counted by the cluster.
     cluster: Option<Box<ClusterParamFlow>>,
@@ -111,9 +111,11 @@ impl CompiledParamFlow {
             })
             .collect();
         items.sort_by_key(|item| item.key);
-        let string_items = items.iter().any(|item| is_string(&item.value));
+        let item_kinds = items
+            .iter()
+            .fold(0, |kinds, item| kinds | kind_bit(&item.value));
         CompiledParamFlow {
-            string_items,
+            item_kinds,
             mode,
             count: whole(rule.count),
             items: items.into(),
@@ -282,11 +284,11 @@ impl CompiledParamFlow {
     /// The threshold of the value with `key`: its item's, or the rule's.
     /// A rule without items (the usual case) answers inline, whichever
     /// kind's check calls it.
-    /// A string value of a rule without string items (a gateway rule's,
-    /// whose items are markers) answers inline too.
+    /// A value of a kind no item has (a gateway rule's items are markers)
+    /// answers inline too.
     #[inline(always)]
     fn threshold(&self, key: u64, value: &ParamValue) -> u64 {
-        if self.items.is_empty() || (!self.string_items && is_string(value)) {
+        if self.items.is_empty() || self.item_kinds & kind_bit(value) == 0 {
             return self.count;
         }
         self.item_threshold(key, value)
@@ -394,10 +396,17 @@ impl CompiledParamFlow {
     }
 }
 
-/// Whether `value` is a string (which equals only a string).
+/// The kind of `value` as one bit: values of different kinds are never
+/// equal (an `Int` and a `UInt` are both integers, which may be).
 #[inline(always)]
-fn is_string(value: &ParamValue) -> bool {
-    matches!(value, ParamValue::Str(_) | ParamValue::InlineStr(_))
+fn kind_bit(value: &ParamValue) -> u8 {
+    match value {
+        ParamValue::Bool(_) => 1,
+        ParamValue::Int(_) | ParamValue::UInt(_) => 2,
+        ParamValue::Float(_) => 4,
+        ParamValue::Str(_) | ParamValue::InlineStr(_) => 8,
+        ParamValue::List(_) => 16,
+    }
 }
 
 /// One value's outcome.

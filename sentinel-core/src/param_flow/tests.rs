@@ -166,6 +166,44 @@ fn items_of_other_kinds_leave_strings_at_the_rules_count() {
 }
 
 #[test]
+fn items_of_other_kinds_leave_numbers_at_the_rules_count() {
+    // Marker items only (a gateway rule's): a number takes the rule's
+    // count, the marker its item's.
+    let markers = CompiledParamFlow::new(ParamFlowRule {
+        param_flow_item_list: vec![ParamFlowItem::new(false, 3.0)],
+        ..qps(1.0)
+    });
+    for number in [ParamValue::Int(0), ParamValue::Int(-5), ParamValue::UInt(1)] {
+        assert_eq!(
+            markers.check(&[number.clone()], 1, 0, || 0),
+            ParamDecision::Pass
+        );
+        assert_eq!(markers.check(&[number], 1, 0, || 0), ParamDecision::Block);
+    }
+    for _ in 0..3 {
+        assert_eq!(markers.check(&args(false), 1, 0, || 0), ParamDecision::Pass);
+    }
+    assert_eq!(
+        markers.check(&args(false), 1, 0, || 0),
+        ParamDecision::Block
+    );
+    // An integer item applies to the integer whatever its type; a float
+    // of the same magnitude is another value.
+    let ints = CompiledParamFlow::new(ParamFlowRule {
+        param_flow_item_list: vec![ParamFlowItem::new(9u64, 0.0)],
+        ..qps(1.0)
+    });
+    assert_eq!(
+        ints.check(&[ParamValue::Int(9)], 1, 0, || 0),
+        ParamDecision::Block
+    );
+    assert_eq!(
+        ints.check(&[ParamValue::Float(9.0)], 1, 0, || 0),
+        ParamDecision::Pass
+    );
+}
+
+#[test]
 fn count_zero_refuses_every_value() {
     for rule in [
         qps(0.0),
