@@ -5,6 +5,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::sync::atomic::{AtomicU32, Ordering};
+
 use super::compiled::{ApiSet, CompiledApi, GatewaySet};
 use super::matcher::ValueMatcher;
 use super::model::{ApiDefinition, GatewayParamItem, GatewayRule};
@@ -12,11 +14,11 @@ use crate::Sentinel;
 
 /// The API definitions and gateway rules in force on an instance, as one
 /// load left them: an adapter compiles what it reads per request from
-/// them once, and per request compares the instance's
-/// [`rules_version`](Sentinel::rules_version) with the one it last found
-/// them in force at (one atomic read); when another load came since, it
-/// asks [`is_in_force`](Self::is_in_force) (two pointer comparisons)
-/// whether to compile again.
+/// them once, and per request asks [`is_current`](Self::is_current)
+/// whether they are still in force: one atomic read of the instance's
+/// [`rules_version`](Sentinel::rules_version), compared with the version
+/// they were last found in force at; after a load of any kind since,
+/// [`is_in_force`](Self::is_in_force) (two pointer comparisons) decides.
 ///
 /// ```
 /// use sentinel_flow_core::gateway::{GatewayArgument, GatewayParamItem, GatewayRule};
@@ -37,13 +39,56 @@ use crate::Sentinel;
 /// // Another kind's load leaves them in force.
 /// sentinel.flow_rules().load(vec![])?;
 /// assert!(now.is_in_force(&sentinel));
+/// assert!(now.is_current(&sentinel));
 /// # Ok::<(), sentinel_flow_core::RuleErrors>(())
 /// ```
-#[derive(Clone)]
 pub struct GatewayInForce {
     apis: Arc<ApiSet>,
     rules: Arc<GatewaySet>,
     version: u32,
+    /// The version of the instance's rules at which these were last
+    /// found in force (see [`current_at`]).
+    checked: AtomicU32,
+}
+
+impl Clone for GatewayInForce {
+    fn clone(&self) -> Self {
+        GatewayInForce {
+            apis: Arc::clone(&self.apis),
+            rules: Arc::clone(&self.rules),
+            version: self.version,
+            checked: AtomicU32::new(self.checked.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+/// Whether what `checked` memoizes is current at the rules' version
+/// `now`: at once when it was last found in force at `now`; else as
+/// `in_force` says, remembering `now` when it is.
+///
+/// Sound because a load stores its rule set before its version (with
+/// `Release`; `now` is read with `Acquire`): `in_force` reads a set at
+/// least as new as `now`, so `checked` never holds a version whose set
+/// no longer has them. Storing an older version than the newest (a
+/// reader that read `now` before a later load) is harmless: the next
+/// reader finds it different and asks again. The loom model
+/// (`in_force_loom_tests.rs`) checks that no reader that saw a load's
+/// version takes what the load replaced as current.
+#[inline]
+pub(crate) fn current_at(checked: &AtomicU32, now: u32, in_force: impl FnOnce() -> bool) -> bool {
+    if checked.load(Ordering::Relaxed) == now {
+        return true;
+    }
+    recheck(checked, now, in_force)
+}
+
+#[cold]
+fn recheck(checked: &AtomicU32, now: u32, in_force: impl FnOnce() -> bool) -> bool {
+    let current = in_force();
+    if current {
+        checked.store(now, Ordering::Relaxed);
+    }
+    current
 }
 
 /// What one argument of a resource's entries is, for the gateway rule
@@ -116,7 +161,23 @@ impl GatewayInForce {
         Arc::ptr_eq(&set.parts.gateway, &self.rules)
             && Arc::ptr_eq(&set.parts.api_definitions, &self.apis)
     }
+
+    /// [`is_in_force`](Self::is_in_force) in one atomic read while no rule
+    /// of any kind was loaded since it last answered `true`: what an
+    /// adapter asks per request. A request that reads the version after a
+    /// load of either kind never gets `true` from the definitions and
+    /// rules that load replaced.
+    #[inline]
+    pub fn is_current(&self, sentinel: &Sentinel) -> bool {
+        current_at(&self.checked, sentinel.rules_version(), || {
+            self.is_in_force(sentinel)
+        })
+    }
 }
+
+#[cfg(all(test, loom))]
+#[path = "in_force_loom_tests.rs"]
+mod loom_tests;
 
 impl Sentinel {
     /// The API definitions and gateway rules in force (see
@@ -127,6 +188,7 @@ impl Sentinel {
             apis: Arc::clone(&set.parts.api_definitions),
             rules: Arc::clone(&set.parts.gateway),
             version: set.version,
+            checked: AtomicU32::new(set.version),
         }
     }
 

@@ -175,7 +175,7 @@ fn items_of_other_kinds_leave_numbers_at_the_rules_count() {
     });
     for number in [ParamValue::Int(0), ParamValue::Int(-5), ParamValue::UInt(1)] {
         assert_eq!(
-            markers.check(&[number.clone()], 1, 0, || 0),
+            markers.check(std::slice::from_ref(&number), 1, 0, || 0),
             ParamDecision::Pass
         );
         assert_eq!(markers.check(&[number], 1, 0, || 0), ParamDecision::Block);

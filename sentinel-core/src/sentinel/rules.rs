@@ -75,6 +75,10 @@ impl Sentinel {
             .store(footprint, Ordering::Relaxed);
         let next = Arc::new(RuleSet::build(version, parts));
         self.engine.rules.set.store(Arc::clone(&next));
+        // After the set: whoever reads this version (`Acquire`) reads this
+        // set or a newer one, which the per-thread rule cache and the
+        // gateway's memo (`gateway::in_force::current_at`, with its loom
+        // model) rely on.
         self.engine.rules.version.store(version, Ordering::Release);
         // While `current` keeps the rules it replaces alive: their block
         // log lines show them (the tally holds rules weakly).

@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use http::header::HeaderName;
 use sentinel_flow_core::gateway::{
@@ -84,9 +83,6 @@ pub(crate) struct Plan {
     /// The definitions and rules it was made from; `None` before the
     /// first.
     pub(crate) source: Option<GatewayInForce>,
-    /// The version of the instance's rules at which `source` was last
-    /// found in force.
-    checked: AtomicU32,
     pub(crate) apis: Vec<Api>,
     /// What a route's entries read, for each resource a rule names.
     pub(crate) routes: Map<Target>,
@@ -130,7 +126,6 @@ impl Plan {
             }
         }
         Plan {
-            checked: AtomicU32::new(source.version()),
             source: Some(source),
             apis,
             routes,
@@ -140,30 +135,12 @@ impl Plan {
 
     /// Whether the plan was made from the definitions and rules in force
     /// on `sentinel`: one atomic read while no rule was loaded since it
-    /// was last found so; after a load of any kind, whether the gateway's
-    /// two kinds are still those it was made from.
+    /// was last found so ([`GatewayInForce::is_current`]).
     #[inline]
     pub(crate) fn is_current(&self, sentinel: &Sentinel) -> bool {
-        let now = sentinel.rules_version();
-        if self.source.is_some() && self.checked.load(Ordering::Relaxed) == now {
-            return true;
-        }
-        self.recheck(sentinel, now)
-    }
-
-    /// [`is_current`](Self::is_current) after a load since the last
-    /// check. Storing an older version than the newest is harmless: the
-    /// next request finds it different and checks again.
-    #[cold]
-    fn recheck(&self, sentinel: &Sentinel, now: u32) -> bool {
-        let current = self
-            .source
+        self.source
             .as_ref()
-            .is_some_and(|source| source.is_in_force(sentinel));
-        if current {
-            self.checked.store(now, Ordering::Relaxed);
-        }
-        current
+            .is_some_and(|source| source.is_current(sentinel))
     }
 
     /// Whether a path cleaned by [`clean_path`](crate::clean_path) may be
