@@ -11,6 +11,7 @@ use super::compiled::{ApiSet, CompiledApi, GatewaySet};
 use super::matcher::ValueMatcher;
 use super::model::{ApiDefinition, GatewayParamItem, GatewayRule};
 use crate::Sentinel;
+use crate::rules::RuleSet;
 
 /// The API definitions and gateway rules in force on an instance, as one
 /// load left them: an adapter compiles what it reads per request from
@@ -111,6 +112,16 @@ pub enum GatewayArgument<'a> {
 }
 
 impl GatewayInForce {
+    /// The gateway kinds of `set`.
+    fn of(set: &RuleSet) -> Self {
+        GatewayInForce {
+            apis: Arc::clone(&set.parts.api_definitions),
+            rules: Arc::clone(&set.parts.gateway),
+            version: set.version,
+            checked: AtomicU32::new(set.version),
+        }
+    }
+
     /// The version of the instance's rules they were read from (see
     /// [`Sentinel::rules_version`]).
     pub fn version(&self) -> u32 {
@@ -154,6 +165,13 @@ impl GatewayInForce {
             .collect()
     }
 
+    /// Whether `other` holds the same definitions and rules (read from
+    /// the same loads of the two kinds; loads of other kinds between them
+    /// leave them the same).
+    pub fn same_rules(&self, other: &GatewayInForce) -> bool {
+        Arc::ptr_eq(&self.rules, &other.rules) && Arc::ptr_eq(&self.apis, &other.apis)
+    }
+
     /// Whether these are still the definitions and rules in force on
     /// `sentinel` (no load of either kind since).
     pub fn is_in_force(&self, sentinel: &Sentinel) -> bool {
@@ -175,6 +193,20 @@ impl GatewayInForce {
     }
 }
 
+/// The first plan of a set, made out of line (once per load) and kept in
+/// `slot` (a request racing this one to it uses its own plan once).
+#[cold]
+fn first_plan<P: std::any::Any + Send + Sync>(
+    set: &RuleSet,
+    make: impl FnOnce(GatewayInForce) -> Arc<P>,
+) -> Arc<P> {
+    let plan = make(GatewayInForce::of(set));
+    let _ = set
+        .gateway_plan
+        .set(Arc::clone(&plan) as Arc<dyn std::any::Any + Send + Sync>);
+    plan
+}
+
 #[cfg(all(test, loom))]
 #[path = "in_force_loom_tests.rs"]
 mod loom_tests;
@@ -183,13 +215,54 @@ impl Sentinel {
     /// The API definitions and gateway rules in force (see
     /// [`gateway`](crate::gateway)).
     pub fn gateway_in_force(&self) -> GatewayInForce {
-        let set = self.rule_set();
-        GatewayInForce {
-            apis: Arc::clone(&set.parts.api_definitions),
-            rules: Arc::clone(&set.parts.gateway),
-            version: set.version,
-            checked: AtomicU32::new(set.version),
-        }
+        GatewayInForce::of(&self.rule_set())
+    }
+
+    /// Calls `f` with what an adapter compiles from the API definitions
+    /// and gateway rules in force (its plan), made by `make` from them at
+    /// most once per set of rules in force: a load of any kind makes a new
+    /// set, and `make` may hand back the plan it made before when its
+    /// rules are the same ([`GatewayInForce::is_in_force`]).
+    ///
+    /// Per call this reads the rules' version and the thread's cache of
+    /// the set in force, as an entry does, with no locked instruction; an
+    /// entry made inside `f` finds the set in the same cache. Each set
+    /// keeps one plan: a second adapter type on the same instance gets a
+    /// plan made by `make` on every call.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use sentinel_flow_core::gateway::{GatewayInForce, GatewayRule};
+    /// use sentinel_flow_core::{ManualClock, Sentinel};
+    ///
+    /// let sentinel = Sentinel::builder().clock(ManualClock::new(0)).build();
+    /// sentinel.gateway_rules().load(vec![GatewayRule::route("/a", 5.0)])?;
+    /// let plan = |rules: GatewayInForce| Arc::new(rules.rules().len());
+    /// assert_eq!(sentinel.with_gateway_plan(plan, |rules: &usize| *rules), 1);
+    /// sentinel.gateway_rules().load(vec![])?;
+    /// assert_eq!(sentinel.with_gateway_plan(plan, |rules: &usize| *rules), 0);
+    /// # Ok::<(), sentinel_flow_core::RuleErrors>(())
+    /// ```
+    #[inline]
+    pub fn with_gateway_plan<P, R>(
+        &self,
+        make: impl FnOnce(GatewayInForce) -> Arc<P>,
+        f: impl FnOnce(&P) -> R,
+    ) -> R
+    where
+        P: std::any::Any + Send + Sync,
+    {
+        let rules = &self.engine.rules;
+        rules.with_rules(rules.rules_version(), |set| {
+            match set.gateway_plan.get() {
+                Some(plan) => match (**plan).downcast_ref::<P>() {
+                    Some(plan) => f(plan),
+                    // Another adapter's type holds the set's place.
+                    None => f(&make(GatewayInForce::of(set))),
+                },
+                None => f(&first_plan(set, make)),
+            }
+        })
     }
 
     /// The version of the rules in force: it changes with every load of

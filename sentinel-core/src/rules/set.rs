@@ -26,6 +26,9 @@ pub(crate) struct RuleSet {
     resources: Vec<ResourceRules>,
     /// The kinds over every inbound entry with rules in force.
     inbound: Kinds,
+    /// What an adapter compiled from this set's gateway kinds, made by the
+    /// first request that read the set (see `Sentinel::with_gateway_plan`).
+    pub(crate) gateway_plan: std::sync::OnceLock<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl RuleSet {
@@ -65,6 +68,7 @@ impl RuleSet {
             resources,
             inbound,
             parts,
+            gateway_plan: std::sync::OnceLock::new(),
         }
     }
 

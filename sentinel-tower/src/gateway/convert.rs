@@ -133,16 +133,6 @@ impl Plan {
         }
     }
 
-    /// Whether the plan was made from the definitions and rules in force
-    /// on `sentinel`: one atomic read while no rule was loaded since it
-    /// was last found so ([`GatewayInForce::is_current`]).
-    #[inline]
-    pub(crate) fn is_current(&self, sentinel: &Sentinel) -> bool {
-        self.source
-            .as_ref()
-            .is_some_and(|source| source.is_current(sentinel))
-    }
-
     /// Whether a path cleaned by [`clean_path`](crate::clean_path) may be
     /// the name of one of `routes`: the cleaned path starts with the
     /// path's first byte, or with `{` when its first segment is an
@@ -211,12 +201,29 @@ mod tests {
             if ip.parse == ParseStrategy::ClientIp && key.header.as_ref().unwrap() == "x-api-key")
         );
         assert!(matches!(plan.routes["/x"].args[..], [ArgSource::Constant]));
-        assert!(plan.is_current(sentinel));
+    }
+
+    #[test]
+    fn a_plan_is_made_once_per_load_of_the_gateway_kinds() {
+        let sentinel = sentinel();
+        let _ = plan(sentinel, vec![GatewayRule::api_group("orders", 1.0)]);
+        let gateway = super::super::Gateway::new(sentinel);
+        let read = || {
+            gateway
+                .inner
+                .with_plan(|plan| (plan as *const Plan, plan.apis.len()))
+        };
+        let (first, apis) = read();
+        assert_eq!(apis, 1);
+        assert_eq!(read().0, first, "made again without a load");
+        // Another kind's load: a new rule set, the same plan.
         sentinel.flow_rules().load(vec![]).unwrap();
-        assert!(plan.is_current(sentinel), "another kind's load");
-        sentinel.gateway_rules().load(vec![]).unwrap();
-        assert!(!plan.is_current(sentinel));
-        assert!(!Plan::default().is_current(sentinel));
+        assert_eq!(read().0, first, "made again after another kind's load");
+        // A load of the definitions: a new plan.
+        sentinel.api_definitions().load(vec![]).unwrap();
+        let (second, apis) = read();
+        assert!(second != first && apis == 0);
+        assert_eq!(read().0, second);
     }
 
     #[test]

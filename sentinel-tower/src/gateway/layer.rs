@@ -20,7 +20,7 @@ use tower_service::Service;
 
 use super::Gateway;
 use super::client_ip::{Cidr, ClientIpSettings, peer};
-use super::convert::{ArgSource, Target};
+use super::convert::{ArgSource, Plan, Target};
 use super::extract::{ClientKey, RequestView, arguments, source_argument};
 use super::future::{Entries, GatewayFuture};
 use crate::block::{BlockReply, accepts_json, blocked_response, is_grpc};
@@ -147,27 +147,45 @@ impl<S: fmt::Debug> fmt::Debug for GatewayService<S> {
     }
 }
 
-/// What [`GatewayLayer::admit`] decided; the entries it made are in the
-/// caller's list (a small answer moves no entries).
+/// What [`GatewayLayer::admit`] decided for an admitted request; the
+/// entries it made are in the caller's list, and a refusal's answer in
+/// the caller's place for it, which decides first (a small answer moves
+/// neither).
 enum Admission {
     Entered,
     Queued(Vec<Queued<'static>>),
-    Blocked(Response<Bytes>),
 }
 
 static NO_PEER_WARNED: AtomicBool = AtomicBool::new(false);
 
 impl GatewayLayer {
-    /// Enters the request's resources, pushing each entry to `entries`.
+    /// Enters the request's resources, pushing each entry to `entries`;
+    /// a refusal's answer is written to `refusal`.
     fn admit(
         &self,
         uri: &Uri,
         headers: &HeaderMap,
         extensions: &Extensions,
         entries: &mut Entries,
+        refusal: &mut Option<Response<Bytes>>,
+    ) -> Admission {
+        self.gateway
+            .inner
+            .with_plan(|plan| self.admit_with(plan, uri, headers, extensions, entries, refusal))
+    }
+
+    /// [`admit`](Self::admit) with the plan of the rules in force.
+    #[inline(always)]
+    fn admit_with(
+        &self,
+        plan: &Plan,
+        uri: &Uri,
+        headers: &HeaderMap,
+        extensions: &Extensions,
+        entries: &mut Entries,
+        refusal: &mut Option<Response<Bytes>>,
     ) -> Admission {
         let sentinel = self.gateway.inner.sentinel;
-        let plan = self.gateway.inner.plan();
         let path = uri.path();
         let find = || self.client_key(headers, extensions);
         let view = RequestView {
@@ -176,8 +194,6 @@ impl GatewayLayer {
             client: ClientKey::new(&find, &self.ip),
         };
         let mut queued = Vec::new();
-        // The refusal's answer, written in place (it is large to move).
-        let mut refusal = None;
         // Enters one resource; `true` when it refused the request.
         let mut enter = |name: &str, target: Option<&Target>| -> bool {
             let builder = match target.and_then(|target| target.resource.as_ref()) {
@@ -194,7 +210,7 @@ impl GatewayLayer {
                     Ok(Entering::Entered(entry)) => entries.push(entry),
                     Ok(Entering::Queued(wait)) => queued.push(wait),
                     Err(block) => {
-                        refusal = Some(self.refused(&block, args, headers));
+                        *refusal = Some(self.refused(&block, args, headers));
                         return true;
                     }
                 }
@@ -223,10 +239,11 @@ impl GatewayLayer {
                 }
             }
         }
-        match refusal {
-            Some(response) => Admission::Blocked(response),
-            None if queued.is_empty() => Admission::Entered,
-            None => Admission::Queued(queued),
+        // A refused request's waits are cancelled here (they are dropped).
+        if refused || queued.is_empty() {
+            Admission::Entered
+        } else {
+            Admission::Queued(queued)
         }
     }
 
@@ -406,12 +423,20 @@ where
 
     fn call(&mut self, request: Request<ReqB>) -> Self::Future {
         let mut entries = Entries::default();
+        // The refusal's answer, written in place (it is large to move).
+        let mut refusal = None;
         let admission = self.shared.admit(
             request.uri(),
             request.headers(),
             request.extensions(),
             &mut entries,
+            &mut refusal,
         );
+        if let Some(response) = refusal {
+            // The entries made before the refusal are left.
+            drop(entries);
+            return GatewayFuture::blocked(response);
+        }
         match admission {
             Admission::Entered => GatewayFuture::called(entries, self.inner.call(request)),
             Admission::Queued(queued) => {
@@ -420,11 +445,6 @@ where
                 let clone = self.inner.clone();
                 let ready = std::mem::replace(&mut self.inner, clone);
                 GatewayFuture::queued(entries, queued, ready, request)
-            }
-            Admission::Blocked(response) => {
-                // The entries made before the refusal are left.
-                drop(entries);
-                GatewayFuture::blocked(response)
             }
         }
     }

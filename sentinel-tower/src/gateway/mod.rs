@@ -47,7 +47,8 @@ mod layer;
 
 use std::sync::{Arc, Mutex};
 
-use arc_swap::{ArcSwap, Guard};
+use arc_swap::ArcSwap;
+use sentinel_flow_core::gateway::GatewayInForce;
 use sentinel_flow_core::{RuleErrors, Sentinel};
 
 pub use client_ip::{Cidr, CidrError, MAX_FORWARDED_HOPS};
@@ -76,10 +77,10 @@ pub struct Gateway {
 
 struct Inner {
     sentinel: &'static Sentinel,
-    /// What the layers read per request, for the definitions and rules it
-    /// was made from.
+    /// The plan made last, handed to the next rule set when its gateway
+    /// kinds are the same (the sets keep the plans the layers read).
     plan: ArcSwap<Plan>,
-    /// One rebuild at a time.
+    /// One plan made at a time.
     building: Mutex<()>,
 }
 
@@ -129,31 +130,35 @@ impl Gateway {
 }
 
 impl Inner {
-    /// What a request reads: the plan of the definitions and rules in
-    /// force, made again when either kind was loaded since.
-    fn plan(&self) -> Guard<Arc<Plan>> {
-        let plan = self.plan.load();
-        if plan.is_current(self.sentinel) {
-            return plan;
-        }
-        drop(plan);
-        self.rebuild()
+    /// Calls `f` with the plan of the definitions and rules in force:
+    /// kept with the instance's rule set, so that a request finds it
+    /// through the same per-thread cache as its entries.
+    #[inline]
+    fn with_plan<R>(&self, f: impl FnOnce(&Plan) -> R) -> R {
+        self.sentinel
+            .with_gateway_plan(|source| self.plan_of(source), f)
     }
 
+    /// The plan of `source` (a new rule set's gateway kinds): the last one
+    /// made when its rules are the same (a load of another kind), else a
+    /// new one.
     #[cold]
-    fn rebuild(&self) -> Guard<Arc<Plan>> {
+    fn plan_of(&self, source: GatewayInForce) -> Arc<Plan> {
         let _building = self
             .building
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        // Another request may have rebuilt it meanwhile.
-        let plan = self.plan.load();
-        if plan.is_current(self.sentinel) {
-            return plan;
+        let last = self.plan.load_full();
+        if last
+            .source
+            .as_ref()
+            .is_some_and(|made| made.same_rules(&source))
+        {
+            return last;
         }
-        let source = self.sentinel.gateway_in_force();
-        self.plan.store(Arc::new(Plan::new(self.sentinel, source)));
-        self.plan.load()
+        let plan = Arc::new(Plan::new(self.sentinel, source));
+        self.plan.store(Arc::clone(&plan));
+        plan
     }
 }
 
