@@ -644,3 +644,44 @@ fn a_request_in_its_route_and_two_api_groups_exits_all_three_when_its_response_e
         }
     });
 }
+
+/// A hot-parameter rule of the route's resource reads the gateway's
+/// argument as Sentinel passes it: the client's address as text, so an
+/// item naming an address applies to that client.
+#[test]
+fn a_param_flow_item_naming_a_client_ip_applies_on_a_gateway_route() {
+    use sentinel_flow_core::param_flow::{ParamFlowItem, ParamFlowRule};
+    use tower::ServiceExt;
+
+    run(async {
+        let (sentinel, _clock) = sentinel();
+        let gateway = Gateway::new(sentinel);
+        gateway
+            .load(
+                vec![],
+                vec![GatewayRule::route("/a", 100.0).param_item(GatewayParamItem::client_ip())],
+            )
+            .unwrap();
+        sentinel
+            .param_flow_rules()
+            .load(vec![ParamFlowRule {
+                param_flow_item_list: vec![ParamFlowItem::new("192.0.2.1", 0.0)],
+                ..ParamFlowRule::new("/a", 0, 100.0)
+            }])
+            .unwrap();
+        let app = Router::new()
+            .route("/a", get(|| async { "a" }))
+            .layer(GatewayLayer::new(&gateway));
+        let from = |peer: &str| {
+            let mut request = Request::get("/a").body(axum::body::Body::empty()).unwrap();
+            request.extensions_mut().insert(axum::extract::ConnectInfo(
+                peer.parse::<SocketAddr>().unwrap(),
+            ));
+            request
+        };
+        let named = app.clone().oneshot(from("192.0.2.1:1234")).await.unwrap();
+        assert_eq!(named.status(), StatusCode::TOO_MANY_REQUESTS);
+        let other = app.oneshot(from("192.0.2.2:1234")).await.unwrap();
+        assert_eq!(other.status(), StatusCode::OK);
+    });
+}

@@ -47,6 +47,8 @@ pub struct GatewayInForce {
     apis: Arc<ApiSet>,
     rules: Arc<GatewaySet>,
     version: u32,
+    /// The instance they were read from (versions are per instance).
+    instance: u64,
     /// The version of the instance's rules at which these were last
     /// found in force (see [`current_at`]).
     checked: AtomicU32,
@@ -58,6 +60,7 @@ impl Clone for GatewayInForce {
             apis: Arc::clone(&self.apis),
             rules: Arc::clone(&self.rules),
             version: self.version,
+            instance: self.instance,
             checked: AtomicU32::new(self.checked.load(Ordering::Relaxed)),
         }
     }
@@ -112,12 +115,13 @@ pub enum GatewayArgument<'a> {
 }
 
 impl GatewayInForce {
-    /// The gateway kinds of `set`.
-    fn of(set: &RuleSet) -> Self {
+    /// The gateway kinds of `set`, a rule set of the instance `instance`.
+    fn of(set: &RuleSet, instance: u64) -> Self {
         GatewayInForce {
             apis: Arc::clone(&set.parts.api_definitions),
             rules: Arc::clone(&set.parts.gateway),
             version: set.version,
+            instance,
             checked: AtomicU32::new(set.version),
         }
     }
@@ -184,23 +188,26 @@ impl GatewayInForce {
     /// of any kind was loaded since it last answered `true`: what an
     /// adapter asks per request. A request that reads the version after a
     /// load of either kind never gets `true` from the definitions and
-    /// rules that load replaced.
+    /// rules that load replaced. Another instance than the one they were
+    /// read from always gets `false`.
     #[inline]
     pub fn is_current(&self, sentinel: &Sentinel) -> bool {
-        current_at(&self.checked, sentinel.rules_version(), || {
-            self.is_in_force(sentinel)
-        })
+        self.instance == sentinel.uid()
+            && current_at(&self.checked, sentinel.rules_version(), || {
+                self.is_in_force(sentinel)
+            })
     }
 }
 
 /// The first plan of a set, made out of line (once per load) and kept in
-/// `slot` (a request racing this one to it uses its own plan once).
+/// the set (a request racing this one to it uses its own plan once).
 #[cold]
 fn first_plan<P: std::any::Any + Send + Sync>(
     set: &RuleSet,
+    instance: u64,
     make: impl FnOnce(GatewayInForce) -> Arc<P>,
 ) -> Arc<P> {
-    let plan = make(GatewayInForce::of(set));
+    let plan = make(GatewayInForce::of(set, instance));
     let _ = set
         .gateway_plan
         .set(Arc::clone(&plan) as Arc<dyn std::any::Any + Send + Sync>);
@@ -211,11 +218,32 @@ fn first_plan<P: std::any::Any + Send + Sync>(
 #[path = "in_force_loom_tests.rs"]
 mod loom_tests;
 
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::Sentinel;
+    use crate::gateway::GatewayRule;
+
+    #[test]
+    fn rules_read_from_one_instance_are_never_current_on_another() {
+        let (a, b) = (Sentinel::builder().build(), Sentinel::builder().build());
+        a.load_gateway(vec![], vec![GatewayRule::route("/a", 1.0)])
+            .unwrap();
+        b.load_gateway(vec![], vec![GatewayRule::route("/b", 1.0)])
+            .unwrap();
+        // The same version on both: only the instance tells them apart.
+        assert_eq!(a.rules_version(), b.rules_version());
+        let of_a = a.gateway_in_force();
+        assert!(of_a.is_current(&a));
+        assert!(!of_a.is_in_force(&b));
+        assert!(!of_a.is_current(&b));
+    }
+}
+
 impl Sentinel {
     /// The API definitions and gateway rules in force (see
     /// [`gateway`](crate::gateway)).
     pub fn gateway_in_force(&self) -> GatewayInForce {
-        GatewayInForce::of(&self.rule_set())
+        GatewayInForce::of(&self.rule_set(), self.uid())
     }
 
     /// Calls `f` with what an adapter compiles from the API definitions
@@ -258,9 +286,9 @@ impl Sentinel {
                 Some(plan) => match (**plan).downcast_ref::<P>() {
                     Some(plan) => f(plan),
                     // Another adapter's type holds the set's place.
-                    None => f(&make(GatewayInForce::of(set))),
+                    None => f(&make(GatewayInForce::of(set, self.uid()))),
                 },
-                None => f(&first_plan(set, make)),
+                None => f(&first_plan(set, self.uid(), make)),
             }
         })
     }

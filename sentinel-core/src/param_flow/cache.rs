@@ -260,7 +260,7 @@ impl ValueTable {
             // writes its `Hash` makes: the same key as `hash_one` gives.
             ParamValue::InlineStr(s) => self.string_hash(s.as_bytes()),
             ParamValue::Str(s) => self.string_hash(s.as_bytes()),
-            // As a number (a gateway's client address) does.
+            // An integer likewise.
             ParamValue::Int(v) => self.int_hash(i128::from(*v)),
             other => self.hasher.hash_one(other),
         };

@@ -187,20 +187,22 @@ fn items_of_other_kinds_leave_numbers_at_the_rules_count() {
         markers.check(&args(false), 1, 0, || 0),
         ParamDecision::Block
     );
-    // An integer item applies to the integer whatever its type; a float
+    // An integer item applies to the integer whatever its variant; a float
     // of the same magnitude is another value.
-    let ints = CompiledParamFlow::new(ParamFlowRule {
-        param_flow_item_list: vec![ParamFlowItem::new(9u64, 0.0)],
-        ..qps(1.0)
-    });
-    assert_eq!(
-        ints.check(&[ParamValue::Int(9)], 1, 0, || 0),
-        ParamDecision::Block
-    );
-    assert_eq!(
-        ints.check(&[ParamValue::Float(9.0)], 1, 0, || 0),
-        ParamDecision::Pass
-    );
+    for (item, value) in [
+        (ParamValue::UInt(9), ParamValue::Int(9)),
+        (ParamValue::Int(9), ParamValue::UInt(9)),
+    ] {
+        let ints = CompiledParamFlow::new(ParamFlowRule {
+            param_flow_item_list: vec![ParamFlowItem::new(item, 0.0)],
+            ..qps(1.0)
+        });
+        assert_eq!(ints.check(&[value], 1, 0, || 0), ParamDecision::Block);
+        assert_eq!(
+            ints.check(&[ParamValue::Float(9.0)], 1, 0, || 0),
+            ParamDecision::Pass
+        );
+    }
 }
 
 #[test]

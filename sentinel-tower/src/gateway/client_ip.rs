@@ -219,26 +219,10 @@ impl ClientIpSettings {
         mask(addr, prefix)
     }
 
-    /// The argument of a rule without a pattern for the client `group`
-    /// (from [`group`](Self::group)): a number, cheaper to hash and
-    /// compare than text, and never equal to another group's. An IPv4
-    /// address `a` is `-1 - a` (from -2^32 to -1); an IPv6 group of at
-    /// most 64 bits is its first 64 bits (0 to 2^64 - 1); a longer IPv6
-    /// group is its [`text`](Self::text).
-    #[inline]
-    pub(crate) fn number(&self, group: IpAddr) -> ParamValue {
-        match group {
-            IpAddr::V4(v4) => ParamValue::Int(-1 - i64::from(u32::from(v4))),
-            IpAddr::V6(v6) if self.ipv6_prefix <= 64 => {
-                ParamValue::from((u128::from(v6) >> 64) as u64)
-            }
-            v6 => Self::text(v6),
-        }
-    }
-
-    /// The argument of a rule with a pattern for the client `group`: its
-    /// address as text, which the pattern is matched against (inline up
-    /// to 22 bytes: no allocation for IPv4 or a /64).
+    /// The argument of the client `group` (from [`group`](Self::group)):
+    /// its address as text, as Sentinel passes it, which an item's pattern
+    /// is matched against and which any other rule of the resource reads
+    /// (inline up to 22 bytes: no allocation for IPv4 or a /64).
     pub(crate) fn text(group: IpAddr) -> ParamValue {
         match group {
             IpAddr::V4(v4) => ipv4_text(v4),
@@ -278,9 +262,8 @@ static OCTET_TEXT: [(u32, u32); 256] = {
 };
 
 /// `addr` in dotted decimal, written straight into an inline string (the
-/// per-request path of an IPv4 client under a rule with a pattern: no
-/// formatting machinery, no UTF-8 check of digits): each octet's text and
-/// dot stored as one word.
+/// per-request path of every IPv4 client: no formatting machinery, no
+/// UTF-8 check of digits): each octet's text and dot stored as one word.
 fn ipv4_text(addr: Ipv4Addr) -> ParamValue {
     let mut bytes = [0; InlineStr::CAPACITY];
     let mut len = 0;
@@ -488,24 +471,15 @@ mod tests {
     #[test]
     fn ipv6_clients_are_keyed_by_their_prefix() {
         let settings = ClientIpSettings::default();
-        for key in [
-            |settings: &ClientIpSettings, addr| settings.number(settings.group(addr)),
-            |settings: &ClientIpSettings, addr| ClientIpSettings::text(settings.group(addr)),
-        ] {
-            assert_eq!(
-                key(&settings, ip("2001:db8:1:2:aaaa::1")),
-                key(&settings, ip("2001:db8:1:2:bbbb::2"))
-            );
-            assert_ne!(
-                key(&settings, ip("2001:db8:1:2::1")),
-                key(&settings, ip("2001:db8:1:3::1"))
-            );
-            assert_eq!(
-                key(&settings, ip("::ffff:192.0.2.1")),
-                key(&settings, ip("192.0.2.1"))
-            );
-        }
         let text = |settings: &ClientIpSettings, addr| ClientIpSettings::text(settings.group(addr));
+        assert_eq!(
+            text(&settings, ip("2001:db8:1:2:aaaa::1")),
+            text(&settings, ip("2001:db8:1:2:bbbb::2"))
+        );
+        assert_ne!(
+            text(&settings, ip("2001:db8:1:2::1")),
+            text(&settings, ip("2001:db8:1:3::1"))
+        );
         assert_eq!(
             text(&settings, ip("2001:db8:1:2:aaaa::1")).as_str(),
             Some("2001:db8:1:2::")
@@ -520,35 +494,5 @@ mod tests {
         };
         let long = "2001:db8:1111:2222:3333:4444:5555:6666";
         assert_eq!(text(&full, ip(long)).as_str(), Some(long));
-        assert_eq!(full.number(full.group(ip(long))).as_str(), Some(long));
-    }
-
-    #[test]
-    fn numeric_keys_of_distinct_groups_differ_across_families() {
-        let settings = ClientIpSettings::default();
-        let number = |addr| settings.number(settings.group(addr));
-        // The IPv4 and IPv6 ranges are disjoint, edges included: an IPv4
-        // address never shares a count with the IPv6 /64 of the same bits.
-        for (v4, v6) in [
-            ("0.0.0.0", "::"),
-            ("0.0.0.1", "0:0:0:1::"),
-            ("255.255.255.255", "0:0:ffff:ffff::"),
-            ("192.0.2.1", "0:0:c000:201::"),
-        ] {
-            assert_ne!(number(ip(v4)), number(ip(v6)), "{v4} and {v6}");
-        }
-        assert_eq!(number(ip("0.0.0.0")), ParamValue::Int(-1));
-        assert_eq!(number(ip("255.255.255.255")), ParamValue::Int(-(1 << 32)));
-        assert_eq!(
-            number(ip("ffff:ffff:ffff:ffff::1")),
-            ParamValue::from(u64::MAX)
-        );
-        assert_ne!(number(ip("192.0.2.1")), number(ip("192.0.2.2")));
-        // Never a marker: a client is never counted as "missing".
-        assert_ne!(
-            number(ip("0.0.0.0")),
-            sentinel_flow_core::gateway::missing()
-        );
-        assert_ne!(number(ip("::")), sentinel_flow_core::gateway::not_matched());
     }
 }

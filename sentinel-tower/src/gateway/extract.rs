@@ -3,14 +3,12 @@
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
-use std::net::IpAddr;
 
 use http::header::{COOKIE, HOST};
 use http::{HeaderMap, Uri};
 use sentinel_flow_core::ParamValue;
 use sentinel_flow_core::gateway::{ParseStrategy, constant, missing, not_matched};
 
-use super::client_ip::ClientIpSettings;
 use super::convert::{ArgSource, Item};
 
 /// What the arguments are read from: the request head and the client's
@@ -21,33 +19,30 @@ pub(crate) struct RequestView<'r, F> {
     pub(crate) client: ClientKey<'r, F>,
 }
 
-/// The client's group (its address, grouped by prefix), found when a rule
-/// first reads it and kept for the others (several rules and resources
-/// may read it), with the settings that turn it into an argument. `find`
-/// is a type parameter, not a trait object, so that it is inlined where
-/// it is read.
+/// The client's key (its address, grouped by prefix, as text), found
+/// when a rule first reads it and kept for the others (several rules and
+/// resources may read it). `find` is a type parameter, not a trait
+/// object, so that it is inlined where it is read.
 pub(crate) struct ClientKey<'r, F> {
-    found: OnceCell<Option<IpAddr>>,
+    found: OnceCell<Option<ParamValue>>,
     find: &'r F,
-    settings: &'r ClientIpSettings,
 }
 
-impl<'r, F: Fn() -> Option<IpAddr>> ClientKey<'r, F> {
-    pub(crate) fn new(find: &'r F, settings: &'r ClientIpSettings) -> Self {
+impl<'r, F: Fn() -> Option<ParamValue>> ClientKey<'r, F> {
+    pub(crate) fn new(find: &'r F) -> Self {
         ClientKey {
             found: OnceCell::new(),
             find,
-            settings,
         }
     }
 
-    fn get(&self) -> Option<IpAddr> {
-        *self.found.get_or_init(self.find)
+    fn get(&self) -> Option<&ParamValue> {
+        self.found.get_or_init(self.find).as_ref()
     }
 }
 
 /// Appends the arguments of `sources` to `args`.
-pub(crate) fn arguments<F: Fn() -> Option<IpAddr>>(
+pub(crate) fn arguments<F: Fn() -> Option<ParamValue>>(
     sources: &[ArgSource],
     view: &RequestView<'_, F>,
     args: &mut Vec<ParamValue>,
@@ -57,7 +52,7 @@ pub(crate) fn arguments<F: Fn() -> Option<IpAddr>>(
 
 /// The argument of one source.
 #[inline]
-pub(crate) fn source_argument<F: Fn() -> Option<IpAddr>>(
+pub(crate) fn source_argument<F: Fn() -> Option<ParamValue>>(
     source: &ArgSource,
     view: &RequestView<'_, F>,
 ) -> ParamValue {
@@ -67,14 +62,13 @@ pub(crate) fn source_argument<F: Fn() -> Option<IpAddr>>(
     }
 }
 
-fn argument<F: Fn() -> Option<IpAddr>>(item: &Item, view: &RequestView<'_, F>) -> ParamValue {
+fn argument<F: Fn() -> Option<ParamValue>>(item: &Item, view: &RequestView<'_, F>) -> ParamValue {
     let value = match item.parse {
         ParseStrategy::ClientIp => match view.client.get() {
-            Some(group) if item.matcher.is_any() => return view.client.settings.number(group),
-            Some(group) => {
-                let text = ClientIpSettings::text(group);
-                return match text.as_str() {
-                    Some(address) if item.matcher.matches(address) => text,
+            Some(key) if item.matcher.is_any() => return key.clone(),
+            Some(key) => {
+                return match key.as_str() {
+                    Some(text) if item.matcher.matches(text) => key.clone(),
                     _ => not_matched(),
                 };
             }
@@ -158,14 +152,13 @@ mod tests {
 
     fn value(item: &Item, request: http::Request<()>) -> ParamValue {
         let (parts, ()) = request.into_parts();
-        let client = || Some(IpAddr::from([192, 0, 2, 1]));
-        let settings = ClientIpSettings::default();
+        let client = || Some(ParamValue::from("192.0.2.1"));
         argument(
             item,
             &RequestView {
                 uri: &parts.uri,
                 headers: &parts.headers,
-                client: ClientKey::new(&client, &settings),
+                client: ClientKey::new(&client),
             },
         )
     }
@@ -189,10 +182,9 @@ mod tests {
         );
         assert_eq!(read(ParseStrategy::Cookie, "session").as_str(), Some("s2"));
         assert_eq!(read(ParseStrategy::Host, "").as_str(), Some("example.com"));
-        // Without a pattern, a number; with one, the text it matched.
         assert_eq!(
-            read(ParseStrategy::ClientIp, ""),
-            ParamValue::Int(-1 - 0xc000_0201)
+            read(ParseStrategy::ClientIp, "").as_str(),
+            Some("192.0.2.1")
         );
         let patterned = item(ParseStrategy::ClientIp, "", Some("192.0.2.1"), false);
         assert_eq!(value(&patterned, request()).as_str(), Some("192.0.2.1"));

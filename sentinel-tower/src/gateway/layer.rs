@@ -4,7 +4,6 @@
 
 use std::cell::Cell;
 use std::fmt;
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
@@ -191,7 +190,7 @@ impl GatewayLayer {
         let view = RequestView {
             uri,
             headers,
-            client: ClientKey::new(&find, &self.ip),
+            client: ClientKey::new(&find),
         };
         let mut queued = Vec::new();
         // Enters one resource; `true` when it refused the request.
@@ -247,11 +246,13 @@ impl GatewayLayer {
         }
     }
 
-    /// The client's group: its address as [`ClientIpSettings`] finds and
-    /// groups it; `None` without a known peer.
-    fn client_key(&self, headers: &HeaderMap, extensions: &Extensions) -> Option<IpAddr> {
+    /// The client's key: its address as [`ClientIpSettings`] finds and
+    /// groups it, as text; `None` without a known peer.
+    fn client_key(&self, headers: &HeaderMap, extensions: &Extensions) -> Option<ParamValue> {
         match peer(extensions) {
-            Some(peer) => Some(self.ip.group(self.ip.client(peer, headers))),
+            Some(peer) => Some(ClientIpSettings::text(
+                self.ip.group(self.ip.client(peer, headers)),
+            )),
             None => {
                 if !NO_PEER_WARNED.swap(true, Ordering::Relaxed) {
                     tracing::warn!(
@@ -361,7 +362,7 @@ fn route_name(extensions: &Extensions) -> Option<&str> {
 /// in a buffer kept per thread (no allocation per request once it has
 /// grown). `f` is called in one place only, so that it is inlined here.
 #[inline(always)]
-fn with_arguments<R, F: Fn() -> Option<IpAddr>>(
+fn with_arguments<R, F: Fn() -> Option<ParamValue>>(
     sources: &[ArgSource],
     view: &RequestView<'_, F>,
     f: impl FnOnce(&[ParamValue]) -> R,
@@ -385,7 +386,7 @@ fn with_arguments<R, F: Fn() -> Option<IpAddr>>(
 
 /// The arguments of two or more `sources`, in the thread's buffer.
 #[cold]
-fn many_arguments<F: Fn() -> Option<IpAddr>>(
+fn many_arguments<F: Fn() -> Option<ParamValue>>(
     sources: &[ArgSource],
     view: &RequestView<'_, F>,
 ) -> Vec<ParamValue> {
