@@ -131,7 +131,13 @@ fn an_edit_in_place_is_picked_up() {
     eventually("the second edit is loaded", || {
         flow_counts(s) == [30.0, 40.0]
     });
-    assert_eq!(heard.loads.lock().unwrap().len(), 3);
+    // The listeners are told after the rules are in force: wait for them.
+    eventually("the listeners hear the second edit", || {
+        heard.loads.lock().unwrap().len() >= 3
+    });
+    stays("no load beyond the start and the two edits", || {
+        heard.loads.lock().unwrap().len() == 3
+    });
     assert!(heard.failures.lock().unwrap().is_empty());
 }
 
