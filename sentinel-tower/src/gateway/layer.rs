@@ -158,24 +158,11 @@ enum Admission {
 static NO_PEER_WARNED: AtomicBool = AtomicBool::new(false);
 
 impl GatewayLayer {
-    /// Enters the request's resources, pushing each entry to `entries`;
-    /// a refusal's answer is written to `refusal`.
-    fn admit(
-        &self,
-        uri: &Uri,
-        headers: &HeaderMap,
-        extensions: &Extensions,
-        entries: &mut Entries,
-        refusal: &mut Option<Response<Bytes>>,
-    ) -> Admission {
-        self.gateway
-            .inner
-            .with_plan(|plan| self.admit_with(plan, uri, headers, extensions, entries, refusal))
-    }
-
-    /// [`admit`](Self::admit) with the plan of the rules in force.
+    /// Enters the request's resources with `plan` (the plan of the rules
+    /// in force), pushing each entry to `entries`; a refusal's answer is
+    /// written to `refusal`.
     #[inline(always)]
-    fn admit_with(
+    fn admit(
         &self,
         plan: &Plan,
         uri: &Uri,
@@ -426,13 +413,17 @@ where
         let mut entries = Entries::default();
         // The refusal's answer, written in place (it is large to move).
         let mut refusal = None;
-        let admission = self.shared.admit(
-            request.uri(),
-            request.headers(),
-            request.extensions(),
-            &mut entries,
-            &mut refusal,
-        );
+        let shared = &self.shared;
+        let admission = shared.gateway.inner.with_plan(|plan| {
+            shared.admit(
+                plan,
+                request.uri(),
+                request.headers(),
+                request.extensions(),
+                &mut entries,
+                &mut refusal,
+            )
+        });
         if let Some(response) = refusal {
             // The entries made before the refusal are left.
             drop(entries);
