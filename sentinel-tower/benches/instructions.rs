@@ -355,6 +355,54 @@ fn one(case: &str, n: u64) {
                 .service(service_fn(ok));
             run_with(service, from_clients(), n, 200)
         }
+        "ip-core" => {
+            use sentinel_flow_core::param_flow::MAX_PARAM_COUNT;
+            use sentinel_flow_tower::gateway::{
+                ApiDefinition, ApiPredicate, Gateway, GatewayParamItem, GatewayRule,
+            };
+            let sentinel = instance(vec![]);
+            let gateway = Gateway::new(sentinel);
+            gateway
+                .load(
+                    vec![ApiDefinition::new("all", vec![ApiPredicate::prefix("/**")])],
+                    vec![
+                        GatewayRule::api_group("all", MAX_PARAM_COUNT as f64)
+                            .param_item(GatewayParamItem::client_ip()),
+                    ],
+                )
+                .unwrap();
+            let keys: Arc<Vec<sentinel_flow_core::ParamValue>> = Arc::new(
+                (0..=255u8)
+                    .map(|n| sentinel_flow_core::ParamValue::from(format!("10.0.0.{n}").as_str()))
+                    .collect(),
+            );
+            let resource = Arc::new(sentinel.resource("all"));
+            let service = service_fn(move |request: Request<Body>| {
+                let peer = request
+                    .extensions()
+                    .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                    .map(|info| info.0.ip());
+                let key = match peer {
+                    Some(std::net::IpAddr::V4(v4)) => keys[usize::from(v4.octets()[3])].clone(),
+                    _ => sentinel_flow_core::ParamValue::from("none"),
+                };
+                let entry = resource
+                    .builder()
+                    .entry_type(sentinel_flow_core::EntryType::Inbound)
+                    .args(std::slice::from_ref(&key))
+                    .enter();
+                let blocked = entry.is_err();
+                drop((entry, request));
+                async move {
+                    Ok::<_, Infallible>(Response::new(Body::from(if blocked {
+                        "no"
+                    } else {
+                        "ok"
+                    })))
+                }
+            });
+            run_with(service, from_clients(), n, 200)
+        }
         other => panic!("unknown case {other}"),
     }
 }

@@ -16,6 +16,8 @@
 //!   `PeerIpKeyExtractor` against a gateway rule per client IP on an API
 //!   group over every path (`GatewayLayer`), each with a limit no client
 //!   reaches in a bench's time;
+//! - `per_ip_two_threads`: the `per_ip` cases on two threads at once,
+//!   the threads half the clients apart;
 //! - `two_threads`: the `request` cases on two threads at once, each
 //!   calling the same layer (its clones), as a multi-threaded runtime
 //!   does. A round is one request on each thread, in parallel: on two
@@ -250,25 +252,19 @@ where
     status
 }
 
-fn per_ip_group(c: &mut Criterion) {
+/// The three services `per_ip` compares: the bare service,
+/// tower_governor with its peer-IP key, and a gateway rule per client IP
+/// on an API group over every path; each limit is one no client reaches.
+#[allow(clippy::type_complexity)]
+fn per_ip_services() -> (
+    impl Service<Request<Body>, Response = Response<Body>, Error = Infallible> + Clone + Send + Sync,
+    impl Service<Request<Body>, Response: HasStatus, Error: std::fmt::Debug> + Clone + Send + Sync,
+    impl Service<Request<Body>, Response: HasStatus, Error: std::fmt::Debug> + Clone + Send + Sync,
+) {
     use sentinel_flow_core::param_flow::MAX_PARAM_COUNT;
     use sentinel_flow_tower::gateway::{
         ApiDefinition, ApiPredicate, Gateway, GatewayLayer, GatewayParamItem, GatewayRule,
     };
-
-    let mut group = c.benchmark_group("per_ip");
-    group.throughput(Throughput::Elements(1));
-    let mut next = 0u8;
-    let mut client = move || {
-        next = next.wrapping_add(1);
-        next
-    };
-
-    let direct = service_fn(ok);
-    assert_eq!(call_from(&direct, 1), 200);
-    group.bench_function("baseline: service_fn, no layer", |b| {
-        b.iter(|| call_from(&direct, client()))
-    });
 
     let config = GovernorConfigBuilder::default()
         .key_extractor(PeerIpKeyExtractor)
@@ -279,10 +275,6 @@ fn per_ip_group(c: &mut Criterion) {
     let peer = ServiceBuilder::new()
         .layer(GovernorLayer::new(Arc::new(config)))
         .service(service_fn(ok));
-    assert_eq!(call_from(&peer, 1), 200);
-    group.bench_function("tower_governor, peer IP key, pass", |b| {
-        b.iter(|| call_from(&peer, client()))
-    });
 
     let sentinel = instance(vec![]);
     let gateway = Gateway::new(sentinel);
@@ -298,9 +290,85 @@ fn per_ip_group(c: &mut Criterion) {
     let ours = ServiceBuilder::new()
         .layer(GatewayLayer::new(&gateway))
         .service(service_fn(ok));
+    (service_fn(ok), peer, ours)
+}
+
+fn per_ip_group(c: &mut Criterion) {
+    let mut group = c.benchmark_group("per_ip");
+    group.throughput(Throughput::Elements(1));
+    let mut next = 0u8;
+    let mut client = move || {
+        next = next.wrapping_add(1);
+        next
+    };
+    let (direct, peer, ours) = per_ip_services();
+
+    assert_eq!(call_from(&direct, 1), 200);
+    group.bench_function("baseline: service_fn, no layer", |b| {
+        b.iter(|| call_from(&direct, client()))
+    });
+    assert_eq!(call_from(&peer, 1), 200);
+    group.bench_function("tower_governor, peer IP key, pass", |b| {
+        b.iter(|| call_from(&peer, client()))
+    });
     assert_eq!(call_from(&ours, 1), 200);
     group.bench_function("sentinel gateway, client IP rule, pass", |b| {
         b.iter(|| call_from(&ours, client()))
+    });
+    group.finish();
+}
+
+/// [`two_threads`] with requests from 256 clients in turn, the two
+/// threads half the clients apart (as a server's workers serve different
+/// clients at once).
+fn two_threads_per_ip<S>(service: &S, rounds: u64) -> Duration
+where
+    S: Service<Request<Body>> + Clone + Send + Sync,
+    S::Response: HasStatus,
+    S::Error: std::fmt::Debug,
+{
+    let barrier = Barrier::new(2);
+    let spans: Vec<(u64, u64)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = [0u8, 128]
+            .into_iter()
+            .map(|offset| {
+                let barrier = &barrier;
+                scope.spawn(move || {
+                    let service = service.clone();
+                    let mut next = offset;
+                    barrier.wait();
+                    let start = SystemClock.now_nanos();
+                    for _ in 0..rounds {
+                        next = next.wrapping_add(1);
+                        std::hint::black_box(call_from(&service, next));
+                    }
+                    (start, SystemClock.now_nanos())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| worker.join().expect("a bench thread panicked"))
+            .collect()
+    });
+    let start = spans.iter().map(|span| span.0).min().expect("two spans");
+    let end = spans.iter().map(|span| span.1).max().expect("two spans");
+    Duration::from_nanos(end - start)
+}
+
+fn per_ip_two_threads_group(c: &mut Criterion) {
+    let mut group = c.benchmark_group("per_ip_two_threads");
+    // A round is two requests, one per thread.
+    group.throughput(Throughput::Elements(2));
+    let (direct, peer, ours) = per_ip_services();
+    group.bench_function("baseline: service_fn, no layer", |b| {
+        b.iter_custom(|rounds| two_threads_per_ip(&direct, rounds))
+    });
+    group.bench_function("tower_governor, peer IP key, pass", |b| {
+        b.iter_custom(|rounds| two_threads_per_ip(&peer, rounds))
+    });
+    group.bench_function("sentinel gateway, client IP rule, pass", |b| {
+        b.iter_custom(|rounds| two_threads_per_ip(&ours, rounds))
     });
     group.finish();
 }
@@ -370,6 +438,7 @@ criterion_group!(
     request_group,
     router_group,
     per_ip_group,
-    two_threads_group
+    two_threads_group,
+    per_ip_two_threads_group
 );
 criterion_main!(benches);
