@@ -27,7 +27,9 @@
 //! `$B time 15` instead times every case in turn, 15 rounds (each case's
 //! set-up included, under 1 % of a round), and prints medians: on a shared
 //! machine the interleaving gives every case the same slow spells, which
-//! criterion's one-case-after-another runs do not.
+//! criterion's one-case-after-another runs do not. `$B time 41 ip-` times
+//! only the cases whose names start with `ip-`. Each overhead is also
+//! given as a multiple of tower_governor's in the same group.
 
 // criterion is not used here: a plain main.
 #![allow(missing_docs)]
@@ -131,7 +133,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("time") {
         let rounds = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(15);
-        return interleaved(rounds);
+        return interleaved(rounds, args.get(3).map_or("", String::as_str));
     }
     // `cargo bench` passes `--bench`: nothing to do then.
     let (Some(case), Some(n)) = (args.get(1), args.get(2).and_then(|n| n.parse().ok())) else {
@@ -140,7 +142,7 @@ fn main() {
     one(case, n);
 }
 
-const CASES: [&str; 16] = [
+const CASES: [&str; 17] = [
     "baseline",
     "core",
     "core-block",
@@ -157,16 +159,22 @@ const CASES: [&str; 16] = [
     "ip-baseline",
     "ip-governor",
     "ip-gateway",
+    "ip-core",
 ];
 
 /// Each case in turn, `rounds` times, 200 000 requests a turn: on a
 /// shared machine, a slow spell then hits every case alike. Prints each
 /// case's median and the overheads over the baselines.
-fn interleaved(rounds: usize) {
+fn interleaved(rounds: usize, prefix: &str) {
     const N: u64 = 200_000;
-    let mut times: Vec<Vec<f64>> = vec![Vec::new(); CASES.len()];
+    let cases: Vec<&str> = CASES
+        .iter()
+        .copied()
+        .filter(|case| case.starts_with(prefix))
+        .collect();
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
     for _ in 0..rounds {
-        for (i, case) in CASES.iter().enumerate() {
+        for (i, case) in cases.iter().enumerate() {
             // The stopwatch is the production clock's precise reading (the
             // instances here run on a `ManualClock`, which does not move).
             let start = SystemClock.now_nanos();
@@ -179,22 +187,35 @@ fn interleaved(rounds: usize) {
         t.sort_by(f64::total_cmp);
         t[t.len() / 2]
     };
+    let at = |name: &str| cases.iter().position(|c| *c == name);
     println!("{rounds} rounds of {N} requests per case; ns per request, median (min..max)");
-    for (i, case) in CASES.iter().enumerate() {
+    for (i, case) in cases.iter().enumerate() {
         let (min, max) = times[i]
             .iter()
             .fold((f64::MAX, 0.0f64), |(lo, hi), t| (lo.min(*t), hi.max(*t)));
-        let base = if case.starts_with("router") {
-            CASES.iter().position(|c| *c == "router-baseline").unwrap()
+        let (base, peer) = if case.starts_with("router") {
+            (at("router-baseline"), at("router-governor"))
         } else if case.starts_with("ip-") {
-            CASES.iter().position(|c| *c == "ip-baseline").unwrap()
+            (at("ip-baseline"), at("ip-governor"))
         } else {
-            0
+            (at("baseline"), at("governor"))
         };
+        let Some(base) = base else {
+            println!("{case:>16} {:7.1} ({min:.1}..{max:.1})", median(i));
+            continue;
+        };
+        let overhead = median(i) - median(base);
+        let ratio = peer
+            .map(|peer| {
+                format!(
+                    "  {:.2}x tower_governor's",
+                    overhead / (median(peer) - median(base))
+                )
+            })
+            .unwrap_or_default();
         println!(
-            "{case:>16} {:7.1} ({min:.1}..{max:.1})  overhead {:+7.1}",
+            "{case:>16} {:7.1} ({min:.1}..{max:.1})  overhead {overhead:+7.1}{ratio}",
             median(i),
-            median(i) - median(base)
         );
     }
 }

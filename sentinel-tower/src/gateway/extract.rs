@@ -36,8 +36,13 @@ impl<'r, F: Fn() -> Option<ParamValue>> ClientKey<'r, F> {
         }
     }
 
+    #[inline(always)]
     fn get(&self) -> Option<&ParamValue> {
-        self.found.get_or_init(self.find).as_ref()
+        // Not `get_or_init`, whose first call goes out of line.
+        if self.found.get().is_none() {
+            let _ = self.found.set((self.find)());
+        }
+        self.found.get().and_then(Option::as_ref)
     }
 }
 

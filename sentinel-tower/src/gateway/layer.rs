@@ -70,7 +70,7 @@ impl GatewayLayer {
     /// A layer on `gateway`'s rules, trusting no proxy.
     pub fn new(gateway: &Gateway) -> Self {
         GatewayLayer {
-            gateway: gateway.clone(),
+            gateway: *gateway,
             ip: ClientIpSettings::default(),
             headers: HeaderSettings::default(),
         }
@@ -84,7 +84,8 @@ impl GatewayLayer {
     /// Headers from any other peer are ignored: a client cannot choose its
     /// address by sending one. Replaces the list given before.
     pub fn trusted_proxies(mut self, proxies: impl IntoIterator<Item = Cidr>) -> Self {
-        self.ip.trusted = proxies.into_iter().collect();
+        let trusted: Arc<[Cidr]> = proxies.into_iter().collect();
+        self.ip.trusted = (!trusted.is_empty()).then_some(trusted);
         self
     }
 
@@ -126,16 +127,19 @@ impl<S> Layer<S> for GatewayLayer {
     fn layer(&self, inner: S) -> Self::Service {
         GatewayService {
             inner,
-            shared: Arc::new(self.clone()),
+            layer: self.clone(),
         }
     }
 }
 
-/// The service made by [`GatewayLayer`].
+/// The service made by [`GatewayLayer`]. A clone copies a few words and
+/// touches no shared reference count (axum clones a route's service for
+/// every request), unless the layer trusts proxies: then it holds their
+/// list by one.
 #[derive(Clone)]
 pub struct GatewayService<S> {
     inner: S,
-    shared: Arc<GatewayLayer>,
+    layer: GatewayLayer,
 }
 
 impl<S: fmt::Debug> fmt::Debug for GatewayService<S> {
@@ -413,9 +417,9 @@ where
         let mut entries = Entries::default();
         // The refusal's answer, written in place (it is large to move).
         let mut refusal = None;
-        let shared = &self.shared;
-        let admission = shared.gateway.inner.with_plan(|plan| {
-            shared.admit(
+        let layer = &self.layer;
+        let admission = layer.gateway.inner.with_plan(|plan| {
+            layer.admit(
                 plan,
                 request.uri(),
                 request.headers(),
@@ -439,5 +443,25 @@ where
                 GatewayFuture::queued(entries, queued, ready, request)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sentinel_flow_core::{ManualClock, Sentinel};
+
+    #[test]
+    fn a_layer_without_trusted_proxies_holds_no_list() {
+        let sentinel = Box::leak(Box::new(
+            Sentinel::builder().clock(ManualClock::new(0)).build(),
+        ));
+        let gateway = Gateway::new(sentinel);
+        let layer = GatewayLayer::new(&gateway);
+        assert!(layer.ip.trusted.is_none());
+        let none = layer.clone().trusted_proxies([]);
+        assert!(none.ip.trusted.is_none());
+        let some = layer.trusted_proxies(["10.0.0.0/8".parse().unwrap()]);
+        assert_eq!(some.ip.trusted.as_deref().map(<[Cidr]>::len), Some(1));
     }
 }

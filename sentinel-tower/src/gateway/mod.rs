@@ -45,7 +45,8 @@ mod extract;
 mod future;
 mod layer;
 
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
 use sentinel_flow_core::gateway::GatewayInForce;
@@ -65,14 +66,40 @@ pub use sentinel_flow_core::gateway::{
 use convert::Plan;
 
 /// The API definitions and gateway rules of one instance, and what its
-/// layers read of them per request; clones share them.
+/// layers read of them per request; every gateway of an instance shares
+/// them.
 ///
 /// [`load`](Self::load) replaces both kinds in one swap of the instance's
 /// rules; they may as well come from a rule file, a rule source or the
 /// dashboard. Either way the other kinds' loads leave them in force.
-#[derive(Clone)]
+///
+/// A gateway is a reference (`Copy`): the state it reaches is kept once
+/// per instance, for as long as the instance (which it borrows for
+/// `'static`), so that a layer's services, cloned for every request by
+/// axum, touch no shared reference count.
+#[derive(Clone, Copy)]
 pub struct Gateway {
-    inner: Arc<Inner>,
+    inner: &'static Inner,
+}
+
+/// The gateway state of each instance that has one, by the instance's
+/// address (an instance borrowed for `'static` is never freed, so an
+/// address names one instance): one small record per instance.
+static STATES: Mutex<Option<HashMap<usize, &'static Inner>>> = Mutex::new(None);
+
+/// The gateway state of `sentinel`, made on its first gateway.
+fn state_of(sentinel: &'static Sentinel) -> &'static Inner {
+    let mut states = STATES.lock().unwrap_or_else(PoisonError::into_inner);
+    states
+        .get_or_insert_with(HashMap::new)
+        .entry(std::ptr::from_ref(sentinel) as usize)
+        .or_insert_with(|| {
+            Box::leak(Box::new(Inner {
+                sentinel,
+                plan: ArcSwap::from_pointee(Plan::default()),
+                building: Mutex::new(()),
+            }))
+        })
 }
 
 struct Inner {
@@ -89,11 +116,7 @@ impl Gateway {
     /// force there.
     pub fn new(sentinel: &'static Sentinel) -> Self {
         Gateway {
-            inner: Arc::new(Inner {
-                sentinel,
-                plan: ArcSwap::from_pointee(Plan::default()),
-                building: Mutex::new(()),
-            }),
+            inner: state_of(sentinel),
         }
     }
 
@@ -186,5 +209,25 @@ impl std::fmt::Debug for Gateway {
             .field("api_definitions", &self.api_definitions().len())
             .field("rules", &self.rules().len())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sentinel_flow_core::ManualClock;
+
+    fn instance() -> &'static Sentinel {
+        Box::leak(Box::new(
+            Sentinel::builder().clock(ManualClock::new(0)).build(),
+        ))
+    }
+
+    #[test]
+    fn the_gateways_of_an_instance_share_one_state_and_no_other() {
+        let (a, b) = (instance(), instance());
+        assert!(std::ptr::eq(Gateway::new(a).inner, Gateway::new(a).inner));
+        assert!(!std::ptr::eq(Gateway::new(a).inner, Gateway::new(b).inner));
+        assert!(std::ptr::eq(Gateway::new(b).sentinel(), b));
     }
 }
