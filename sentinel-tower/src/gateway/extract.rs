@@ -67,6 +67,22 @@ pub(crate) fn source_argument<F: Fn() -> Option<ParamValue>>(
     }
 }
 
+/// The client's key itself, borrowed, when `source` passes it unchanged
+/// (a client-IP item without a pattern) and the request has one: the
+/// argument needs no copy.
+#[inline(always)]
+pub(crate) fn borrowed_client_key<'v, F: Fn() -> Option<ParamValue>>(
+    source: &ArgSource,
+    view: &'v RequestView<'_, F>,
+) -> Option<&'v ParamValue> {
+    match source {
+        ArgSource::Item(item) if item.parse == ParseStrategy::ClientIp && item.matcher.is_any() => {
+            view.client.get()
+        }
+        _ => None,
+    }
+}
+
 fn argument<F: Fn() -> Option<ParamValue>>(item: &Item, view: &RequestView<'_, F>) -> ParamValue {
     let value = match item.parse {
         ParseStrategy::ClientIp => match view.client.get() {

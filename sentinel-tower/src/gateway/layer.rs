@@ -20,7 +20,7 @@ use tower_service::Service;
 use super::Gateway;
 use super::client_ip::{Cidr, ClientIpSettings, peer};
 use super::convert::{ArgSource, Plan, Target};
-use super::extract::{ClientKey, RequestView, arguments, source_argument};
+use super::extract::{ClientKey, RequestView, arguments, borrowed_client_key, source_argument};
 use super::future::{Entries, GatewayFuture};
 use crate::block::{BlockReply, accepts_json, blocked_response, is_grpc};
 use crate::headers::HeaderSettings;
@@ -362,10 +362,13 @@ fn with_arguments<R, F: Fn() -> Option<ParamValue>>(
     let mut scratch = None;
     let args: &[ParamValue] = match sources {
         [] => &[],
-        [source] => {
-            one = [source_argument(source, view)];
-            &one
-        }
+        [source] => match borrowed_client_key(source, view) {
+            Some(key) => std::slice::from_ref(key),
+            None => {
+                one = [source_argument(source, view)];
+                &one
+            }
+        },
         _ => scratch.insert(many_arguments(sources, view)),
     };
     let result = f(args);
