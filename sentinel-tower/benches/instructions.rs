@@ -109,6 +109,13 @@ fn from_clients() -> impl Fn() -> Request<Body> {
     }
 }
 
+/// An instance on the production clock (`SystemClock`, the default), as
+/// a service runs it: the per-IP cases, compared with tower_governor on
+/// its own production clock.
+fn production_instance() -> &'static Sentinel {
+    Box::leak(Box::new(Sentinel::builder().build()))
+}
+
 fn instance(rules: Vec<FlowRule>) -> &'static Sentinel {
     let sentinel = Box::leak(Box::new(
         Sentinel::builder().clock(ManualClock::new(1_000)).build(),
@@ -361,7 +368,7 @@ fn one(case: &str, n: u64) {
             use sentinel_flow_tower::gateway::{
                 ApiDefinition, ApiPredicate, Gateway, GatewayLayer, GatewayParamItem, GatewayRule,
             };
-            let gateway = Gateway::new(instance(vec![]));
+            let gateway = Gateway::new(production_instance());
             gateway
                 .load(
                     vec![ApiDefinition::new("all", vec![ApiPredicate::prefix("/**")])],
@@ -381,7 +388,7 @@ fn one(case: &str, n: u64) {
             use sentinel_flow_tower::gateway::{
                 ApiDefinition, ApiPredicate, Gateway, GatewayParamItem, GatewayRule,
             };
-            let sentinel = instance(vec![]);
+            let sentinel = production_instance();
             let gateway = Gateway::new(sentinel);
             gateway
                 .load(

@@ -92,6 +92,13 @@ impl<B> HasStatus for Response<B> {
     }
 }
 
+/// An instance on the production clock (`SystemClock`, the default), as
+/// a service runs it: the per-IP cases, compared with tower_governor on
+/// its own production clock.
+fn production_instance() -> &'static Sentinel {
+    Box::leak(Box::new(Sentinel::builder().build()))
+}
+
 fn instance(rules: Vec<FlowRule>) -> &'static Sentinel {
     let sentinel = Box::leak(Box::new(
         Sentinel::builder().clock(ManualClock::new(1_000)).build(),
@@ -276,8 +283,7 @@ fn per_ip_services() -> (
         .layer(GovernorLayer::new(Arc::new(config)))
         .service(service_fn(ok));
 
-    let sentinel = instance(vec![]);
-    let gateway = Gateway::new(sentinel);
+    let gateway = Gateway::new(production_instance());
     gateway
         .load(
             vec![ApiDefinition::new("all", vec![ApiPredicate::prefix("/**")])],
