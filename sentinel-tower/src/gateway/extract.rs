@@ -2,7 +2,6 @@
 //! the request and passed through its item's pattern.
 
 use std::borrow::Cow;
-use std::cell::OnceCell;
 
 use http::header::{COOKIE, HOST};
 use http::{HeaderMap, Uri};
@@ -22,34 +21,28 @@ pub(crate) struct RequestView<'r, F> {
 /// The client's key (its address, grouped by prefix, as text), found
 /// when a rule first reads it and kept for the others (several rules and
 /// resources may read it). `find` is a type parameter, not a trait
-/// object, so that it is inlined where it is read.
+/// object, so that it is inlined where it is read; the key is a plain
+/// field filled in line, where a `OnceCell` would fill it out of line.
 pub(crate) struct ClientKey<'r, F> {
-    found: OnceCell<Option<ParamValue>>,
+    found: Option<Option<ParamValue>>,
     find: &'r F,
 }
 
 impl<'r, F: Fn() -> Option<ParamValue>> ClientKey<'r, F> {
     pub(crate) fn new(find: &'r F) -> Self {
-        ClientKey {
-            found: OnceCell::new(),
-            find,
-        }
+        ClientKey { found: None, find }
     }
 
     #[inline(always)]
-    fn get(&self) -> Option<&ParamValue> {
-        // Not `get_or_init`, whose first call goes out of line.
-        if self.found.get().is_none() {
-            let _ = self.found.set((self.find)());
-        }
-        self.found.get().and_then(Option::as_ref)
+    pub(crate) fn get(&mut self) -> Option<&ParamValue> {
+        self.found.get_or_insert_with(self.find).as_ref()
     }
 }
 
 /// Appends the arguments of `sources` to `args`.
 pub(crate) fn arguments<F: Fn() -> Option<ParamValue>>(
     sources: &[ArgSource],
-    view: &RequestView<'_, F>,
+    view: &mut RequestView<'_, F>,
     args: &mut Vec<ParamValue>,
 ) {
     args.extend(sources.iter().map(|source| source_argument(source, view)));
@@ -59,7 +52,7 @@ pub(crate) fn arguments<F: Fn() -> Option<ParamValue>>(
 #[inline]
 pub(crate) fn source_argument<F: Fn() -> Option<ParamValue>>(
     source: &ArgSource,
-    view: &RequestView<'_, F>,
+    view: &mut RequestView<'_, F>,
 ) -> ParamValue {
     match source {
         ArgSource::Constant => constant(),
@@ -67,23 +60,28 @@ pub(crate) fn source_argument<F: Fn() -> Option<ParamValue>>(
     }
 }
 
-/// The client's key itself, borrowed, when `source` passes it unchanged
-/// (a client-IP item without a pattern) and the request has one: the
-/// argument needs no copy.
+/// Whether `source` passes the client's key unchanged (a client-IP item
+/// without a pattern): its argument is then the key itself, borrowed, or,
+/// for a request without one, [`without_client_key`].
 #[inline(always)]
-pub(crate) fn borrowed_client_key<'v, F: Fn() -> Option<ParamValue>>(
-    source: &ArgSource,
-    view: &'v RequestView<'_, F>,
-) -> Option<&'v ParamValue> {
+pub(crate) fn is_client_key(source: &ArgSource) -> bool {
+    matches!(source, ArgSource::Item(item)
+        if item.parse == ParseStrategy::ClientIp && item.matcher.is_any())
+}
+
+/// The argument of `source` (a client-key source) for a request without a
+/// client key.
+pub(crate) fn without_client_key(source: &ArgSource) -> ParamValue {
     match source {
-        ArgSource::Item(item) if item.parse == ParseStrategy::ClientIp && item.matcher.is_any() => {
-            view.client.get()
-        }
-        _ => None,
+        ArgSource::Item(item) if item.missing_as_one => missing(),
+        _ => not_matched(),
     }
 }
 
-fn argument<F: Fn() -> Option<ParamValue>>(item: &Item, view: &RequestView<'_, F>) -> ParamValue {
+fn argument<F: Fn() -> Option<ParamValue>>(
+    item: &Item,
+    view: &mut RequestView<'_, F>,
+) -> ParamValue {
     let value = match item.parse {
         ParseStrategy::ClientIp => match view.client.get() {
             Some(key) if item.matcher.is_any() => return key.clone(),
@@ -176,7 +174,7 @@ mod tests {
         let client = || Some(ParamValue::from("192.0.2.1"));
         argument(
             item,
-            &RequestView {
+            &mut RequestView {
                 uri: &parts.uri,
                 headers: &parts.headers,
                 client: ClientKey::new(&client),

@@ -20,7 +20,9 @@ use tower_service::Service;
 use super::Gateway;
 use super::client_ip::{Cidr, ClientIpSettings, peer};
 use super::convert::{ArgSource, Plan, Target};
-use super::extract::{ClientKey, RequestView, arguments, borrowed_client_key, source_argument};
+use super::extract::{
+    ClientKey, RequestView, arguments, is_client_key, source_argument, without_client_key,
+};
 use super::future::{Entries, GatewayFuture};
 use crate::block::{BlockReply, accepts_json, blocked_response, is_grpc};
 use crate::headers::HeaderSettings;
@@ -178,7 +180,7 @@ impl GatewayLayer {
         let sentinel = self.gateway.inner.sentinel;
         let path = uri.path();
         let find = || self.client_key(headers, extensions);
-        let view = RequestView {
+        let mut view = RequestView {
             uri,
             headers,
             client: ClientKey::new(&find),
@@ -191,7 +193,7 @@ impl GatewayLayer {
                 None => sentinel.entry_builder(name),
             };
             let sources = target.map_or(&[][..], |target| &target.args);
-            with_arguments(sources, &view, |args| {
+            with_arguments(sources, &mut view, |args| {
                 let entering = builder
                     .entry_type(EntryType::Inbound)
                     .args(args)
@@ -355,20 +357,24 @@ fn route_name(extensions: &Extensions) -> Option<&str> {
 #[inline(always)]
 fn with_arguments<R, F: Fn() -> Option<ParamValue>>(
     sources: &[ArgSource],
-    view: &RequestView<'_, F>,
+    view: &mut RequestView<'_, F>,
     f: impl FnOnce(&[ParamValue]) -> R,
 ) -> R {
     let one;
     let mut scratch = None;
     let args: &[ParamValue] = match sources {
         [] => &[],
-        [source] => match borrowed_client_key(source, view) {
+        [source] if is_client_key(source) => match view.client.get() {
             Some(key) => std::slice::from_ref(key),
             None => {
-                one = [source_argument(source, view)];
+                one = [without_client_key(source)];
                 &one
             }
         },
+        [source] => {
+            one = [source_argument(source, view)];
+            &one
+        }
         _ => scratch.insert(many_arguments(sources, view)),
     };
     let result = f(args);
@@ -382,7 +388,7 @@ fn with_arguments<R, F: Fn() -> Option<ParamValue>>(
 #[cold]
 fn many_arguments<F: Fn() -> Option<ParamValue>>(
     sources: &[ArgSource],
-    view: &RequestView<'_, F>,
+    view: &mut RequestView<'_, F>,
 ) -> Vec<ParamValue> {
     // (A thread past its locals' end, shutting down, gets a new one.)
     let mut scratch = ARGS.try_with(Cell::take).unwrap_or_default();
