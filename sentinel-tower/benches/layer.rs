@@ -15,7 +15,8 @@
 //!   address in `ConnectInfo`): `tower_governor` with its
 //!   `PeerIpKeyExtractor` against a gateway rule per client IP on an API
 //!   group over every path (`GatewayLayer`), each with a limit no client
-//!   reaches in a bench's time;
+//!   reaches in a bench's time, the gateway's instance on the production
+//!   clock;
 //! - `per_ip_two_threads`: the `per_ip` cases on two threads at once,
 //!   the threads half the clients apart;
 //! - `two_threads`: the `request` cases on two threads at once, each
@@ -381,8 +382,8 @@ fn per_ip_two_threads_group(c: &mut Criterion) {
 
 /// Two threads calling `service` (each its clone) `rounds` times each, let
 /// go together: the time from the first one's start to the last one's end,
-/// by the production clock's precise reading (the instances here run on a
-/// `ManualClock`, which does not move).
+/// by the production clock's precise reading (most instances here run on
+/// a `ManualClock`, which does not move).
 fn two_threads<S>(service: &S, uri: &'static str, rounds: u64) -> Duration
 where
     S: Service<Request<Body>> + Clone + Send + Sync,
