@@ -325,44 +325,6 @@ fn per_ip_group(c: &mut Criterion) {
     group.finish();
 }
 
-/// [`two_threads`] with requests from 256 clients in turn, the two
-/// threads half the clients apart (as a server's workers serve different
-/// clients at once).
-fn two_threads_per_ip<S>(service: &S, rounds: u64) -> Duration
-where
-    S: Service<Request<Body>> + Clone + Send + Sync,
-    S::Response: HasStatus,
-    S::Error: std::fmt::Debug,
-{
-    let barrier = Barrier::new(2);
-    let spans: Vec<(u64, u64)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = [0u8, 128]
-            .into_iter()
-            .map(|offset| {
-                let barrier = &barrier;
-                scope.spawn(move || {
-                    let service = service.clone();
-                    let mut next = offset;
-                    barrier.wait();
-                    let start = SystemClock.now_nanos();
-                    for _ in 0..rounds {
-                        next = next.wrapping_add(1);
-                        std::hint::black_box(call_from(&service, next));
-                    }
-                    (start, SystemClock.now_nanos())
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|worker| worker.join().expect("a bench thread panicked"))
-            .collect()
-    });
-    let start = spans.iter().map(|span| span.0).min().expect("two spans");
-    let end = spans.iter().map(|span| span.1).max().expect("two spans");
-    Duration::from_nanos(end - start)
-}
-
 fn per_ip_two_threads_group(c: &mut Criterion) {
     let mut group = c.benchmark_group("per_ip_two_threads");
     // A round is two requests, one per thread.
@@ -383,23 +345,24 @@ fn per_ip_two_threads_group(c: &mut Criterion) {
 /// Two threads calling `service` (each its clone) `rounds` times each, let
 /// go together: the time from the first one's start to the last one's end,
 /// by the production clock's precise reading (most instances here run on
-/// a `ManualClock`, which does not move).
-fn two_threads<S>(service: &S, uri: &'static str, rounds: u64) -> Duration
+/// a `ManualClock`, which does not move). Thread `t` makes its round `r`'s
+/// call with `call(service, t, r)`.
+fn on_two_threads<S, C>(service: &S, rounds: u64, call: C) -> Duration
 where
     S: Service<Request<Body>> + Clone + Send + Sync,
-    S::Response: HasStatus,
-    S::Error: std::fmt::Debug,
+    C: Fn(&S, u64, u64) -> http::StatusCode + Sync,
 {
     let barrier = Barrier::new(2);
     let spans: Vec<(u64, u64)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..2)
-            .map(|_| {
-                scope.spawn(|| {
+        let workers: Vec<_> = (0..2u64)
+            .map(|thread| {
+                let (barrier, call) = (&barrier, &call);
+                scope.spawn(move || {
                     let service = service.clone();
                     barrier.wait();
                     let start = SystemClock.now_nanos();
-                    for _ in 0..rounds {
-                        std::hint::black_box(call(&service, uri));
+                    for round in 0..rounds {
+                        std::hint::black_box(call(&service, thread, round));
                     }
                     (start, SystemClock.now_nanos())
                 })
@@ -413,6 +376,31 @@ where
     let start = spans.iter().map(|span| span.0).min().expect("two spans");
     let end = spans.iter().map(|span| span.1).max().expect("two spans");
     Duration::from_nanos(end - start)
+}
+
+/// Two threads calling `service` at `uri`.
+fn two_threads<S>(service: &S, uri: &'static str, rounds: u64) -> Duration
+where
+    S: Service<Request<Body>> + Clone + Send + Sync,
+    S::Response: HasStatus,
+    S::Error: std::fmt::Debug,
+{
+    on_two_threads(service, rounds, |service, _, _| call(service, uri))
+}
+
+/// Two threads calling `service` with requests from 256 clients in turn,
+/// the threads half the clients apart (as a server's workers serve
+/// different clients at once).
+fn two_threads_per_ip<S>(service: &S, rounds: u64) -> Duration
+where
+    S: Service<Request<Body>> + Clone + Send + Sync,
+    S::Response: HasStatus,
+    S::Error: std::fmt::Debug,
+{
+    on_two_threads(service, rounds, |service, thread, round| {
+        // Wraps at 256: the clients 1 to 255 and 0 in turn.
+        call_from(service, (thread * 128 + round + 1) as u8)
+    })
 }
 
 fn two_threads_group(c: &mut Criterion) {

@@ -73,8 +73,9 @@ pub(crate) fn is_client_key(source: &ArgSource) -> bool {
 /// client key.
 pub(crate) fn without_client_key(source: &ArgSource) -> ParamValue {
     match source {
+        ArgSource::Constant => constant(),
         ArgSource::Item(item) if item.missing_as_one => missing(),
-        _ => not_matched(),
+        ArgSource::Item(_) => not_matched(),
     }
 }
 

@@ -35,7 +35,7 @@ use crate::name::clean_path;
 /// `gateway` kinds, however they were loaded: [`Gateway::load`], a rule
 /// file, a rule source, the dashboard): what it reads per request is
 /// compiled once per load of either kind, by the first request that finds
-/// them changed, and shared by every clone of the gateway.
+/// them changed, and shared by every gateway and layer of the instance.
 ///
 /// A request enters, in order, its route's resource and the resource of
 /// each API group whose predicates match its path (as Sentinel's gateway
@@ -118,7 +118,10 @@ impl fmt::Debug for GatewayLayer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GatewayLayer")
             .field("gateway", &self.gateway)
-            .field("trusted_proxies", &self.ip.trusted)
+            .field(
+                "trusted_proxies",
+                &self.ip.trusted.as_deref().unwrap_or(&[]),
+            )
             .finish_non_exhaustive()
     }
 }

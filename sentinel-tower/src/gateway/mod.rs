@@ -73,10 +73,12 @@ use convert::Plan;
 /// rules; they may as well come from a rule file, a rule source or the
 /// dashboard. Either way the other kinds' loads leave them in force.
 ///
-/// A gateway is a reference (`Copy`): the state it reaches is kept once
-/// per instance, for as long as the instance (which it borrows for
-/// `'static`), so that a layer's services, cloned for every request by
-/// axum, touch no shared reference count.
+/// A gateway is a reference (`Copy`): the state it reaches (the last plan
+/// made and the lock its builders take) is kept once per instance, in a
+/// process-wide map by the instance's address, for as long as the
+/// instance (which it borrows for `'static`). A layer's services, cloned
+/// for every request by axum, so touch no shared reference count, unless
+/// the layer trusts proxies (their list is shared).
 #[derive(Clone, Copy)]
 pub struct Gateway {
     inner: &'static Inner,
