@@ -447,9 +447,11 @@ fn a_rate_limiter_rule_queues_each_clients_requests_on_a_timer() {
             }],
         );
         let server = serve(GatewayLayer::new(&gateway)).await;
-        // Three connections of one client at once: spaced 100 ms apart
-        // (the manual clock stands still; the waits are tokio timers).
-        let started = std::time::Instant::now();
+        // Three connections of one client at once: spaced 100 ms apart.
+        // The instance's manual clock stands still; a queued request waits
+        // on the runtime's timer, so the wait is read from the runtime's
+        // clock (as the core's queue tests drive it, paused).
+        let started = tokio::time::Instant::now();
         let mut tasks = tokio::task::JoinSet::new();
         for _ in 0..3 {
             tasks.spawn(async move {

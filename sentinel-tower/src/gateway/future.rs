@@ -176,7 +176,6 @@ pin_project! {
 
 pin_project! {
     #[project = StateProj]
-    #[project_replace = StateTaken]
     enum State<S, ReqB>
     where
         S: Service<Request<ReqB>>,
@@ -243,18 +242,18 @@ where
 {
     type Output = Result<Response<GatewayBody<ResB>>, S::Error>;
 
+    #[inline(never)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut state = self.project().state;
         loop {
             match state.as_mut().project() {
-                StateProj::Called { future, .. } => {
+                StateProj::Called { future, entries } => {
                     let result = ready!(future.poll(cx));
-                    // The entries move out as the finished future is
-                    // dropped in place: nothing is left behind to drop.
-                    let StateTaken::Called { mut entries, .. } = state.project_replace(State::Done)
-                    else {
-                        unreachable!("the state was `Called`")
-                    };
+                    // Only the entries move out; the finished future is
+                    // dropped in place (moving the whole state out would
+                    // copy the future too).
+                    let mut entries = std::mem::take(entries);
+                    state.set(State::Done);
                     return Poll::Ready(match result {
                         Ok(response) => {
                             if response.status().is_server_error() {
