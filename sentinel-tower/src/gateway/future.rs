@@ -14,16 +14,27 @@ use pin_project_lite::pin_project;
 use sentinel_flow_core::{Entry, Queued};
 use tower_service::Service;
 
+use super::held::Held;
+
 /// The entries of one request: its route's and its API groups'. The
-/// first in place: a request that enters one resource allocates nothing
-/// for it; the others (a request in several API groups) behind one
-/// pointer, so that the future and the body that carry the entries stay
-/// small to move.
+/// first in place; the next two (a request that enters its route's
+/// resource and one or two API groups') in a block of the thread's pool
+/// (see the `held` module), so that the future and the body that carry
+/// the entries stay small to move and a request allocates nothing for
+/// them; more still (a request in three or more API groups) in a vector
+/// in that block. Dropped, they exit the last entered first.
 #[derive(Default)]
 pub(crate) struct Entries {
+    // Declared first, dropped first: the later entries exit first.
+    more: Option<Held<More>>,
     first: Option<Entry<'static>>,
-    #[allow(clippy::box_collection)]
-    rest: Option<Box<Vec<Entry<'static>>>>,
+}
+
+/// The entries after a request's first.
+#[derive(Default)]
+struct More {
+    next: [Option<Entry<'static>>; 2],
+    rest: Vec<Entry<'static>>,
 }
 
 impl Entries {
@@ -31,40 +42,65 @@ impl Entries {
     pub(crate) fn push(&mut self, entry: Entry<'static>) {
         match self.first {
             None => self.first = Some(entry),
-            Some(_) => self.rest.get_or_insert_default().push(entry),
+            Some(_) => self.more_entries().push(entry),
         }
     }
 
-    fn len(&self) -> usize {
-        usize::from(self.first.is_some()) + self.rest.as_ref().map_or(0, |rest| rest.len())
+    #[cold]
+    fn more_entries(&mut self) -> &mut More {
+        self.more.get_or_insert_with(|| Held::new(More::default()))
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Entry<'static>> {
+        let more = self.more.iter().flat_map(|more| more.iter());
+        self.first.iter().chain(more)
     }
 
     fn set_error<E: ?Sized>(&self, error: &E) {
-        let rest = self.rest.iter().flat_map(|rest| rest.iter());
-        for entry in self.first.iter().chain(rest) {
+        for entry in self.iter() {
             entry.set_error(error);
         }
     }
+
+    /// Exits the entries, the last entered first.
+    fn exit(&mut self) {
+        self.more = None;
+        self.first = None;
+    }
 }
 
-/// Exits `entries`, the last entered first.
-fn exit(entries: &mut Entries) {
-    if let Some(rest) = &mut entries.rest {
-        while let Some(entry) = rest.pop() {
-            drop(entry);
+impl More {
+    fn push(&mut self, entry: Entry<'static>) {
+        match self.next.iter_mut().find(|slot| slot.is_none()) {
+            Some(slot) => *slot = Some(entry),
+            None => self.rest.push(entry),
         }
     }
-    entries.first = None;
+
+    fn iter(&self) -> impl Iterator<Item = &Entry<'static>> {
+        self.next.iter().flatten().chain(&self.rest)
+    }
 }
 
-pin_project! {
-    /// The body of a response through a [`GatewayLayer`](super::GatewayLayer):
-    /// the inner body, which holds the request's entries until it ends
-    /// (or is dropped), or the text of a refusal.
-    pub struct GatewayBody<B> {
-        #[pin]
-        kind: BodyKind<B>,
+impl Drop for More {
+    /// Exits the entries, the last entered first.
+    fn drop(&mut self) {
+        while let Some(entry) = self.rest.pop() {
+            drop(entry);
+        }
+        for slot in self.next.iter_mut().rev() {
+            *slot = None;
+        }
     }
+}
+
+/// The body of a response through a [`GatewayLayer`](super::GatewayLayer):
+/// the inner body, which holds the request's entries until it ends (or is
+/// dropped), or the text of a refusal. Both are kept in a block of the
+/// thread's pool, so that the response is as small to move as the inner
+/// one (see the `held` module).
+pub struct GatewayBody<B> {
+    kind: Held<BodyKind<B>>,
 }
 
 pin_project! {
@@ -84,15 +120,15 @@ pin_project! {
 impl<B> GatewayBody<B> {
     fn inner(body: B, entries: Entries) -> Self {
         GatewayBody {
-            kind: BodyKind::Inner { body, entries },
+            kind: Held::new(BodyKind::Inner { body, entries }),
         }
     }
 
     fn blocked(data: Bytes) -> Self {
         GatewayBody {
-            kind: BodyKind::Blocked {
+            kind: Held::new(BodyKind::Blocked {
                 data: (!data.is_empty()).then_some(data),
-            },
+            }),
         }
     }
 }
@@ -105,11 +141,11 @@ impl<B: Body<Data = Bytes>> Body for GatewayBody<B> {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
-        match self.project().kind.project() {
+        match self.get_mut().kind.pinned().project() {
             BodyProj::Inner { mut body, entries } => {
                 let frame = ready!(body.as_mut().poll_frame(cx));
                 if !matches!(frame, Some(Ok(_))) || body.is_end_stream() {
-                    exit(entries);
+                    entries.exit();
                 }
                 Poll::Ready(frame)
             }
@@ -120,14 +156,14 @@ impl<B: Body<Data = Bytes>> Body for GatewayBody<B> {
     }
 
     fn is_end_stream(&self) -> bool {
-        match &self.kind {
+        match &*self.kind {
             BodyKind::Inner { body, .. } => body.is_end_stream(),
             BodyKind::Blocked { data } => data.is_none(),
         }
     }
 
     fn size_hint(&self) -> SizeHint {
-        match &self.kind {
+        match &*self.kind {
             BodyKind::Inner { body, .. } => body.size_hint(),
             BodyKind::Blocked { data } => {
                 SizeHint::with_exact(data.as_ref().map_or(0, |data| data.len() as u64))
@@ -138,11 +174,11 @@ impl<B: Body<Data = Bytes>> Body for GatewayBody<B> {
 
 impl<B> fmt::Debug for GatewayBody<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match &self.kind {
+        let kind = match &*self.kind {
             BodyKind::Inner { entries, .. } => {
                 return f
                     .debug_struct("GatewayBody")
-                    .field("entries", &entries.len())
+                    .field("entries", &entries.iter().count())
                     .finish_non_exhaustive();
             }
             BodyKind::Blocked { .. } => "blocked",
@@ -263,7 +299,7 @@ where
                         }
                         Err(error) => {
                             entries.set_error(&error);
-                            exit(&mut entries);
+                            entries.exit();
                             Err(error)
                         }
                     });
@@ -305,5 +341,91 @@ where
         f.debug_struct("GatewayFuture")
             .field("state", &state)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::{BodyExt, Full};
+    use sentinel_flow_core::{ManualClock, Sentinel};
+
+    const NAMES: [&str; 5] = ["route", "one", "two", "three", "four"];
+
+    /// A request's entries in `NAMES`, as the layer pushes them.
+    fn entered(sentinel: &'static Sentinel, n: usize) -> Entries {
+        let mut entries = Entries::default();
+        for name in &NAMES[..n] {
+            entries.push(sentinel.entry_builder(name).enter().unwrap());
+        }
+        entries
+    }
+
+    fn in_flight(sentinel: &Sentinel) -> Vec<u64> {
+        NAMES
+            .iter()
+            .map(|name| {
+                sentinel
+                    .resource_node(name)
+                    .map_or(0, |node| node.stats().cur_concurrency())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_entry_is_held_until_the_body_ends_however_many_there_are() {
+        let sentinel: &'static Sentinel = Box::leak(Box::new(
+            Sentinel::builder().clock(ManualClock::new(0)).build(),
+        ));
+        for n in 0..=NAMES.len() {
+            let entries = entered(sentinel, n);
+            assert_eq!(entries.iter().count(), n);
+            let held: Vec<u64> = (0..NAMES.len()).map(|k| u64::from(k < n)).collect();
+            assert_eq!(in_flight(sentinel), held, "{n} entries");
+            let mut body = GatewayBody::inner(Full::new(Bytes::from_static(b"body")), entries);
+            let frame = block_on(body.frame()).unwrap().unwrap();
+            assert_eq!(frame.into_data().unwrap(), "body");
+            assert_eq!(
+                in_flight(sentinel),
+                [0; 5],
+                "exited at the end, {n} entries"
+            );
+            drop(body);
+            // Dropped before its end, the body exits them too.
+            let body = GatewayBody::inner(Full::new(Bytes::new()), entered(sentinel, n));
+            assert_eq!(in_flight(sentinel), held);
+            drop(body);
+            assert_eq!(
+                in_flight(sentinel),
+                [0; 5],
+                "exited when dropped, {n} entries"
+            );
+        }
+    }
+
+    #[test]
+    fn an_error_is_recorded_on_every_entry() {
+        let sentinel: &'static Sentinel = Box::leak(Box::new(
+            Sentinel::builder().clock(ManualClock::new(0)).build(),
+        ));
+        let mut entries = entered(sentinel, NAMES.len());
+        entries.set_error(&"failed");
+        entries.exit();
+        let now = sentinel.now_ms();
+        for name in NAMES {
+            let stats = sentinel.resource_node(name).unwrap().stats();
+            assert_eq!(stats.total_exception(now), 1, "{name}");
+        }
+    }
+
+    /// Polls `future` on this thread until it is ready.
+    fn block_on<F: Future>(future: F) -> F::Output {
+        let mut future = std::pin::pin!(future);
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        loop {
+            if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+                return output;
+            }
+        }
     }
 }

@@ -43,6 +43,7 @@ mod convert;
 mod error;
 mod extract;
 mod future;
+mod held;
 mod layer;
 
 use std::collections::HashMap;
