@@ -450,7 +450,7 @@ fn a_rate_limiter_rule_queues_each_clients_requests_on_a_timer() {
         // Three connections of one client at once: spaced 100 ms apart.
         // The instance's manual clock stands still; a queued request waits
         // on the runtime's timer, so the wait is read from the runtime's
-        // clock (as the core's queue tests drive it, paused).
+        // clock.
         let started = tokio::time::Instant::now();
         let mut tasks = tokio::task::JoinSet::new();
         for _ in 0..3 {

@@ -6,15 +6,17 @@
 //! every move (through the layer's future, tower's `Oneshot`, hyper's
 //! dispatcher) is a `memcpy` call. `http::Response` is 112 bytes before
 //! its body, so a body that carried the entries inline (more than 100
-//! bytes) made each response about 230 bytes and each of its four or
-//! five moves a call; the gateway's body is one pointer to its block.
+//! bytes) made each response about 230 bytes and each of its moves a
+//! call; the gateway's body is one pointer to its block.
 //!
 //! A block freed on a thread is kept for that thread's next response:
-//! a thread that serves no more responses at once than it has before
-//! takes no memory from the allocator. Bounds: a block is 256 bytes, and
-//! a thread keeps at most [`KEPT`] free blocks (64 KiB), freed with the
-//! thread. A value that does not fit a block (a body type larger than
-//! about 140 bytes) is boxed instead.
+//! a thread whose responses end on it, and which serves no more of them
+//! at once than it has before, takes no memory from the allocator. A
+//! response whose body ends on another thread (a work-stealing runtime)
+//! leaves its block there; a thread that keeps none allocates one.
+//! Bounds: a block is 256 bytes, and a thread keeps at most [`KEPT`] free
+//! blocks (64 KiB), freed with the thread. A value that does not fit a
+//! block (a body type larger than about 140 bytes) is boxed instead.
 //!
 //! The only `unsafe` code of the crate is here.
 #![allow(unsafe_code)]
@@ -27,7 +29,7 @@ use std::pin::Pin;
 use std::ptr::{self, NonNull};
 
 /// A block: room for the gateway's body state with an axum body (about
-/// 130 bytes) and for most other body types.
+/// 120 bytes) and for most other body types.
 const BLOCK: Layout = match Layout::from_size_align(256, 16) {
     Ok(layout) => layout,
     Err(_) => panic!("a valid layout"),
@@ -126,8 +128,8 @@ fn give_block(block: NonNull<u8>) {
 }
 
 /// A `T` in a block of the thread's pool (a box when `T` does not fit
-/// one): owned as a `Box<T>` is, and like it never moved while held, so
-/// it can be pinned in place ([`pinned`](Self::pinned)).
+/// one): owned as a `Box<T>` is, and like it never moved by moving the
+/// handle, so that it can be pinned in place ([`pin`](Self::pin)).
 pub(crate) struct Held<T> {
     ptr: NonNull<T>,
     owns: PhantomData<T>,
@@ -164,13 +166,15 @@ impl<T> Held<T> {
         }
     }
 
-    /// The value, pinned: it stays where it is until it is dropped in
-    /// place.
+    /// Holds `value`, pinned: it stays where it is until it is dropped in
+    /// place (as `Box::pin`).
     #[inline]
-    pub(crate) fn pinned(&mut self) -> Pin<&mut T> {
-        // SAFETY: the value is never moved out of its block or box: no
-        // method gives it away by value, and `drop` drops it in place.
-        unsafe { Pin::new_unchecked(&mut **self) }
+    pub(crate) fn pin(value: T) -> Pin<Self> {
+        // SAFETY: `Held`'s `Deref` and `DerefMut` return a reference to
+        // the value in its block or box and never move it, and `drop`
+        // drops it in place; through the `Pin` only a pinned reference to
+        // a value that is not `Unpin` is handed out.
+        unsafe { Pin::new_unchecked(Held::new(value)) }
     }
 }
 
@@ -311,12 +315,35 @@ mod tests {
     }
 
     #[test]
-    fn a_pinned_value_stays_in_its_block() {
-        let mut held = Held::new(vec![1, 2, 3]);
-        let address = held.ptr;
-        held.pinned().get_mut().push(4);
-        let moved = held;
-        assert_eq!(moved.ptr, address);
-        assert_eq!(*moved, [1, 2, 3, 4]);
+    fn a_pinned_future_that_borrows_itself_runs_across_moves_of_its_handle() {
+        use std::future::Future;
+        use std::task::{Context, Poll, Waker};
+
+        /// Pending at its first poll, ready at its second.
+        struct Once(bool);
+        impl Future for Once {
+            type Output = ();
+            fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+                if std::mem::replace(&mut self.0, true) {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            }
+        }
+        // Holds a reference to its own local across the wait: moving it
+        // after the first poll would leave the reference dangling (which
+        // Miri reports).
+        let mut future = Held::pin(async {
+            let words = [1u64, 2, 3];
+            let first = &words[0];
+            Once(false).await;
+            *first + words[2]
+        });
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(future.as_mut().poll(&mut cx).is_pending());
+        let mut moved = vec![future];
+        let mut future = moved.pop().unwrap();
+        assert_eq!(future.as_mut().poll(&mut cx), Poll::Ready(4));
     }
 }
