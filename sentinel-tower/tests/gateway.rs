@@ -2,7 +2,9 @@
 //! 127.0.0.x source address, limited per IP on an API group of three
 //! routes; forwarded addresses believed only from trusted proxies; per
 //! API key, per query parameter; regex predicates and `contains` items as
-//! in Sentinel. Windows move with the instance's manual clock.
+//! in Sentinel. Windows move with the instance's manual clock. The
+//! rate limiter's queue is also driven on a paused runtime, without a
+//! network, to see when each queued request is let through.
 
 mod common;
 
@@ -447,11 +449,8 @@ fn a_rate_limiter_rule_queues_each_clients_requests_on_a_timer() {
             }],
         );
         let server = serve(GatewayLayer::new(&gateway)).await;
-        // Three connections of one client at once: spaced 100 ms apart.
-        // The instance's manual clock stands still; a queued request waits
-        // on the runtime's timer, so the wait is read from the runtime's
-        // clock.
-        let started = tokio::time::Instant::now();
+        // Three connections of one client at once: queued 100 ms apart (when
+        // each is let through is checked on a paused runtime, below).
         let mut tasks = tokio::task::JoinSet::new();
         for _ in 0..3 {
             tasks.spawn(async move {
@@ -461,7 +460,6 @@ fn a_rate_limiter_rule_queues_each_clients_requests_on_a_timer() {
         }
         let statuses = tasks.join_all().await;
         assert_eq!(statuses, [StatusCode::OK; 3]);
-        assert!(started.elapsed() >= std::time::Duration::from_millis(200));
         // Past the queue's 500 ms: the sixth request of the client at one
         // instant is refused (waits of 0, 100, .., 400 ms fit; 500 does not).
         let mut tasks = tokio::task::JoinSet::new();
@@ -475,6 +473,86 @@ fn a_rate_limiter_rule_queues_each_clients_requests_on_a_timer() {
         let admitted = statuses.iter().filter(|s| **s == StatusCode::OK).count();
         assert_eq!(admitted, 5, "{statuses:?}");
     });
+}
+
+/// The layer's queue on a paused runtime, its clock driven by hand (never
+/// read), the instance's manual clock standing still: each client's
+/// queued requests are let through 100 ms apart, another client's first
+/// at once.
+#[tokio::test(start_paused = true)]
+async fn a_rate_limiter_rule_lets_each_queued_request_through_at_its_turn() {
+    use std::convert::Infallible;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll, Waker};
+    use std::time::Duration;
+    use tower::{ServiceBuilder, ServiceExt, service_fn};
+
+    let (sentinel, _clock) = sentinel();
+    let gateway = gateway_on(
+        sentinel,
+        vec![abc()],
+        vec![GatewayRule {
+            control_behavior: sentinel_flow_tower::gateway::GatewayBehavior::RateLimiter,
+            max_queueing_timeout_ms: 500,
+            ..GatewayRule::api_group("abc", 10.0).param_item(GatewayParamItem::client_ip())
+        }],
+    );
+    let service = ServiceBuilder::new()
+        .layer(GatewayLayer::new(&gateway))
+        .service(service_fn(|_: Request<axum::body::Body>| async {
+            Ok::<_, Infallible>(http::Response::new(axum::body::Body::empty()))
+        }));
+    let request = |last: u8| {
+        let mut request = Request::get("/a/1")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let peer = SocketAddr::new(IpAddr::V4(source(last)), 4000);
+        request
+            .extensions_mut()
+            .insert(axum::extract::ConnectInfo(peer));
+        request
+    };
+    type Call = Pin<Box<dyn Future<Output = Option<StatusCode>>>>;
+    let mut calls: Vec<Call> = [130, 130, 130, 131]
+        .into_iter()
+        .map(|last| {
+            let call = service.clone().oneshot(request(last));
+            Box::pin(async move { call.await.ok().map(|response| response.status()) }) as Call
+        })
+        .collect();
+    // Each call polled once at one instant (its checks run), then the
+    // runtime's time driven 1 ms at a time: when each is let through.
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut done: Vec<Option<(u64, Option<StatusCode>)>> = vec![None; calls.len()];
+    for ms in 0..=250u64 {
+        if ms > 0 {
+            tokio::time::advance(Duration::from_millis(1)).await;
+        }
+        for (call, done) in calls.iter_mut().zip(&mut done) {
+            if done.is_none() {
+                if let Poll::Ready(status) = call.as_mut().poll(&mut cx) {
+                    *done = Some((ms, status));
+                }
+            }
+        }
+    }
+    let ok = Some(StatusCode::OK);
+    assert_eq!(done[0], Some((0, ok)), "{done:?}");
+    assert_eq!(
+        done[3],
+        Some((0, ok)),
+        "another client is not queued: {done:?}"
+    );
+    // tokio's timer fires within a millisecond after the wait.
+    for (k, due) in [(1, 100), (2, 200)] {
+        let (at, status) = done[k].expect("let through");
+        assert_eq!(status, ok);
+        assert!(
+            (due..=due + 1).contains(&at),
+            "request {k} let through at {at} ms, due {due}"
+        );
+    }
 }
 
 #[test]

@@ -285,6 +285,52 @@ mod tests {
         assert_eq!(drops.load(Ordering::SeqCst), 2);
     }
 
+    /// Threads in a ring, each making values, dropping some and passing
+    /// the others on to the next thread, which drops them: against the
+    /// model (every value made is dropped once, a thread never keeps more
+    /// than `KEPT` free blocks), whatever the interleaving.
+    #[test]
+    fn values_passed_between_threads_are_dropped_once_and_each_pool_keeps_its_bound() {
+        const THREADS: usize = 4;
+        let (rounds, most) = if cfg!(miri) { (6, 8) } else { (200, 2 * KEPT) };
+        let made = Arc::new(AtomicUsize::new(0));
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (senders, receivers): (Vec<_>, Vec<_>) = (0..THREADS)
+            .map(|_| std::sync::mpsc::channel::<Vec<Held<Dropped>>>())
+            .unzip();
+        let workers: Vec<_> = receivers
+            .into_iter()
+            .enumerate()
+            .map(|(thread, from_previous)| {
+                let to_next = senders[(thread + 1) % THREADS].clone();
+                let (made, drops) = (made.clone(), drops.clone());
+                std::thread::spawn(move || {
+                    let mut seed = thread as u64 + 1;
+                    for _ in 0..rounds {
+                        seed = seed
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        let count = (seed >> 33) as usize % most + 1;
+                        let mut batch: Vec<Held<Dropped>> = (0..count)
+                            .map(|_| Held::new(Dropped(drops.clone(), false)))
+                            .collect();
+                        made.fetch_add(count, Ordering::SeqCst);
+                        let passed = batch.split_off(count / 2);
+                        drop(batch);
+                        to_next.send(passed).unwrap();
+                        drop(from_previous.recv().unwrap());
+                        assert!(kept() <= KEPT);
+                    }
+                })
+            })
+            .collect();
+        drop(senders);
+        for worker in workers {
+            worker.join().unwrap();
+        }
+        assert_eq!(drops.load(Ordering::SeqCst), made.load(Ordering::SeqCst));
+    }
+
     #[test]
     fn a_panicking_drop_still_gives_its_block_back() {
         let drops = Arc::new(AtomicUsize::new(0));
