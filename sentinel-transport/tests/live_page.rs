@@ -231,16 +231,23 @@ async fn the_page_shows_live_traffic_and_draws_its_chart_without_errors() {
             tokio::time::sleep(Duration::from_millis(250)).await;
         };
         // The page goes on refreshing: a later second is shown within a few
-        // polls (and errors of later renders are caught meanwhile).
+        // polls (and errors of later renders are caught meanwhile). The
+        // adaptive limit is drawn over the seconds it was recorded, which
+        // grow by one a second: a page that loaded within the limit's first
+        // seconds is read again until it has drawn a few of them.
         let refreshed = loop {
             let later = browser.eval(&page, PROBE).await;
-            if later["statusText"] != probe["statusText"] && shows_traffic(&later) {
+            let limit_drawn = later["limitPoints"].as_u64().unwrap_or(0) >= 2
+                && later["limitPixels"].as_u64().unwrap_or(0) > 40;
+            if later["statusText"] != probe["statusText"] && shows_traffic(&later) && limit_drawn {
                 break later;
             }
             assert!(
                 Instant::now() < deadline + REFRESH_DEADLINE,
-                "{scheme}: the page stopped refreshing at {}",
-                later["statusText"]
+                "{scheme}: the page stopped refreshing at {} (the limit drawn over {} seconds, {} pixels)",
+                later["statusText"],
+                later["limitPoints"],
+                later["limitPixels"]
             );
             tokio::time::sleep(Duration::from_millis(250)).await;
         };
