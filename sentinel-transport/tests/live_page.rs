@@ -55,7 +55,8 @@ const PROBE: &str = r#"(() => {
   };
   const passPixels = pixels('--pass');
   return {
-    passText: row ? row.children[1].firstChild.textContent : null,
+    // A row being redrawn may have its cell without its text yet.
+    passText: row?.children[1]?.firstChild?.textContent ?? null,
     drawn: canvas.dataset.drawn,
     maxPass: canvas.dataset.maxPass || null,
     passPixels,
